@@ -1,0 +1,1 @@
+"""Graph definitions (one package each), the registry and the runner."""

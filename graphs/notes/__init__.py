@@ -1,0 +1,19 @@
+"""notes: the running notes of a session (stenographer_get_brief).
+
+validate → milestones, briefs and recent live turns → Markdown within the budget.
+"""
+
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+DEFINITION = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "notes",
+    "channels": channels("request", "session", "session_row", "max_chars", "milestones",
+                         "briefs", "live", "markdown"),
+    "nodes": {
+        "validate": {"type": "checked_notes"},
+        "evidence": {"type": "notes_evidence"},
+        "reply": {"type": "notes_markdown"},
+    },
+    "edges": chain(START, "validate", "evidence", "reply", END),
+}

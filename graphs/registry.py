@@ -1,0 +1,75 @@
+"""The registry: node types, route conditions, and every graph compiled once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from graphs import compress, guard, ingest, milestone, notes, search, status, trace
+from graphs.runner import Graphs
+from nodes.context import NodeFn
+from nodes.evaluate_contracts.query_input import (
+    checked_guard,
+    checked_milestone,
+    checked_notes,
+    checked_query,
+)
+from nodes.evaluate_contracts.turn_input import checked_turn
+from nodes.extract.brief import brief_draft
+from nodes.extract.fusion import fused_hits
+from nodes.extract.query_terms import keyword_query
+from nodes.extract.turn_signals import turn_signals
+from nodes.extract.vectors import turn_vector
+from nodes.load_evidence.compression import compression_batch
+from nodes.load_evidence.hit_rows import hit_page
+from nodes.load_evidence.hits import keyword_candidates, vector_candidates
+from nodes.load_evidence.session_view import guard_evidence, notes_evidence
+from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
+from nodes.publish.brief import claimed_brief
+from nodes.publish.ingest_reply import ingest_reply
+from nodes.publish.milestone import marked_milestone
+from nodes.publish.search_reply import search_reply
+from nodes.publish.session_reply import guard_markdown, notes_markdown
+from nodes.publish.traces import persist_trace
+from nodes.publish.turn import stored_turn
+
+__all__ = ["CONDITIONS", "DEFINITIONS", "NODE_TYPES", "build_graphs"]
+
+NODE_TYPES: dict[str, NodeFn] = {
+    fn.__name__: fn
+    for fn in (
+        checked_turn, turn_signals, turn_vector, stored_turn, ingest_reply,
+        compression_batch, brief_draft, claimed_brief,
+        checked_query, keyword_query, keyword_candidates, vector_candidates, fused_hits,
+        hit_page, search_reply,
+        checked_guard, guard_evidence, guard_markdown,
+        checked_notes, notes_evidence, notes_markdown,
+        checked_milestone, marked_milestone,
+        capture_status, stored_trace, recent_traces,
+    )
+}
+
+# Route conditions read only small channels that a node wrote for the purpose.
+CONDITIONS: dict[str, Callable[[Any], str]] = {
+    "compression_due": lambda s: "yes" if s.get("compression_due") else "no",
+    "compress_again": lambda s: "again" if s.get("again") else "done",
+    "search_mode": lambda s: str(s.get("query")["mode"]),
+    "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
+}
+
+DEFINITIONS: list[dict[str, Any]] = [
+    ingest.DEFINITION, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
+    notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
+]
+
+
+def build_graphs() -> Graphs:
+    """Register every node type and condition and compile every graph (at start-up)."""
+    graphs = Graphs(trace_sink=persist_trace)
+    for type_name, fn in NODE_TYPES.items():
+        graphs.node_type(type_name, fn)
+    for name, condition in CONDITIONS.items():
+        graphs.condition(name, condition)
+    for definition in DEFINITIONS:
+        graphs.compile(definition)
+    return graphs

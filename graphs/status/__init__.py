@@ -1,0 +1,11 @@
+"""status: store counts, capture and delivery progress (stenographer_capture_status)."""
+
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+DEFINITION = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "status",
+    "channels": channels("request", "status", "text"),
+    "nodes": {"status": {"type": "capture_status"}},
+    "edges": chain(START, "status", END),
+}

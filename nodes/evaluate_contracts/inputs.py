@@ -1,0 +1,84 @@
+"""Shared checks of caller input: text, session ids, times. Messages say what is valid."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from store.errors import InvalidInput
+
+__all__ = [
+    "MAX_SESSION_ID_CHARS",
+    "ROLES",
+    "check_int",
+    "check_session_id",
+    "check_text",
+    "check_time",
+    "iso",
+]
+
+ROLES = ("user", "assistant", "system", "tool")
+MAX_SESSION_ID_CHARS = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_text(name: str, value: Any, *, max_chars: int, allow_empty: bool = False) -> str:
+    """A string that is valid Unicode (no lone surrogates) and within bounds."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{name} must not be empty or only white space")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{name} is {len(value):,} characters; at most {max_chars:,} allowed")
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        raise InvalidInput(
+            f"{name} contains a lone surrogate (U+{ord(bad.group()):04X}) at position "
+            f"{bad.start()}; send valid UTF-8 text"
+        )
+    return value
+
+
+def check_session_id(value: Any) -> str:
+    """1–200 printable characters, no control characters."""
+    text = check_text("session_id", value, max_chars=MAX_SESSION_ID_CHARS)
+    if _CONTROL.search(text):
+        raise InvalidInput("session_id must not contain control characters (tabs, newlines)")
+    return text
+
+
+def check_time(name: str, value: Any) -> float | None:
+    """ISO 8601 date or date-time (naive means UTC), or None; returns epoch seconds."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be an ISO 8601 string such as 2026-11-30T14:05:00Z")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"{name}={value[:40]!r} is not an ISO 8601 date or date-time "
+            "(e.g. 2026-11-30 or 2026-11-30T14:05:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    seconds = moment.timestamp()
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidInput(f"{name} must be on or after 1970-01-01")
+    return seconds
+
+
+def check_int(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be a whole number from {low} to {high}")
+    if not low <= value <= high:
+        raise InvalidInput(f"{name}={value} is out of range; valid: {low} to {high}")
+    return value
+
+
+def iso(seconds: float) -> str:
+    """Epoch seconds as an ISO 8601 UTC string (seconds precision)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

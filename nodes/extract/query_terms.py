@@ -1,0 +1,41 @@
+"""Node: the FTS5 expressions of a search query.
+
+A query written with FTS5 operators (quotes, ``*``, OR/AND/NOT, NEAR, parentheses) is
+tried as written; plain language becomes its content words OR-ed, so a question finds
+the turns that share its rare words (BM25 ranks them) instead of requiring all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.extract.terms import content_words
+from store.search import fts_phrase
+
+__all__ = ["keyword_query", "term_expression", "uses_fts_syntax"]
+
+_OPERATORS = re.compile(r'["*()^]|\bNEAR\b|\b(?:AND|OR|NOT)\b')
+MAX_TERMS = 32
+
+
+def uses_fts_syntax(text: str) -> bool:
+    return _OPERATORS.search(text) is not None
+
+
+def term_expression(text: str) -> str | None:
+    """Distinct content words, each quoted, OR-ed; None when the text has no words."""
+    terms = list(dict.fromkeys(content_words(text)))[:MAX_TERMS]
+    return " OR ".join(fts_phrase(t) for t in terms) if terms else None
+
+
+def keyword_query(state: State, cfg: Mapping[str, Any]) -> Writes:
+    text = state.get("query")["text"]
+    if text is None:
+        return {"fts": None}
+    fallback = term_expression(text)
+    if uses_fts_syntax(text):
+        return {"fts": {"expression": text, "fallback": fallback}}
+    return {"fts": {"expression": fallback, "fallback": None}}

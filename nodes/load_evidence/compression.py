@@ -1,0 +1,38 @@
+"""Node: the oldest uncompressed turns of a session, when there are enough to compress."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from store.exchanges import live_turns
+from store.milestones import milestone_ids
+
+__all__ = ["EXCERPT_CHARS", "compression_batch"]
+
+EXCERPT_CHARS = 240  # what a brief may quote of one turn; the turn itself stays stored
+
+
+def compression_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
+    limit = state.ctx.settings.turn_limit
+    with state.ctx.store.read() as conn:
+        turns = live_turns(conn, state.get("session_row"), limit)
+        labels = milestone_ids(conn, [t.id for t in turns]) if len(turns) >= limit else {}
+    if len(turns) < limit:
+        return {"batch": []}
+    return {
+        "batch": [
+            {
+                "id": t.id,
+                "hash": t.content_hash.hex(),
+                "role": t.role,
+                "created_at": t.created_at,
+                "excerpt": t.content[:EXCERPT_CHARS],
+                "decisions": t.decisions,
+                "blockers": t.blockers,
+                "milestone": labels.get(t.id),
+            }
+            for t in turns
+        ]
+    }

@@ -1,0 +1,54 @@
+"""Nodes: store counts and capture/delivery status; stored traces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from store.errors import InvalidInput, NotFound
+from store.runs import load_trace, recent_runs
+from store.stats import store_counts
+
+__all__ = ["capture_status", "recent_traces", "stored_trace"]
+
+
+def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
+    with state.ctx.store.read() as conn:
+        counts = store_counts(conn)
+    status = {
+        "store": {"path": str(state.ctx.store.path), **counts},
+        # Transcript watchers and the sync outbox report here once configured.
+        "capture": {"watchers": [], "enabled": False},
+        "delivery": {"peers": [], "pending": 0, "delivered": 0, "last_error": None},
+    }
+    text = (
+        f"Store {status['store']['path']}: {counts['exchanges']} exchanges in "
+        f"{counts['sessions']} sessions ({counts['uncompressed']} uncompressed), "
+        f"{counts['briefs']} briefs, {counts['milestones']} milestones, "
+        f"{counts['database_bytes']:,} bytes | capture: no transcript watchers configured"
+        " | delivery: no sync peers configured"
+    )
+    return {"status": status, "text": text}
+
+
+def stored_trace(state: State, cfg: Mapping[str, Any]) -> Writes:
+    run_id = (state.get("request") or {}).get("run_id")
+    if not isinstance(run_id, str) or not run_id.isalnum() or len(run_id) > 64:
+        raise InvalidInput("run_id must be the 32-character hex id of a run "
+                           "(list recent ones with `stenographer trace`)")
+    state.ctx.store.traces.flush()
+    with state.ctx.store.read() as conn:
+        trace = load_trace(conn, run_id)
+    if trace is None:
+        raise NotFound(f"no stored run {run_id!r} (traces are kept for the most recent "
+                       "runs only)")
+    return {"trace": trace}
+
+
+def recent_traces(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    state.ctx.store.traces.flush()
+    with state.ctx.store.read() as conn:
+        runs = recent_runs(conn, int(req.get("limit", 20)), req.get("graph"))
+    return {"runs": runs}

@@ -1,0 +1,49 @@
+"""The application object: settings, store and compiled graphs of one process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphs.registry import build_graphs
+from graphs.runner import Graphs
+from nodes.context import RunContext
+from nodes.extract.patterns import compile_patterns
+from stenographer.settings import Settings
+from store.db import Store
+
+__all__ = ["App", "open_app"]
+
+_GRAPHS: Graphs | None = None
+
+
+def graphs() -> Graphs:
+    """The process's compiled graphs (compiled on first use, once)."""
+    global _GRAPHS
+    if _GRAPHS is None:
+        _GRAPHS = build_graphs()
+    return _GRAPHS
+
+
+@dataclass
+class App:
+    settings: Settings
+    store: Store
+    ctx: RunContext
+    graphs: Graphs
+
+    def run(self, graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Run a named graph on this thread; returns (channel values, stage trace)."""
+        return self.graphs.run(graph, {"request": request}, self.ctx)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_app(settings: Settings | None = None) -> App:
+    settings = settings or Settings.from_env()
+    patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
+    store = Store(settings.db_path, synchronous=settings.synchronous,
+                  vector_dim=settings.vector_dim)
+    ctx = RunContext(store=store, settings=settings, patterns=patterns)
+    return App(settings=settings, store=store, ctx=ctx, graphs=graphs())

@@ -1,0 +1,95 @@
+"""Structured outputs of the MCP tools (their JSON schemas are the tools' outputSchema)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "BriefRef", "CaptureStatus", "GuardResult", "Hit", "HistoryPage", "Ingested",
+    "MilestoneMarked", "NotesResult", "Stage", "Trace",
+]
+
+
+class Stage(BaseModel):
+    node: str
+    step: int
+    duration_ms: float
+    writes: dict[str, str]
+    error: str | None = None
+
+
+class Trace(BaseModel):
+    run_id: str = Field(description="Read it again later: resource omega-stenographer://runs/{run_id}")
+    graph: str
+    status: str
+    duration_ms: float
+    stages: list[Stage]
+
+
+class BriefRef(BaseModel):
+    id: int
+    tier: str
+    turns: int
+
+
+class Ingested(BaseModel):
+    text: str = Field(description="The reply line, also the first text content.")
+    exchange_id: int
+    session_id: str
+    role: str
+    chars: int
+    duplicate: bool = Field(description="True when source_key was already captured.")
+    decisions: list[str]
+    blockers: list[str]
+    compressed: list[BriefRef] = Field(description="Briefs made by this ingest, if any.")
+    trace_id: str | None = None
+    trace: Trace
+
+
+class Hit(BaseModel):
+    exchange_id: int
+    session_id: str
+    role: str
+    created_at: str
+    score: float
+    snippet: str
+    decisions: list[str]
+    blockers: list[str]
+    brief_id: int | None = Field(description="The brief that holds this turn, if compressed.")
+    trace_id: str | None = None
+
+
+class HistoryPage(BaseModel):
+    text: str
+    hits: list[Hit]
+    total: int = Field(description="Ranked candidates for this query (at most 200).")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null at the end.")
+    notes: list[str]
+    trace: Trace
+
+
+class NotesResult(BaseModel):
+    markdown: str
+    trace: Trace
+
+
+class GuardResult(BaseModel):
+    markdown: str
+    brief_ids: list[int]
+    live_exchange_ids: list[int]
+    trace: Trace
+
+
+class MilestoneMarked(BaseModel):
+    text: str
+    exchange_id: int
+    session_id: str
+    label: str
+    brief_id: int | None
+    trace: Trace
+
+
+class CaptureStatus(BaseModel):
+    text: str
+    status: dict[str, object]
+    trace: Trace

@@ -1,0 +1,262 @@
+"""The MCP server: six tools, three resources, stdio by default.
+
+Each tool is thin: its typed signature is the input schema, its docstring the
+description; it runs one named graph and returns the result with the stage trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from stenographer.app import App, open_app
+from stenographer.models import (
+    CaptureStatus,
+    GuardResult,
+    HistoryPage,
+    Ingested,
+    MilestoneMarked,
+    NotesResult,
+)
+from store.errors import NotFound, StenoError
+
+__all__ = ["main", "mcp"]
+
+INSTRUCTIONS = """\
+Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange for
+every turn (user, assistant, tool) with one session_id per conversation. Use
+stenographer_query_history to find earlier turns (every hit cites its exchange id),
+stenographer_get_brief for the running notes of a session, and
+stenographer_compact_guard right before the context is compacted. It never approves,
+blocks or steers: it only records, extracts, compresses and finds."""
+
+
+@asynccontextmanager
+async def lifespan(server: MCPServer[App]) -> AsyncIterator[App]:
+    app = open_app()
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+mcp: MCPServer[App] = MCPServer("omega-stenographer", instructions=INSTRUCTIONS,
+                                lifespan=lifespan)
+
+SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
+    "The conversation this turn belongs to: any stable string of 1-200 characters, "
+    "e.g. the host's conversation id. Case-sensitive."))]
+MaxChars = Annotated[int | None, Field(ge=500, le=200_000, description=(
+    "Reply budget in characters (500-200000); default STENO_MAX_CHARS (8000)."))]
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                       open_world_hint=False)
+
+
+def _run(ctx: Context[App], graph: str, request: dict[str, Any]
+         ) -> tuple[dict[str, Any], dict[str, Any]]:
+    app: App = ctx.request_context.lifespan_context
+    try:
+        return app.run(graph, request)
+    except StenoError as ex:
+        raise ToolError(str(ex)) from None
+
+
+def _result(text: str, model: Any) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=model.model_dump(mode="json"))
+
+
+@mcp.tool(name="stenographer_ingest_exchange", annotations=ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+    open_world_hint=False))
+def ingest_exchange(
+    role: Annotated[Literal["user", "assistant", "system", "tool"], Field(
+        description="Who spoke: user, assistant, system or tool.")],
+    content: Annotated[str, Field(min_length=1, description=(
+        "The turn's full text, verbatim (1 to STENO_MAX_CONTENT_CHARS characters, "
+        "default 1,000,000). Secrets are stored as sent."))],
+    session_id: SessionId,
+    ctx: Context[App],
+    trace_id: Annotated[str | None, Field(description=(
+        "Optional correlation id in the form VT-YYYYMMDD-xxxxxxxx (8 digits, 8 lowercase "
+        "hex digits)."))] = None,
+    source_key: Annotated[str | None, Field(max_length=500, description=(
+        "Optional idempotency key (e.g. transcript file + line). A key already stored "
+        "is not stored again: the reply says 'Already captured' with the existing id."))] = None,
+    created_at: Annotated[str | None, Field(description=(
+        "When the turn happened, ISO 8601 (e.g. 2026-11-30T14:05:00Z; no zone means UTC). "
+        "Default: now."))] = None,
+) -> Annotated[CallToolResult, Ingested]:
+    """Record one conversation turn in the memory. Call it for every turn, in order.
+
+    It stores the text verbatim, extracts decisions and blockers (regex, no model),
+    indexes the turn for keyword and vector search, and when the session has
+    STENO_TURN_LIMIT (default 8) uncompressed turns, compresses the oldest into a brief
+    that cites them (the turns stay stored and searchable).
+
+    Returns one line: `Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B)`,
+    plus `| Compressed K turns → brief <id> (tier-A/B)` when compression ran, or
+    `Already captured #<id> ...` for a repeated source_key; the structured result adds
+    the extracted sentences and the stage trace (~2-4 KB).
+    Side effects: writes to the local store only. Errors: an invalid role, empty or
+    oversized content, invalid text (lone surrogates) or a malformed trace_id or
+    created_at is rejected with a message saying what is valid; nothing is stored.
+    """
+    out, trace = _run(ctx, "ingest", {
+        "role": role, "content": content, "session_id": session_id, "trace_id": trace_id,
+        "source_key": source_key, "created_at": created_at})
+    reply = out["reply"]
+    return _result(reply["text"], Ingested(**reply, trace=trace))
+
+
+@mcp.tool(name="stenographer_get_brief", annotations=READ)
+def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = None
+              ) -> Annotated[CallToolResult, NotesResult]:
+    """The running notes of a session, as Markdown: milestones, then compressed briefs,
+    then the recent uncompressed exchanges (newest last), every item citing `#ids`.
+
+    Use it to catch up on a whole session; use stenographer_query_history to find
+    specific turns, and stenographer_compact_guard right before compaction. The reply
+    fits max_chars (default 8000); what did not fit is counted at the end. Read-only.
+    An unknown session gives notes that say nothing is recorded.
+    """
+    out, trace = _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
+    return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=trace))
+
+
+@mcp.tool(name="stenographer_compact_guard", annotations=READ)
+def compact_guard(
+    session_id: SessionId,
+    ctx: Context[App],
+    query: Annotated[str | None, Field(max_length=2_000, description=(
+        "What the next steps are about; the briefs whose source turns match it best "
+        "are returned. Omit to get the newest briefs."))] = None,
+    top_k: Annotated[int | None, Field(ge=1, le=50, description=(
+        "How many briefs (1-50); default STENO_TOP_K (5)."))] = None,
+    max_chars: MaxChars = None,
+) -> Annotated[CallToolResult, GuardResult]:
+    """Call right before (or at) context compaction: the live uncompressed turns of the
+    session plus the top-K compressed briefs most relevant to `query` (hybrid keyword +
+    vector ranking of their source turns; newest briefs when no query), each brief
+    listing its source turn ids. Markdown within max_chars (default 8000). Read-only.
+
+    Use stenographer_get_brief for the whole running notes instead.
+    """
+    out, trace = _run(ctx, "guard", {"session_id": session_id, "query": query,
+                                      "top_k": top_k, "max_chars": max_chars})
+    model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
+                        live_exchange_ids=[t["id"] for t in out["live"]], trace=trace)
+    return _result(out["markdown"], model)
+
+
+@mcp.tool(name="stenographer_mark_milestone", annotations=ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+    open_world_hint=False))
+def mark_milestone(
+    session_id: SessionId,
+    exchange_id: Annotated[int, Field(ge=1, le=2**63 - 1, description=(
+        "The #id of a turn of this session (from an ingest reply or a search hit)."))],
+    label: Annotated[str, Field(min_length=1, max_length=200, description=(
+        "Short name of the milestone, e.g. 'schema v2 shipped' (1-200 characters)."))],
+    ctx: Context[App],
+) -> Annotated[CallToolResult, MilestoneMarked]:
+    """Flag a turn as a milestone: tier-A priority, always listed in the running notes,
+    and the brief that holds it is tier A. Marking the same turn again replaces its
+    label. Errors: an exchange id that does not exist or belongs to another session.
+    """
+    out, trace = _run(ctx, "milestone", {"session_id": session_id,
+                                          "exchange_id": exchange_id, "label": label})
+    reply = out["reply"]
+    return _result(reply["text"], MilestoneMarked(**reply, trace=trace))
+
+
+@mcp.tool(name="stenographer_query_history", annotations=READ)
+def query_history(
+    query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        "What to find. A plain question works ('when did we drop Redis?'); FTS5 syntax "
+        "is honoured when valid: \"exact phrase\", prefix*, a OR b, NEAR(a b, 5). "
+        "Invalid syntax falls back to a word search and says so."))],
+    ctx: Context[App],
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Search this session. Required unless cross_session is true."))] = None,
+    cross_session: Annotated[bool, Field(description=(
+        "Search every session (default false)."))] = False,
+    limit: Annotated[int, Field(ge=1, le=50, description="Hits per page (1-50).")] = 10,
+    cursor: Annotated[str | None, Field(max_length=500, description=(
+        "next_cursor of the previous page, with the same query and filters."))] = None,
+    mode: Annotated[Literal["hybrid", "keyword", "semantic"], Field(description=(
+        "hybrid (default): keyword BM25 and vectors fused; keyword; semantic."))] = "hybrid",
+    role: Annotated[Literal["any", "user", "assistant", "system", "tool"], Field(
+        description="Only turns by this speaker.")] = "any",
+    since: Annotated[str | None, Field(description=(
+        "Only turns at or after this ISO 8601 time."))] = None,
+    until: Annotated[str | None, Field(description=(
+        "Only turns before this ISO 8601 time."))] = None,
+) -> Annotated[CallToolResult, HistoryPage]:
+    """Search every recorded exchange of a session (compressed ones included), best
+    first. Each hit cites its provenance: exchange id, session, role, time, score,
+    snippet, extracted decisions and blockers, and the brief that holds it.
+
+    Use it to find specific turns; stenographer_get_brief summarises a session.
+    Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
+    candidates per query); text within 8000 characters. Read-only. Errors: a missing
+    session_id without cross_session, a bad cursor, or an invalid time.
+    """
+    out, trace = _run(ctx, "search", {
+        "query": query, "session_id": session_id, "cross_session": cross_session,
+        "limit": limit, "cursor": cursor, "mode": mode, "role": role, "since": since,
+        "until": until})
+    model = HistoryPage(text=out["text"], hits=out["hits"], total=out["total"] or 0,
+                        next_cursor=out["next_cursor"], notes=out["notes"] or [], trace=trace)
+    return _result(out["text"], model)
+
+
+@mcp.tool(name="stenographer_capture_status", annotations=READ)
+def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, CaptureStatus]:
+    """Automatic capture progress (transcript watchers: files, offsets, last success,
+    errors), delivery status (sync outbox: pending, delivered, last error) and store
+    counts (sessions, exchanges, briefs, size). Read-only; about 1 KB.
+    """
+    out, trace = _run(ctx, "status", {})
+    return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
+                                              trace=trace))
+
+
+@mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",
+              description="Running notes of a session (as stenographer_get_brief).")
+def notes_resource(session_id: str, ctx: Context[App]) -> str:
+    out, _ = _run(ctx, "notes", {"session_id": session_id})
+    return str(out["markdown"])
+
+
+@mcp.resource("omega-stenographer://sessions/{session_id}/guard", mime_type="text/markdown",
+              description="Compaction briefing of a session (as stenographer_compact_guard).")
+def guard_resource(session_id: str, ctx: Context[App]) -> str:
+    out, _ = _run(ctx, "guard", {"session_id": session_id})
+    return str(out["markdown"])
+
+
+@mcp.resource("omega-stenographer://runs/{run_id}", mime_type="application/json",
+              description="The stored stage trace of a graph run.")
+def run_resource(run_id: str, ctx: Context[App]) -> str:
+    app: App = ctx.request_context.lifespan_context
+    try:
+        out, _ = app.run("trace", {"run_id": run_id})
+    except NotFound as ex:
+        raise ResourceNotFoundError(str(ex)) from None
+    except StenoError as ex:
+        raise ResourceNotFoundError(str(ex)) from None
+    return json.dumps(out["trace"], ensure_ascii=False)
+
+
+def main() -> None:
+    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch."""
+    mcp.run()

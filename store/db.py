@@ -1,0 +1,120 @@
+"""The SQLite store: one file, WAL mode, one connection per thread.
+
+Writers in this process take a lock before ``BEGIN IMMEDIATE`` so they queue in
+memory instead of sleeping in SQLite's busy handler; writers in other processes are
+serialised by SQLite itself (busy timeout). Readers never block writers (WAL).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+import apsw.bestpractice
+import sqlite_vec
+
+from store.errors import StoreError
+from store.migrations import migrate
+from store.runs import TraceBuffer
+from store.vectors import VectorCache
+
+__all__ = ["BUSY_TIMEOUT_MS", "Store"]
+
+BUSY_TIMEOUT_MS = 10_000
+
+# apsw best practice: no double-quoted string literals, journal-mode defaults, and so on.
+apsw.bestpractice.apply(
+    (apsw.bestpractice.connection_dqs, apsw.bestpractice.connection_recursive_triggers)
+)
+
+
+class Store:
+    """A store file and the connections that serve it. Thread-safe."""
+
+    def __init__(
+        self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256
+    ) -> None:
+        self.path = Path(path)
+        self.vectors = VectorCache(vector_dim)
+        self.traces = TraceBuffer(self.write)
+        self.synchronous = synchronous
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._all: list[apsw.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        self._create_file()
+        migrate(self.connection())
+
+    def _create_file(self) -> None:
+        """Owner-only directory and file, created before SQLite opens it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+
+    def _open(self) -> apsw.Connection:
+        try:
+            conn = apsw.Connection(str(self.path))
+        except apsw.Error as ex:
+            raise StoreError(f"cannot open the store {self.path}: {ex}") from ex
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA secure_delete=FAST")  # forgotten text does not linger in pages
+        return conn
+
+    def connection(self) -> apsw.Connection:
+        """This thread's connection (opened on first use)."""
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError("the store is closed")
+            conn = self._open()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``): committed on success, else rolled back."""
+        conn = self.connection()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """A consistent snapshot for several reads."""
+        conn = self.connection()
+        if not conn.get_autocommit():  # nested inside a write on this thread
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.traces.close()
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()

@@ -1,0 +1,171 @@
+"""Exchanges (turns): the write path of an ingest and the reads of single turns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import apsw
+
+__all__ = [
+    "Exchange",
+    "NewTurn",
+    "Recorded",
+    "count_live",
+    "exchanges_by_ids",
+    "live_turns",
+    "record_turn",
+    "recent_turns",
+    "session_row_id",
+]
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    session: str
+    role: str
+    content: str
+    content_hash: bytes
+    created_at: float
+    vector: bytes
+    decisions: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()
+    source_key: str | None = None
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    exchange_id: int
+    session_id: int
+    duplicate: bool
+    live_turns: int
+
+
+@dataclass(frozen=True)
+class Exchange:
+    id: int
+    session: str
+    role: str
+    created_at: float
+    content: str
+    content_hash: bytes
+    brief_id: int | None
+    trace_id: str | None
+    decisions: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+
+
+UPSERT_SESSION = """
+INSERT INTO sessions(name, created_at, last_at, turns) VALUES (?1, ?2, ?2, 1)
+ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1
+RETURNING id"""
+FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
+INSERT_EXCHANGE = """
+INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
+                      source_key, trace_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
+INSERT_FTS = "INSERT INTO exchanges_fts(rowid, body, scope) VALUES (?, ?, ?)"
+INSERT_VECTOR = (
+    "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
+)
+COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
+SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
+
+SELECT_EXCHANGE = """
+SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, e.brief_id,
+       e.trace_id, e.signals
+FROM exchanges e JOIN sessions s ON s.id = e.session_id"""
+SELECT_LIVE = SELECT_EXCHANGE + """
+WHERE e.session_id = ? AND e.brief_id IS NULL ORDER BY e.id LIMIT ?"""
+SELECT_RECENT = SELECT_EXCHANGE + """
+WHERE e.session_id = ? AND e.brief_id IS NULL ORDER BY e.id DESC LIMIT ?"""
+
+
+def scope_token(session_id: int) -> str:
+    """The FTS token that marks a turn's session (see migration 1)."""
+    return f"s{session_id}"
+
+
+def encode_signals(decisions: Sequence[str], blockers: Sequence[str]) -> str | None:
+    if not decisions and not blockers:
+        return None
+    return json.dumps({"d": list(decisions), "b": list(blockers)}, ensure_ascii=False)
+
+
+def _row(row: tuple[object, ...]) -> Exchange:
+    signals = json.loads(str(row[8])) if row[8] else {}
+    return Exchange(
+        id=int(row[0]),  # type: ignore[call-overload]
+        session=str(row[1]),
+        role=str(row[2]),
+        created_at=float(row[3]),  # type: ignore[arg-type]
+        content=str(row[4]),
+        content_hash=bytes(row[5]),  # type: ignore[arg-type]
+        brief_id=None if row[6] is None else int(row[6]),  # type: ignore[call-overload]
+        trace_id=None if row[7] is None else str(row[7]),
+        decisions=signals.get("d", []),
+        blockers=signals.get("b", []),
+    )
+
+
+def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
+    """Store one turn with its keyword and vector index entries. Call inside a write.
+
+    A turn whose ``source_key`` is already stored is not stored again: the existing
+    exchange id comes back with ``duplicate=True``.
+    """
+    if turn.source_key is not None:
+        found = conn.execute(FIND_SOURCE_KEY, (turn.source_key,)).fetchone()
+        if found is not None:
+            live = conn.execute(COUNT_LIVE, (found[1],)).fetchone()[0]
+            return Recorded(int(found[0]), int(found[1]), True, int(live))
+    session_id = conn.execute(UPSERT_SESSION, (turn.session, turn.created_at)).fetchone()[0]
+    exchange_id = conn.execute(
+        INSERT_EXCHANGE,
+        (
+            session_id,
+            turn.role,
+            turn.created_at,
+            turn.content,
+            turn.content_hash,
+            encode_signals(turn.decisions, turn.blockers),
+            turn.source_key,
+            turn.trace_id,
+        ),
+    ).fetchone()[0]
+    conn.execute(INSERT_FTS, (exchange_id, turn.content, scope_token(session_id)))
+    conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
+    live = conn.execute(COUNT_LIVE, (session_id,)).fetchone()[0]
+    return Recorded(int(exchange_id), int(session_id), False, int(live))
+
+
+def count_live(conn: apsw.Connection, session_id: int) -> int:
+    """Uncompressed turns of a session (an index-only count over at most a batch or so)."""
+    return int(conn.execute(COUNT_LIVE, (session_id,)).fetchone()[0])
+
+
+def session_row_id(conn: apsw.Connection, session: str) -> int | None:
+    row = conn.execute(SESSION_ROW_ID, (session,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def live_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
+    """The oldest ``limit`` uncompressed turns of a session, oldest first."""
+    return [_row(r) for r in conn.execute(SELECT_LIVE, (session_id, limit))]
+
+
+def recent_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
+    """The newest ``limit`` uncompressed turns of a session, oldest first."""
+    rows = [_row(r) for r in conn.execute(SELECT_RECENT, (session_id, limit))]
+    rows.reverse()
+    return rows
+
+
+def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exchange]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    sql = SELECT_EXCHANGE + f" WHERE e.id IN ({marks})"
+    return {ex.id: ex for ex in (_row(r) for r in conn.execute(sql, tuple(ids)))}

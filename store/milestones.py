@@ -1,0 +1,69 @@
+"""Milestones: turns flagged as tier-A priority."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+__all__ = [
+    "Milestone", "exchange_session", "mark_milestone", "milestone_ids", "session_milestones",
+]
+
+
+@dataclass(frozen=True)
+class Milestone:
+    exchange_id: int
+    label: str
+    created_at: float
+    role: str
+    excerpt: str
+    brief_id: int | None
+
+
+UPSERT_MILESTONE = """
+INSERT INTO milestones(exchange_id, session_id, label, created_at) VALUES (?, ?, ?, ?)
+ON CONFLICT(exchange_id) DO UPDATE SET label = excluded.label"""
+SELECT_BRIEF_OF = "SELECT brief_id FROM exchanges WHERE id = ?"
+SELECT_EXCHANGE_SESSION = "SELECT session_id FROM exchanges WHERE id = ?"
+SELECT_SESSION_MILESTONES = """
+SELECT m.exchange_id, m.label, m.created_at, e.role, substr(e.content, 1, ?3), e.brief_id
+FROM milestones m JOIN exchanges e ON e.id = m.exchange_id
+WHERE m.session_id = ?1 ORDER BY m.exchange_id DESC LIMIT ?2"""
+
+
+def exchange_session(conn: apsw.Connection, exchange_id: int) -> int | None:
+    row = conn.execute(SELECT_EXCHANGE_SESSION, (exchange_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def mark_milestone(conn: apsw.Connection, session_id: int, exchange_id: int, label: str,
+                   now: float) -> int | None:
+    """Flag a turn (marking it again replaces the label); return its brief id, if any.
+
+    Call inside a write.
+    """
+    conn.execute(UPSERT_MILESTONE, (exchange_id, session_id, label, now))
+    row = conn.execute(SELECT_BRIEF_OF, (exchange_id,)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def session_milestones(conn: apsw.Connection, session_id: int, limit: int,
+                       excerpt_chars: int = 200) -> list[Milestone]:
+    """The newest ``limit`` milestones of a session, oldest first."""
+    rows = [
+        Milestone(int(r[0]), str(r[1]), float(r[2]), str(r[3]), str(r[4]),
+                  None if r[5] is None else int(r[5]))
+        for r in conn.execute(SELECT_SESSION_MILESTONES, (session_id, limit, excerpt_chars))
+    ]
+    rows.reverse()
+    return rows
+
+
+def milestone_ids(conn: apsw.Connection, exchange_ids: list[int]) -> dict[int, str]:
+    """Labels of those of ``exchange_ids`` that are milestones."""
+    if not exchange_ids:
+        return {}
+    sql = (f"SELECT exchange_id, label FROM milestones WHERE exchange_id IN "
+           f"({','.join('?' * len(exchange_ids))})")
+    return {int(r[0]): str(r[1]) for r in conn.execute(sql, exchange_ids)}

@@ -1,0 +1,114 @@
+"""Stage traces of graph runs: persisted compressed, with bounded retention."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import apsw
+import zstandard
+
+__all__ = ["PRUNE_EVERY", "TraceBuffer", "load_trace", "recent_runs", "save_trace"]
+
+PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
+
+INSERT_RUN = """
+INSERT INTO runs(run_id, graph, status, started_at, duration_ms, trace)
+VALUES (?, ?, ?, ?, ?, ?) RETURNING seq"""
+PRUNE_RUNS = "DELETE FROM runs WHERE seq <= ? - ?"
+SELECT_TRACE = "SELECT trace FROM runs WHERE run_id = ?"
+SELECT_RECENT = """
+SELECT run_id, graph, status, started_at, duration_ms FROM runs
+WHERE (?1 IS NULL OR graph = ?1) ORDER BY seq DESC LIMIT ?2"""
+
+_compressor = zstandard.ZstdCompressor(level=3)
+_decompressor = zstandard.ZstdDecompressor()
+
+
+def save_trace(conn: apsw.Connection, trace: dict[str, Any], started_at: float,
+               retention: int) -> None:
+    """Store one trace; every PRUNE_EVERY runs drop those beyond ``retention``."""
+    blob = _compressor.compress(json.dumps(trace, separators=(",", ":")).encode())
+    seq = conn.execute(
+        INSERT_RUN,
+        (trace["run_id"], trace["graph"], trace["status"], started_at, trace["duration_ms"],
+         blob),
+    ).fetchone()[0]
+    if seq % PRUNE_EVERY == 0:
+        conn.execute(PRUNE_RUNS, (seq, retention))
+
+
+def load_trace(conn: apsw.Connection, run_id: str) -> dict[str, Any] | None:
+    row = conn.execute(SELECT_TRACE, (run_id,)).fetchone()
+    if row is None:
+        return None
+    trace: dict[str, Any] = json.loads(_decompressor.decompress(bytes(row[0])))
+    return trace
+
+
+def recent_runs(conn: apsw.Connection, limit: int, graph: str | None = None
+                ) -> list[dict[str, Any]]:
+    return [
+        {"run_id": r[0], "graph": r[1], "status": r[2], "started_at": r[3], "duration_ms": r[4]}
+        for r in conn.execute(SELECT_RECENT, (graph, limit))
+    ]
+
+
+class TraceBuffer:
+    """Traces waiting to be written: flushed in one transaction by a background thread.
+
+    A run does not pay for a commit of its own trace; a trace reaches the file within
+    ``interval`` seconds, or at ``flush()`` (the store calls it on close and before it
+    reads traces). A process killed with SIGKILL loses at most that window of traces,
+    never a turn.
+    """
+
+    def __init__(self, write: Any, interval: float = 0.25) -> None:
+        self._write = write  # Store.write
+        self._interval = interval
+        self._items: list[tuple[dict[str, Any], float, int]] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+
+    def add(self, trace: dict[str, Any], started_at: float, retention: int) -> None:
+        with self._lock:
+            self._items.append((trace, started_at, retention))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="steno-traces", daemon=True
+                )
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop:
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:  # the store may be busy or closing; retry next round
+                time.sleep(self._interval)
+
+    def flush(self) -> None:
+        with self._lock:
+            items, self._items = self._items, []
+        if not items:
+            return
+        try:
+            with self._write() as conn:
+                for trace, started_at, retention in items:
+                    save_trace(conn, trace, started_at, retention)
+        except BaseException:
+            with self._lock:
+                self._items[:0] = items
+            raise
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.flush()

@@ -1,0 +1,26 @@
+"""Store-wide counts for status and diagnostics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+__all__ = ["store_counts"]
+
+COUNTS = """
+SELECT (SELECT count(*) FROM sessions),
+       (SELECT count(*) FROM exchanges),
+       (SELECT count(*) FROM exchanges WHERE brief_id IS NULL),
+       (SELECT count(*) FROM briefs),
+       (SELECT count(*) FROM milestones),
+       (SELECT count(*) FROM runs)"""
+PAGES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+
+
+def store_counts(conn: apsw.Connection) -> dict[str, Any]:
+    row = conn.execute(COUNTS).fetchone()
+    keys = ("sessions", "exchanges", "uncompressed", "briefs", "milestones", "runs")
+    out: dict[str, Any] = dict(zip(keys, (int(v) for v in row), strict=True))
+    out["database_bytes"] = int(conn.execute(PAGES).fetchone()[0])
+    return out

@@ -1,0 +1,80 @@
+"""Vector nearest neighbours over the turn vectors stored with sqlite-vec.
+
+The vectors live in the ``exchange_vectors`` vec0 table. For speed each process keeps
+a float32 copy in memory, brought up to date before every query by reading only the
+rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT). A search is then
+one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan takes ~10 ms.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["VectorCache"]
+
+SELECT_NEW = """
+SELECT v.rowid, v.session_id, v.embedding FROM exchange_vectors v WHERE v.rowid > ?
+ORDER BY v.rowid"""
+
+_GROW = 4096
+
+
+class VectorCache:
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._n = 0
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._sessions = np.zeros(0, dtype=np.int64)
+        self._mat = np.zeros((0, dim), dtype=np.float32)
+
+    def _refresh(self, conn: apsw.Connection) -> None:
+        last = int(self._ids[self._n - 1]) if self._n else 0
+        rows = conn.execute(SELECT_NEW, (last,)).fetchall()
+        if not rows:
+            return
+        need = self._n + len(rows)
+        if need > len(self._ids):
+            size = max(need, len(self._ids) * 2, _GROW)
+            self._ids = np.resize(self._ids, size)
+            self._sessions = np.resize(self._sessions, size)
+            mat = np.zeros((size, self.dim), dtype=np.float32)
+            mat[: self._n] = self._mat[: self._n]
+            self._mat = mat
+        blob = b"".join(bytes(r[2]) for r in rows)
+        block = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), self.dim)
+        self._ids[self._n : need] = [r[0] for r in rows]
+        self._sessions[self._n : need] = [r[1] for r in rows]
+        self._mat[self._n : need] = block.astype(np.float32) / 127.0
+        self._n = need
+
+    def knn(
+        self,
+        conn: apsw.Connection,
+        query: npt.NDArray[np.float32],
+        k: int,
+        session_id: int | None = None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` most similar turns as (exchange id, cosine similarity), best first."""
+        with self._lock:
+            self._refresh(conn)
+            ids, mat = self._ids[: self._n], self._mat[: self._n]
+            if session_id is not None:
+                rows = np.flatnonzero(self._sessions[: self._n] == session_id)
+                ids, mat = ids[rows], mat[rows]
+            if len(ids) == 0:
+                return []
+            scores = mat @ query
+        k = min(k, len(ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(ids[i]), float(scores[i])) for i in top if scores[i] > 0.0]
+
+    def forget(self) -> None:
+        """Drop the copy (after deletions); the next query reloads it."""
+        with self._lock:
+            self._n = 0
