@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["END", "START", "SCHEMA_VERSION", "chain", "channels"]
+__all__ = ["END", "SCHEMA_VERSION", "START", "chain", "channels"]
 
 START, END = "__start__", "__end__"
 SCHEMA_VERSION = 1  # strict keys: unknown top-level or channel keys fail at compile

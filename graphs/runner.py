@@ -26,10 +26,18 @@ _SUMMARY_CHARS = 80
 
 
 def _summary(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
+    """A short description of a channel write: small values in full, large ones by size."""
+    if isinstance(value, str):
+        text = json.dumps(value[:_SUMMARY_CHARS], ensure_ascii=False)
+    elif isinstance(value, list) and value:
+        text = f"[{len(value)} items]"
+    elif isinstance(value, dict) and len(value) > 4:
+        text = "{" + ", ".join(list(value)[:8]) + ("…}" if len(value) > 8 else "}")
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
     return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
 
 

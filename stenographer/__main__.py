@@ -3,8 +3,10 @@
 import sys
 
 if len(sys.argv) > 1:
-    from stenographer.cli import main
+    from stenographer.cli import main as cli_main
+
+    cli_main()
 else:
     from stenographer.server import main
 
-main()
+    main()

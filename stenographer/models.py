@@ -5,8 +5,16 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 __all__ = [
-    "BriefRef", "CaptureStatus", "GuardResult", "Hit", "HistoryPage", "Ingested",
-    "MilestoneMarked", "NotesResult", "Stage", "Trace",
+    "BriefRef",
+    "CaptureStatus",
+    "GuardResult",
+    "HistoryPage",
+    "Hit",
+    "Ingested",
+    "MilestoneMarked",
+    "NotesResult",
+    "Stage",
+    "Trace",
 ]
 
 
@@ -63,7 +71,8 @@ class HistoryPage(BaseModel):
     text: str
     hits: list[Hit]
     total: int = Field(description="Ranked candidates for this query (at most 200).")
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null at the end.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end.")
     notes: list[str]
     trace: Trace
 

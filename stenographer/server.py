@@ -24,6 +24,7 @@ from stenographer.models import (
     Ingested,
     MilestoneMarked,
     NotesResult,
+    Trace,
 )
 from store.errors import NotFound, StenoError
 
@@ -114,7 +115,7 @@ def ingest_exchange(
         "role": role, "content": content, "session_id": session_id, "trace_id": trace_id,
         "source_key": source_key, "created_at": created_at})
     reply = out["reply"]
-    return _result(reply["text"], Ingested(**reply, trace=trace))
+    return _result(reply["text"], Ingested(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_get_brief", annotations=READ)
@@ -129,7 +130,7 @@ def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = No
     An unknown session gives notes that say nothing is recorded.
     """
     out, trace = _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
-    return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=trace))
+    return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_compact_guard", annotations=READ)
@@ -153,7 +154,7 @@ def compact_guard(
     out, trace = _run(ctx, "guard", {"session_id": session_id, "query": query,
                                       "top_k": top_k, "max_chars": max_chars})
     model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
-                        live_exchange_ids=[t["id"] for t in out["live"]], trace=trace)
+                        live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
     return _result(out["markdown"], model)
 
 
@@ -175,7 +176,7 @@ def mark_milestone(
     out, trace = _run(ctx, "milestone", {"session_id": session_id,
                                           "exchange_id": exchange_id, "label": label})
     reply = out["reply"]
-    return _result(reply["text"], MilestoneMarked(**reply, trace=trace))
+    return _result(reply["text"], MilestoneMarked(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_query_history", annotations=READ)
@@ -215,7 +216,8 @@ def query_history(
         "limit": limit, "cursor": cursor, "mode": mode, "role": role, "since": since,
         "until": until})
     model = HistoryPage(text=out["text"], hits=out["hits"], total=out["total"] or 0,
-                        next_cursor=out["next_cursor"], notes=out["notes"] or [], trace=trace)
+                        next_cursor=out["next_cursor"], notes=out["notes"] or [],
+                        trace=Trace(**trace))
     return _result(out["text"], model)
 
 
@@ -227,7 +229,7 @@ def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, CaptureStatus
     """
     out, trace = _run(ctx, "status", {})
     return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
-                                              trace=trace))
+                                              trace=Trace(**trace)))
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",

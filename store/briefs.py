@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from store.sql import Row, all_rows, one
+
 __all__ = ["Brief", "BriefDraft", "ClaimLost", "briefs_by_ids", "claim_brief", "session_briefs"]
 
 
@@ -58,13 +60,11 @@ def claim_brief(conn: apsw.Connection, draft: BriefDraft) -> int:
     transaction rolls back, so no turn is ever in two briefs and no brief is partial.
     """
     ids = [i for i, _ in draft.sources]
-    brief_id = int(
-        conn.execute(
-            INSERT_BRIEF,
-            (draft.session_id, draft.tier, draft.created_at, ids[0], ids[-1], len(ids),
-             draft.body),
-        ).fetchone()[0]
-    )
+    brief_id: int = one(
+        conn,
+        INSERT_BRIEF,
+        (draft.session_id, draft.tier, draft.created_at, ids[0], ids[-1], len(ids), draft.body),
+    )[0]
     for exchange_id, content_hash in draft.sources:
         conn.execute(CLAIM_TURN, (brief_id, exchange_id, draft.session_id, content_hash))
         if conn.changes() != 1:
@@ -73,24 +73,24 @@ def claim_brief(conn: apsw.Connection, draft: BriefDraft) -> int:
     return brief_id
 
 
-def _row(row: tuple[object, ...]) -> Brief:
+def _row(row: Row) -> Brief:
     sources = str(row[8] or "")
     return Brief(
-        id=int(row[0]),  # type: ignore[call-overload]
-        session=str(row[1]),
-        tier=str(row[2]),
-        created_at=float(row[3]),  # type: ignore[arg-type]
-        first_exchange_id=int(row[4]),  # type: ignore[call-overload]
-        last_exchange_id=int(row[5]),  # type: ignore[call-overload]
-        turns=int(row[6]),  # type: ignore[call-overload]
-        body=str(row[7]),
+        id=row[0],
+        session=row[1],
+        tier=row[2],
+        created_at=row[3],
+        first_exchange_id=row[4],
+        last_exchange_id=row[5],
+        turns=row[6],
+        body=row[7],
         source_ids=tuple(sorted(int(s) for s in sources.split(",") if s)),
     )
 
 
 def session_briefs(conn: apsw.Connection, session_id: int, limit: int) -> list[Brief]:
     """The newest ``limit`` briefs of a session, oldest first."""
-    rows = [_row(r) for r in conn.execute(SELECT_SESSION_BRIEFS, (session_id, limit))]
+    rows = [_row(r) for r in all_rows(conn, SELECT_SESSION_BRIEFS, (session_id, limit))]
     rows.reverse()
     return rows
 
@@ -99,4 +99,4 @@ def briefs_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Brief]
     if not ids:
         return {}
     sql = SELECT_BRIEF + f" WHERE b.id IN ({','.join('?' * len(ids))})"
-    return {b.id: b for b in (_row(r) for r in conn.execute(sql, tuple(ids)))}
+    return {b.id: b for b in (_row(r) for r in all_rows(conn, sql, ids))}

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from store.sql import Row, all_rows, first, one
+
 __all__ = [
     "Exchange",
     "NewTurn",
@@ -15,8 +17,8 @@ __all__ = [
     "count_live",
     "exchanges_by_ids",
     "live_turns",
-    "record_turn",
     "recent_turns",
+    "record_turn",
     "session_row_id",
 ]
 
@@ -94,17 +96,17 @@ def encode_signals(decisions: Sequence[str], blockers: Sequence[str]) -> str | N
     return json.dumps({"d": list(decisions), "b": list(blockers)}, ensure_ascii=False)
 
 
-def _row(row: tuple[object, ...]) -> Exchange:
-    signals = json.loads(str(row[8])) if row[8] else {}
+def _row(row: Row) -> Exchange:
+    signals = json.loads(row[8]) if row[8] else {}
     return Exchange(
-        id=int(row[0]),  # type: ignore[call-overload]
-        session=str(row[1]),
-        role=str(row[2]),
-        created_at=float(row[3]),  # type: ignore[arg-type]
-        content=str(row[4]),
-        content_hash=bytes(row[5]),  # type: ignore[arg-type]
-        brief_id=None if row[6] is None else int(row[6]),  # type: ignore[call-overload]
-        trace_id=None if row[7] is None else str(row[7]),
+        id=row[0],
+        session=row[1],
+        role=row[2],
+        created_at=row[3],
+        content=row[4],
+        content_hash=row[5],
+        brief_id=row[6],
+        trace_id=row[7],
         decisions=signals.get("d", []),
         blockers=signals.get("b", []),
     )
@@ -117,12 +119,12 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
     exchange id comes back with ``duplicate=True``.
     """
     if turn.source_key is not None:
-        found = conn.execute(FIND_SOURCE_KEY, (turn.source_key,)).fetchone()
+        found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
-            live = conn.execute(COUNT_LIVE, (found[1],)).fetchone()[0]
-            return Recorded(int(found[0]), int(found[1]), True, int(live))
-    session_id = conn.execute(UPSERT_SESSION, (turn.session, turn.created_at)).fetchone()[0]
-    exchange_id = conn.execute(
+            return Recorded(found[0], found[1], True, count_live(conn, found[1]))
+    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at))[0]
+    exchange_id: int = one(
+        conn,
         INSERT_EXCHANGE,
         (
             session_id,
@@ -134,31 +136,31 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
             turn.source_key,
             turn.trace_id,
         ),
-    ).fetchone()[0]
+    )[0]
     conn.execute(INSERT_FTS, (exchange_id, turn.content, scope_token(session_id)))
     conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
-    live = conn.execute(COUNT_LIVE, (session_id,)).fetchone()[0]
-    return Recorded(int(exchange_id), int(session_id), False, int(live))
+    return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
 
 
 def count_live(conn: apsw.Connection, session_id: int) -> int:
     """Uncompressed turns of a session (an index-only count over at most a batch or so)."""
-    return int(conn.execute(COUNT_LIVE, (session_id,)).fetchone()[0])
+    count: int = one(conn, COUNT_LIVE, (session_id,))[0]
+    return count
 
 
 def session_row_id(conn: apsw.Connection, session: str) -> int | None:
-    row = conn.execute(SESSION_ROW_ID, (session,)).fetchone()
+    row = first(conn, SESSION_ROW_ID, (session,))
     return None if row is None else int(row[0])
 
 
 def live_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The oldest ``limit`` uncompressed turns of a session, oldest first."""
-    return [_row(r) for r in conn.execute(SELECT_LIVE, (session_id, limit))]
+    return [_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
 
 
 def recent_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The newest ``limit`` uncompressed turns of a session, oldest first."""
-    rows = [_row(r) for r in conn.execute(SELECT_RECENT, (session_id, limit))]
+    rows = [_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
     rows.reverse()
     return rows
 
@@ -168,4 +170,4 @@ def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exc
         return {}
     marks = ",".join("?" * len(ids))
     sql = SELECT_EXCHANGE + f" WHERE e.id IN ({marks})"
-    return {ex.id: ex for ex in (_row(r) for r in conn.execute(sql, tuple(ids)))}
+    return {ex.id: ex for ex in (_row(r) for r in all_rows(conn, sql, ids))}

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from store.sql import all_rows, first
+
 __all__ = [
     "Milestone", "exchange_session", "mark_milestone", "milestone_ids", "session_milestones",
 ]
@@ -33,7 +35,7 @@ WHERE m.session_id = ?1 ORDER BY m.exchange_id DESC LIMIT ?2"""
 
 
 def exchange_session(conn: apsw.Connection, exchange_id: int) -> int | None:
-    row = conn.execute(SELECT_EXCHANGE_SESSION, (exchange_id,)).fetchone()
+    row = first(conn, SELECT_EXCHANGE_SESSION, (exchange_id,))
     return None if row is None else int(row[0])
 
 
@@ -44,7 +46,7 @@ def mark_milestone(conn: apsw.Connection, session_id: int, exchange_id: int, lab
     Call inside a write.
     """
     conn.execute(UPSERT_MILESTONE, (exchange_id, session_id, label, now))
-    row = conn.execute(SELECT_BRIEF_OF, (exchange_id,)).fetchone()
+    row = first(conn, SELECT_BRIEF_OF, (exchange_id,))
     return None if row is None or row[0] is None else int(row[0])
 
 
@@ -54,7 +56,7 @@ def session_milestones(conn: apsw.Connection, session_id: int, limit: int,
     rows = [
         Milestone(int(r[0]), str(r[1]), float(r[2]), str(r[3]), str(r[4]),
                   None if r[5] is None else int(r[5]))
-        for r in conn.execute(SELECT_SESSION_MILESTONES, (session_id, limit, excerpt_chars))
+        for r in all_rows(conn, SELECT_SESSION_MILESTONES, (session_id, limit, excerpt_chars))
     ]
     rows.reverse()
     return rows
@@ -66,4 +68,4 @@ def milestone_ids(conn: apsw.Connection, exchange_ids: list[int]) -> dict[int, s
         return {}
     sql = (f"SELECT exchange_id, label FROM milestones WHERE exchange_id IN "
            f"({','.join('?' * len(exchange_ids))})")
-    return {int(r[0]): str(r[1]) for r in conn.execute(sql, exchange_ids)}
+    return {int(r[0]): str(r[1]) for r in all_rows(conn, sql, exchange_ids)}

@@ -10,6 +10,8 @@ from typing import Any
 import apsw
 import zstandard
 
+from store.sql import all_rows, first, one
+
 __all__ = ["PRUNE_EVERY", "TraceBuffer", "load_trace", "recent_runs", "save_trace"]
 
 PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
@@ -31,17 +33,18 @@ def save_trace(conn: apsw.Connection, trace: dict[str, Any], started_at: float,
                retention: int) -> None:
     """Store one trace; every PRUNE_EVERY runs drop those beyond ``retention``."""
     blob = _compressor.compress(json.dumps(trace, separators=(",", ":")).encode())
-    seq = conn.execute(
+    seq: int = one(
+        conn,
         INSERT_RUN,
         (trace["run_id"], trace["graph"], trace["status"], started_at, trace["duration_ms"],
          blob),
-    ).fetchone()[0]
+    )[0]
     if seq % PRUNE_EVERY == 0:
         conn.execute(PRUNE_RUNS, (seq, retention))
 
 
 def load_trace(conn: apsw.Connection, run_id: str) -> dict[str, Any] | None:
-    row = conn.execute(SELECT_TRACE, (run_id,)).fetchone()
+    row = first(conn, SELECT_TRACE, (run_id,))
     if row is None:
         return None
     trace: dict[str, Any] = json.loads(_decompressor.decompress(bytes(row[0])))
@@ -52,7 +55,7 @@ def recent_runs(conn: apsw.Connection, limit: int, graph: str | None = None
                 ) -> list[dict[str, Any]]:
     return [
         {"run_id": r[0], "graph": r[1], "status": r[2], "started_at": r[3], "duration_ms": r[4]}
-        for r in conn.execute(SELECT_RECENT, (graph, limit))
+        for r in all_rows(conn, SELECT_RECENT, (graph, limit))
     ]
 
 

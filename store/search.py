@@ -8,11 +8,13 @@ from dataclasses import dataclass
 import apsw
 
 from store.exchanges import scope_token
+from store.sql import all_rows
 
 __all__ = [
     "FtsSyntaxError",
     "HitFilter",
     "fts_phrase",
+    "ids_matching",
     "keyword_hits",
     "keyword_sql",
 ]
@@ -78,7 +80,7 @@ def keyword_hits(
         match = f"({expression}) AND scope:{scope_token(flt.session_id)}"
     sql, params = keyword_sql(flt)
     try:
-        rows = conn.execute(sql, (match, limit, *params)).fetchall()
+        rows = all_rows(conn, sql, (match, limit, *params))
     except apsw.SQLError as ex:
         message = str(ex)
         if "fts5" in message or "syntax" in message or "no such column" in message:
@@ -110,4 +112,4 @@ def ids_matching(
     if flt.compressed_only:
         where.append("brief_id IS NOT NULL")
     sql = "SELECT id FROM exchanges WHERE " + " AND ".join(where)
-    return {int(r[0]) for r in conn.execute(sql, params)}
+    return {int(r[0]) for r in all_rows(conn, sql, params)}

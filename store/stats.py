@@ -6,6 +6,8 @@ from typing import Any
 
 import apsw
 
+from store.sql import one
+
 __all__ = ["store_counts"]
 
 COUNTS = """
@@ -19,8 +21,8 @@ PAGES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_siz
 
 
 def store_counts(conn: apsw.Connection) -> dict[str, Any]:
-    row = conn.execute(COUNTS).fetchone()
+    row = one(conn, COUNTS)
     keys = ("sessions", "exchanges", "uncompressed", "briefs", "milestones", "runs")
     out: dict[str, Any] = dict(zip(keys, (int(v) for v in row), strict=True))
-    out["database_bytes"] = int(conn.execute(PAGES).fetchone()[0])
+    out["database_bytes"] = int(one(conn, PAGES)[0])
     return out

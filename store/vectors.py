@@ -14,6 +14,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from store.sql import all_rows
+
 __all__ = ["VectorCache"]
 
 SELECT_NEW = """
@@ -34,7 +36,7 @@ class VectorCache:
 
     def _refresh(self, conn: apsw.Connection) -> None:
         last = int(self._ids[self._n - 1]) if self._n else 0
-        rows = conn.execute(SELECT_NEW, (last,)).fetchall()
+        rows = all_rows(conn, SELECT_NEW, (last,))
         if not rows:
             return
         need = self._n + len(rows)

@@ -7,8 +7,11 @@ weighted by sublinear term frequency, L2-normalised and stored as int8.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections import Counter
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -23,36 +26,44 @@ MAX_VECTOR_CHARS = 20_000  # a vector describes the head of a huge turn; FTS ind
 _UNIGRAM, _BIGRAM, _TRIGRAM = 1.0, 0.5, 0.25
 
 
-def _features(text: str) -> Counter[str]:
-    tokens = [w for w in words(text[:MAX_VECTOR_CHARS]) if w not in STOP_WORDS]
-    feats: Counter[str] = Counter()
-    for w in tokens:
-        feats["w:" + w] += 1
-        padded = f"#{w}#"
-        for i in range(len(padded) - 2):
-            feats["c:" + padded[i : i + 3]] += 1
-    for a, b in zip(tokens, tokens[1:], strict=False):
-        feats[f"b:{a} {b}"] += 1
-    return feats
+def _hashed(feature: str) -> tuple[int, float]:
+    h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
+    return h, 1.0 if (h >> 31) & 1 else -1.0
 
 
-def _weight(feature: str) -> float:
-    return {"w": _UNIGRAM, "b": _BIGRAM, "c": _TRIGRAM}[feature[0]]
+@lru_cache(maxsize=65_536)
+def _word_features(word: str, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Buckets and signed weights of a word's unigram and character trigrams (cached:
+    word frequencies are Zipfian, so most words of a turn were seen before)."""
+    feats = [("w:" + word, _UNIGRAM)]
+    padded = f"#{word}#"
+    feats += [("c:" + padded[i : i + 3], _TRIGRAM) for i in range(len(padded) - 2)]
+    index = np.empty(len(feats), dtype=np.int64)
+    value = np.empty(len(feats), dtype=np.float64)
+    for n, (feature, weight) in enumerate(feats):
+        h, sign = _hashed(feature)
+        index[n], value[n] = h % dim, sign * weight
+    return index, value
 
 
 def text_vector(text: str, dim: int) -> npt.NDArray[np.float32]:
     """Unit-length float32 vector (all zeros for a text without words)."""
-    feats = _features(text)
-    if not feats:
+    tokens = [w for w in words(text[:MAX_VECTOR_CHARS]) if w not in STOP_WORDS]
+    if not tokens:
         return np.zeros(dim, dtype=np.float32)
-    index = np.empty(len(feats), dtype=np.int64)
-    value = np.empty(len(feats), dtype=np.float64)
-    for n, (feature, count) in enumerate(feats.items()):
-        h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
-        index[n] = h % dim
-        sign = 1.0 if (h >> 31) & 1 else -1.0
-        value[n] = sign * _weight(feature) * (1.0 + np.log(count))
-    vec = np.bincount(index, weights=value, minlength=dim)
+    indexes, values = [], []
+    for word, count in Counter(tokens).items():
+        index, value = _word_features(word[:64], dim)
+        indexes.append(index)
+        values.append(value * (1.0 + math.log(count)))  # sublinear term frequency
+    pair_index, pair_value = [], []
+    for (a, b), count in Counter(zip(tokens, tokens[1:], strict=False)).items():
+        h, sign = _hashed(f"b:{a} {b}")
+        pair_index.append(h % dim)
+        pair_value.append(sign * _BIGRAM * (1.0 + math.log(count)))
+    indexes.append(np.array(pair_index, dtype=np.int64))
+    values.append(np.array(pair_value, dtype=np.float64))
+    vec = np.bincount(np.concatenate(indexes), weights=np.concatenate(values), minlength=dim)
     norm = float(np.linalg.norm(vec))
     if norm == 0.0:
         return np.zeros(dim, dtype=np.float32)
@@ -61,10 +72,10 @@ def text_vector(text: str, dim: int) -> npt.NDArray[np.float32]:
 
 def quantize(vec: npt.NDArray[np.float32]) -> bytes:
     """int8 bytes for sqlite-vec: components of a unit vector scaled by 127."""
-    return np.clip(np.rint(vec * 127.0), -127, 127).astype(np.int8).tobytes()
+    return bytes(np.clip(np.rint(vec * 127.0), -127, 127).astype(np.int8).tobytes())
 
 
-def turn_vector(state: State, cfg: dict[str, Any]) -> Writes:
+def turn_vector(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Node: the vector of the turn being ingested, as hex of its int8 bytes."""
     vec = text_vector(state.get("turn")["content"], state.ctx.settings.vector_dim)
     return {"vector": quantize(vec).hex()}

@@ -55,6 +55,7 @@ def guard_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"briefs": [], "live": []}
     with state.ctx.store.read() as conn:
         live = recent_turns(conn, row, MAX_ITEMS)
+        ranked: list[tuple[Brief, float | None]]
         if query["text"] is None:
             ranked = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
         else:

@@ -1,0 +1,32 @@
+"""Running statements: typed row helpers shared by the store modules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from store.errors import StoreError
+
+__all__ = ["Row", "all_rows", "first", "one"]
+
+Row = tuple[Any, ...]
+
+
+def first(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    """The first row, or None."""
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else tuple(row)
+
+
+def one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row:
+    """Exactly the first row of a statement that always returns one."""
+    row = first(conn, sql, params)
+    if row is None:
+        raise StoreError(f"no row returned by: {' '.join(sql.split())[:80]}")
+    return row
+
+
+def all_rows(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    return [tuple(r) for r in conn.execute(sql, params)]
