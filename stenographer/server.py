@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -61,11 +62,23 @@ READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_h
                        open_world_hint=False)
 
 
-def _run(ctx: Context[App], graph: str, request: dict[str, Any]
-         ) -> tuple[dict[str, Any], dict[str, Any]]:
+INLINE_CHARS = 32_000  # larger turns are processed on a worker thread
+
+
+async def _run(ctx: Context[App], graph: str, request: dict[str, Any], *, inline: bool = True
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run a graph for a tool call.
+
+    Short runs (well under a millisecond to a few ms) run on the event loop: handing
+    them to a worker thread costs more than the run, and the GIL serialises them
+    anyway. Potentially long runs (a huge turn) go to a worker thread so that other
+    callers are not held up.
+    """
     app: App = ctx.request_context.lifespan_context
     try:
-        return app.run(graph, request)
+        if inline:
+            return app.run(graph, request)
+        return await anyio.to_thread.run_sync(app.run, graph, request)
     except StenoError as ex:
         raise ToolError(str(ex)) from None
 
@@ -78,7 +91,7 @@ def _result(text: str, model: Any) -> CallToolResult:
 @mcp.tool(name="stenographer_ingest_exchange", annotations=ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False,
     open_world_hint=False))
-def ingest_exchange(
+async def ingest_exchange(
     role: Annotated[Literal["user", "assistant", "system", "tool"], Field(
         description="Who spoke: user, assistant, system or tool.")],
     content: Annotated[str, Field(min_length=1, description=(
@@ -111,15 +124,16 @@ def ingest_exchange(
     oversized content, invalid text (lone surrogates) or a malformed trace_id or
     created_at is rejected with a message saying what is valid; nothing is stored.
     """
-    out, trace = _run(ctx, "ingest", {
+    out, trace = await _run(ctx, "ingest", {
         "role": role, "content": content, "session_id": session_id, "trace_id": trace_id,
-        "source_key": source_key, "created_at": created_at})
+        "source_key": source_key, "created_at": created_at},
+        inline=len(content) <= INLINE_CHARS)
     reply = out["reply"]
     return _result(reply["text"], Ingested(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_get_brief", annotations=READ)
-def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = None
+async def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = None
               ) -> Annotated[CallToolResult, NotesResult]:
     """The running notes of a session, as Markdown: milestones, then compressed briefs,
     then the recent uncompressed exchanges (newest last), every item citing `#ids`.
@@ -129,12 +143,12 @@ def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = No
     fits max_chars (default 8000); what did not fit is counted at the end. Read-only.
     An unknown session gives notes that say nothing is recorded.
     """
-    out, trace = _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
+    out, trace = await _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
     return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_compact_guard", annotations=READ)
-def compact_guard(
+async def compact_guard(
     session_id: SessionId,
     ctx: Context[App],
     query: Annotated[str | None, Field(max_length=2_000, description=(
@@ -151,7 +165,7 @@ def compact_guard(
 
     Use stenographer_get_brief for the whole running notes instead.
     """
-    out, trace = _run(ctx, "guard", {"session_id": session_id, "query": query,
+    out, trace = await _run(ctx, "guard", {"session_id": session_id, "query": query,
                                       "top_k": top_k, "max_chars": max_chars})
     model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
                         live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
@@ -161,7 +175,7 @@ def compact_guard(
 @mcp.tool(name="stenographer_mark_milestone", annotations=ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True,
     open_world_hint=False))
-def mark_milestone(
+async def mark_milestone(
     session_id: SessionId,
     exchange_id: Annotated[int, Field(ge=1, le=2**63 - 1, description=(
         "The #id of a turn of this session (from an ingest reply or a search hit)."))],
@@ -173,14 +187,14 @@ def mark_milestone(
     and the brief that holds it is tier A. Marking the same turn again replaces its
     label. Errors: an exchange id that does not exist or belongs to another session.
     """
-    out, trace = _run(ctx, "milestone", {"session_id": session_id,
+    out, trace = await _run(ctx, "milestone", {"session_id": session_id,
                                           "exchange_id": exchange_id, "label": label})
     reply = out["reply"]
     return _result(reply["text"], MilestoneMarked(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_query_history", annotations=READ)
-def query_history(
+async def query_history(
     query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
         "What to find. A plain question works ('when did we drop Redis?'); FTS5 syntax "
         "is honoured when valid: \"exact phrase\", prefix*, a OR b, NEAR(a b, 5). "
@@ -211,7 +225,7 @@ def query_history(
     candidates per query); text within 8000 characters. Read-only. Errors: a missing
     session_id without cross_session, a bad cursor, or an invalid time.
     """
-    out, trace = _run(ctx, "search", {
+    out, trace = await _run(ctx, "search", {
         "query": query, "session_id": session_id, "cross_session": cross_session,
         "limit": limit, "cursor": cursor, "mode": mode, "role": role, "since": since,
         "until": until})
@@ -222,33 +236,33 @@ def query_history(
 
 
 @mcp.tool(name="stenographer_capture_status", annotations=READ)
-def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, CaptureStatus]:
+async def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, CaptureStatus]:
     """Automatic capture progress (transcript watchers: files, offsets, last success,
     errors), delivery status (sync outbox: pending, delivered, last error) and store
     counts (sessions, exchanges, briefs, size). Read-only; about 1 KB.
     """
-    out, trace = _run(ctx, "status", {})
+    out, trace = await _run(ctx, "status", {})
     return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
                                               trace=Trace(**trace)))
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",
               description="Running notes of a session (as stenographer_get_brief).")
-def notes_resource(session_id: str, ctx: Context[App]) -> str:
-    out, _ = _run(ctx, "notes", {"session_id": session_id})
+async def notes_resource(session_id: str, ctx: Context[App]) -> str:
+    out, _ = await _run(ctx, "notes", {"session_id": session_id})
     return str(out["markdown"])
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/guard", mime_type="text/markdown",
               description="Compaction briefing of a session (as stenographer_compact_guard).")
-def guard_resource(session_id: str, ctx: Context[App]) -> str:
-    out, _ = _run(ctx, "guard", {"session_id": session_id})
+async def guard_resource(session_id: str, ctx: Context[App]) -> str:
+    out, _ = await _run(ctx, "guard", {"session_id": session_id})
     return str(out["markdown"])
 
 
 @mcp.resource("omega-stenographer://runs/{run_id}", mime_type="application/json",
               description="The stored stage trace of a graph run.")
-def run_resource(run_id: str, ctx: Context[App]) -> str:
+async def run_resource(run_id: str, ctx: Context[App]) -> str:
     app: App = ctx.request_context.lifespan_context
     try:
         out, _ = app.run("trace", {"run_id": run_id})

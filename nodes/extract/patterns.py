@@ -30,7 +30,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_PATTERNS", "SignalPatterns", "compile_patterns"]
+__all__ = [
+    "BLOCKER_TRIGGERS",
+    "BLOCKER_TRIGGER_ENDINGS",
+    "BLOCKER_TRIGGER_MARKS",
+    "DECISION_TRIGGERS",
+    "DECISION_TRIGGER_MARKS",
+    "DEFAULT_PATTERNS",
+    "SignalPatterns",
+    "compile_patterns",
+]
 
 _FLAGS = re.IGNORECASE
 
@@ -62,6 +71,18 @@ _DECISION_CUES: tuple[str, ...] = (
     r"(?:→|->|=>) ?(?:decision|decided|use|go with|going with|pick|picked|chose|choose"
     r"|keep|drop|adopt|switch to|winner|stick with)\b",
 )
+
+# Screening: every built-in decision cue needs one of these words (or an arrow), so a
+# turn without any of them is skipped at the cost of one tokenisation instead of a
+# regex scan per cue (most turns hold no cue). A test checks over the labelled cases
+# and random text that the screen never hides a sentence the cues would find; a new
+# cue must add its necessary word here.
+DECISION_TRIGGERS = frozenset(
+    """decided chose chosen opted settled went agreed concluded picked going sticking
+    we'll i'll let's let will decision decisions resolution conclusion verdict takeaway
+    outcome insight finding key final choice""".split()
+)
+DECISION_TRIGGER_MARKS = ("→", "->", "=>")
 
 # Words in the clause before a decision cue that make it hypothetical, negated or
 # still open.
@@ -128,6 +149,23 @@ _BLOCKER_CUES: tuple[str, ...] = (
     r"[✗✘❌🚫⛔]",
 )
 
+# Screening words of the blocker cues (see DECISION_TRIGGERS); exception class names
+# are caught by their endings.
+BLOCKER_TRIGGERS = frozenset(
+    """blocked stuck blocker blockers blocking can't cannot can couldn't could unable
+    refuse refuses refused won't will doesn't does didn't did not fails failing failed
+    error errors exception exceptions failure failures fatal panic panics panicked
+    traceback tracebacks timeout timeouts crash crashes crashed crashing segfault
+    segfaults segfaulted bug bugs issue issues problem problems timed times timing
+    deadline etimedout gateway work works working worked broken broke breaks hangs hung
+    hanging deadlock deadlocks deadlocked freezes froze segmentation dumped memory oom
+    oomkilled denied reset such found conflict conflicts rate flaky flakes flaking
+    regressed red exit exited exits non isn't aren't wasn't don't stopped longer never
+    kernel""".split()
+)
+BLOCKER_TRIGGER_ENDINGS = ("error", "exception", "fault", "exit", "interrupt")
+BLOCKER_TRIGGER_MARKS = ("✗", "✘", "❌", "🚫", "⛔")
+
 # Words in the clause before a blocker cue that negate it, resolve it, or make it
 # hypothetical or a piece of design ("retry failed uploads", "catch the KeyError").
 _BLOCKER_NEGATION = (
@@ -174,6 +212,8 @@ class SignalPatterns:
     blocker_negation: re.Pattern[str]
     blocker_resolution: re.Pattern[str]
     yes_no_question: re.Pattern[str]
+    n_builtin_decisions: int = len(_DECISION_CUES)
+    n_builtin_blockers: int = len(_BLOCKER_CUES)
 
 
 def compile_patterns(

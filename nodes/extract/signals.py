@@ -19,10 +19,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
+from nodes.extract.patterns import (
+    BLOCKER_TRIGGER_ENDINGS,
+    BLOCKER_TRIGGER_MARKS,
+    BLOCKER_TRIGGERS,
+    DECISION_TRIGGER_MARKS,
+    DECISION_TRIGGERS,
+    DEFAULT_PATTERNS,
+    SignalPatterns,
+)
 from nodes.extract.sentences import sentences
 
-__all__ = ["MAX_ITEMS", "MAX_ITEM_CHARS", "blockers", "decisions"]
+__all__ = [
+    "MAX_ITEMS",
+    "MAX_ITEM_CHARS",
+    "blockers",
+    "decisions",
+    "may_hold_blocker",
+    "may_hold_decision",
+]
 
 MAX_ITEMS = 8
 MAX_ITEM_CHARS = 200
@@ -35,6 +50,7 @@ _ELLIPSIS = "…"
 _CLAUSE_BREAK = re.compile(
     r"[,;:()\[\]]|\b(?:but|and|so|then|while|though|although|because|after)\b", re.I
 )
+_WORD = re.compile(r"[\w']+")
 _QUESTION_TAIL = " \"')]*_`»”"
 
 
@@ -44,6 +60,10 @@ def decisions(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[st
     Sentences are whitespace-collapsed, at most ``MAX_ITEM_CHARS`` long (cut with
     "…"), in text order, de-duplicated, and at most ``MAX_ITEMS`` of them.
     """
+
+    extras = patterns.decision[patterns.n_builtin_decisions :]
+    if not extras and not may_hold_decision(text):
+        return []
 
     def is_decision(probe: str) -> bool:
         if probe.rstrip(_QUESTION_TAIL).endswith("?"):
@@ -60,6 +80,10 @@ def blockers(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str
     ``MAX_ITEMS``.
     """
 
+    extras = patterns.blocker[patterns.n_builtin_blockers :]
+    if not extras and not may_hold_blocker(text):
+        return []
+
     def is_blocker(probe: str) -> bool:
         if probe.rstrip(_QUESTION_TAIL).endswith("?") and patterns.yes_no_question.match(probe):
             return False
@@ -68,6 +92,27 @@ def blockers(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str
         )
 
     return _matching_sentences(text, is_blocker)
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower().replace("’", "'")))
+
+
+def may_hold_decision(text: str) -> bool:
+    """False only when no built-in decision cue can match anywhere in ``text``."""
+    return not DECISION_TRIGGERS.isdisjoint(_words(text)) or any(
+        mark in text for mark in DECISION_TRIGGER_MARKS
+    )
+
+
+def may_hold_blocker(text: str) -> bool:
+    """False only when no built-in blocker cue can match anywhere in ``text``."""
+    words = _words(text)
+    return (
+        not BLOCKER_TRIGGERS.isdisjoint(words)
+        or any(w.endswith(BLOCKER_TRIGGER_ENDINGS) for w in words)
+        or any(mark in text for mark in BLOCKER_TRIGGER_MARKS)
+    )
 
 
 def _matching_sentences(text: str, keep: Callable[[str], bool]) -> list[str]:
