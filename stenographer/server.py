@@ -7,9 +7,10 @@ description; it runs one named graph and returns the result with the stage trace
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -17,7 +18,6 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from stenographer.app import App, open_app
 from stenographer.models import (
     CaptureStatus,
     GuardResult,
@@ -28,6 +28,9 @@ from stenographer.models import (
     Trace,
 )
 from store.errors import NotFound, StenoError
+
+if TYPE_CHECKING:
+    from stenographer.app import App
 
 __all__ = ["main", "mcp"]
 
@@ -40,16 +43,51 @@ stenographer_compact_guard right before the context is compacted. It never appro
 blocks or steers: it only records, extracts, compresses and finds."""
 
 
+class AppLoader:
+    """Opens the application on a background thread so that the MCP handshake does
+    not wait for the graph engine, numpy and the store (cold start); the first tool
+    call waits for it if it is not ready yet."""
+
+    def __init__(self) -> None:
+        self._app: App | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._open, name="steno-open", daemon=True).start()
+
+    def _open(self) -> None:
+        try:
+            from stenographer.app import open_app
+
+            self._app = open_app()
+        except BaseException as ex:  # reported to every caller, never swallowed
+            self._error = ex
+        finally:
+            self._ready.set()
+
+    async def app(self) -> App:
+        if not self._ready.is_set():
+            await anyio.to_thread.run_sync(self._ready.wait)
+        if self._error is not None:
+            raise ToolError(f"the store could not be opened: {self._error}")
+        assert self._app is not None
+        return self._app
+
+    def close(self) -> None:
+        self._ready.wait()
+        if self._app is not None:
+            self._app.close()
+
+
 @asynccontextmanager
-async def lifespan(server: MCPServer[App]) -> AsyncIterator[App]:
-    app = open_app()
+async def lifespan(server: MCPServer[AppLoader]) -> AsyncIterator[AppLoader]:
+    loader = AppLoader()
     try:
-        yield app
+        yield loader
     finally:
-        app.close()
+        loader.close()
 
 
-mcp: MCPServer[App] = MCPServer("omega-stenographer", instructions=INSTRUCTIONS,
+mcp: MCPServer[AppLoader] = MCPServer("omega-stenographer", instructions=INSTRUCTIONS,
                                 lifespan=lifespan)
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
@@ -65,7 +103,7 @@ READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_h
 INLINE_CHARS = 32_000  # larger turns are processed on a worker thread
 
 
-async def _run(ctx: Context[App], graph: str, request: dict[str, Any], *, inline: bool = True
+async def _run(ctx: Context[AppLoader], graph: str, request: dict[str, Any], *, inline: bool = True
                ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a graph for a tool call.
 
@@ -74,7 +112,7 @@ async def _run(ctx: Context[App], graph: str, request: dict[str, Any], *, inline
     anyway. Potentially long runs (a huge turn) go to a worker thread so that other
     callers are not held up.
     """
-    app: App = ctx.request_context.lifespan_context
+    app = await ctx.request_context.lifespan_context.app()
     try:
         if inline:
             return app.run(graph, request)
@@ -98,7 +136,7 @@ async def ingest_exchange(
         "The turn's full text, verbatim (1 to STENO_MAX_CONTENT_CHARS characters, "
         "default 1,000,000). Secrets are stored as sent."))],
     session_id: SessionId,
-    ctx: Context[App],
+    ctx: Context[AppLoader],
     trace_id: Annotated[str | None, Field(description=(
         "Optional correlation id in the form VT-YYYYMMDD-xxxxxxxx (8 digits, 8 lowercase "
         "hex digits)."))] = None,
@@ -133,7 +171,7 @@ async def ingest_exchange(
 
 
 @mcp.tool(name="stenographer_get_brief", annotations=READ)
-async def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChars = None
+async def get_brief(session_id: SessionId, ctx: Context[AppLoader], max_chars: MaxChars = None
               ) -> Annotated[CallToolResult, NotesResult]:
     """The running notes of a session, as Markdown: milestones, then compressed briefs,
     then the recent uncompressed exchanges (newest last), every item citing `#ids`.
@@ -150,7 +188,7 @@ async def get_brief(session_id: SessionId, ctx: Context[App], max_chars: MaxChar
 @mcp.tool(name="stenographer_compact_guard", annotations=READ)
 async def compact_guard(
     session_id: SessionId,
-    ctx: Context[App],
+    ctx: Context[AppLoader],
     query: Annotated[str | None, Field(max_length=2_000, description=(
         "What the next steps are about; the briefs whose source turns match it best "
         "are returned. Omit to get the newest briefs."))] = None,
@@ -181,7 +219,7 @@ async def mark_milestone(
         "The #id of a turn of this session (from an ingest reply or a search hit)."))],
     label: Annotated[str, Field(min_length=1, max_length=200, description=(
         "Short name of the milestone, e.g. 'schema v2 shipped' (1-200 characters)."))],
-    ctx: Context[App],
+    ctx: Context[AppLoader],
 ) -> Annotated[CallToolResult, MilestoneMarked]:
     """Flag a turn as a milestone: tier-A priority, always listed in the running notes,
     and the brief that holds it is tier A. Marking the same turn again replaces its
@@ -199,7 +237,7 @@ async def query_history(
         "What to find. A plain question works ('when did we drop Redis?'); FTS5 syntax "
         "is honoured when valid: \"exact phrase\", prefix*, a OR b, NEAR(a b, 5). "
         "Invalid syntax falls back to a word search and says so."))],
-    ctx: Context[App],
+    ctx: Context[AppLoader],
     session_id: Annotated[str | None, Field(max_length=200, description=(
         "Search this session. Required unless cross_session is true."))] = None,
     cross_session: Annotated[bool, Field(description=(
@@ -236,7 +274,7 @@ async def query_history(
 
 
 @mcp.tool(name="stenographer_capture_status", annotations=READ)
-async def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, CaptureStatus]:
+async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, CaptureStatus]:
     """Automatic capture progress (transcript watchers: files, offsets, last success,
     errors), delivery status (sync outbox: pending, delivered, last error) and store
     counts (sessions, exchanges, briefs, size). Read-only; about 1 KB.
@@ -248,22 +286,22 @@ async def capture_status(ctx: Context[App]) -> Annotated[CallToolResult, Capture
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",
               description="Running notes of a session (as stenographer_get_brief).")
-async def notes_resource(session_id: str, ctx: Context[App]) -> str:
+async def notes_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "notes", {"session_id": session_id})
     return str(out["markdown"])
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/guard", mime_type="text/markdown",
               description="Compaction briefing of a session (as stenographer_compact_guard).")
-async def guard_resource(session_id: str, ctx: Context[App]) -> str:
+async def guard_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "guard", {"session_id": session_id})
     return str(out["markdown"])
 
 
 @mcp.resource("omega-stenographer://runs/{run_id}", mime_type="application/json",
               description="The stored stage trace of a graph run.")
-async def run_resource(run_id: str, ctx: Context[App]) -> str:
-    app: App = ctx.request_context.lifespan_context
+async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
+    app = await ctx.request_context.lifespan_context.app()
     try:
         out, _ = app.run("trace", {"run_id": run_id})
     except NotFound as ex:

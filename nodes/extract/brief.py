@@ -15,7 +15,8 @@ from nodes.evaluate_contracts.inputs import iso
 __all__ = ["MAX_BRIEF_CHARS", "brief_draft", "brief_text"]
 
 MAX_BRIEF_CHARS = 1_500
-_LINE_CHARS = 160
+_LINE_CHARS = 160  # a decision, blocker or milestone line
+_EXCERPT_CHARS = 72  # a tier-B excerpt: enough to recognise the turn, which stays stored
 
 
 def _clip(text: str, limit: int = _LINE_CHARS) -> str:
@@ -42,7 +43,8 @@ def brief_text(batch: list[dict[str, Any]]) -> tuple[str, str]:
                 lines.append(f"{title}:")
                 lines.extend(f"- #{i} {_clip(text)}" for i, text in items)
     else:
-        lines.extend(f"- #{t['id']} [{t['role']}] {_clip(t['excerpt'])}" for t in batch)
+        lines.extend(f"- #{t['id']} [{t['role']}] {_clip(t['excerpt'], _EXCERPT_CHARS)}"
+                     for t in batch)
         if blockers:
             lines.append("Blockers: " + ", ".join(f"#{i}" for i, _ in blockers))
     body = "\n".join(lines)
