@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest browser bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-pytest: $(STAMP)
+# Debian's Chromium for the browser tests (apt-get as root; Playwright's own browser
+# download does not work offline). Never fails: the browser tests skip with the reason.
+browser: $(STAMP)
+	$(PY) -m tests.browser_setup
+
+pytest: $(STAMP) browser
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest

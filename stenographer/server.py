@@ -313,4 +313,6 @@ async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
 
 def main() -> None:
     """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch."""
-    mcp.run()
+    from stenographer.stdio import run_stdio
+
+    anyio.run(run_stdio, mcp)
