@@ -6,8 +6,16 @@ from collections.abc import Callable
 from typing import Any
 
 from graphs import compress, guard, ingest, milestone, notes, search, status, trace
+from graphs import inspector as inspector_graphs
+from graphs import sessions as sessions_graph
+from graphs import stats as stats_graph
 from graphs.runner import Graphs
 from nodes.context import NodeFn
+from nodes.evaluate_contracts.inspector_input import (
+    checked_brief_ref,
+    checked_exchange_ref,
+    checked_listing,
+)
 from nodes.evaluate_contracts.query_input import (
     checked_guard,
     checked_milestone,
@@ -23,10 +31,13 @@ from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, vector_candidates
+from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
+from nodes.load_evidence.store_stats import store_stats
 from nodes.publish.brief import claimed_brief
 from nodes.publish.ingest_reply import ingest_reply
+from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
@@ -46,6 +57,9 @@ NODE_TYPES: dict[str, NodeFn] = {
         checked_notes, notes_evidence, notes_markdown,
         checked_milestone, marked_milestone,
         capture_status, stored_trace, recent_traces,
+        checked_listing, checked_exchange_ref, checked_brief_ref,
+        session_list, exchange_detail, brief_detail, run_list,
+        sessions_text, store_stats, stats_text,
     )
 }
 
@@ -60,6 +74,8 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
 DEFINITIONS: list[dict[str, Any]] = [
     ingest.DEFINITION, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
     notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
+    *inspector_graphs.DEFINITIONS,
+    sessions_graph.DEFINITION, stats_graph.DEFINITION,
 ]
 
 

@@ -1,61 +1,108 @@
-"""The `stenographer` command for people: serve, demo, search, brief, guard, trace.
+"""The `stenographer` command for people.
 
-Every read command runs the same named graph as the MCP tool and can print JSON.
-Exit codes: 0 success, 1 nothing found, 2 bad input or a store that cannot be used.
+Every read command runs the same named graph as the MCP tool and prints text, or JSON
+with ``--json``. Exit codes (also in ``--help``): 0 success, 1 nothing found, 2 bad
+input, unknown session or run id, or a store that cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from stenographer import __version__
+from stenographer.progress import Progress
+from stenographer.render import run_line, waterfall
 from stenographer.settings import SettingsError
 
-__all__ = ["main"]
+__all__ = ["EXIT_EMPTY", "EXIT_ERROR", "EXIT_OK", "build_parser", "main"]
 
 EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130
+_waterfall = waterfall  # the name stenographer.demo imports
+
+EPILOG = """\
+exit codes:
+  0  success
+  1  nothing found (no hits, an unknown or empty session, no runs)
+  2  bad input, an unknown session or run id, a store that cannot be used,
+     or (doctor) a failed check
+
+environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
+STENO_* settings (see README). `stenographer doctor` checks the set-up.
+"""
+
+
+class CliError(Exception):
+    """Bad use of a command that argparse cannot express (exit 2)."""
+
+    code = "steno.usage"
 
 
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _waterfall(trace: dict[str, Any]) -> str:
-    """A stage trace as a text waterfall: one bar per node, scaled to the run."""
-    total = max(float(trace["duration_ms"]), 1e-6)
-    lines = [f"run {trace['run_id']}  graph {trace['graph']}  {trace['status']}  "
-             f"{trace['duration_ms']:.3f} ms"]
-    offset = 0.0
-    for stage in trace["stages"]:
-        start = int(40 * offset / total)
-        width = max(1, int(40 * stage["duration_ms"] / total))
-        bar = " " * start + "█" * width
-        mark = "  ERROR " + stage["error"] if stage.get("error") else ""
-        lines.append(f"  {stage['node']:<12} {stage['duration_ms']:>9.3f} ms |{bar:<41}|{mark}")
-        for channel, summary in stage.get("writes", {}).items():
-            lines.append(f"  {'':<12} {'':>12}  {channel} = {summary}")
-        offset += stage["duration_ms"]
-    return "\n".join(lines)
+def _stdout_tty() -> bool:
+    return sys.stdout.isatty()
 
 
 def _run(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from stenographer.app import open_app
+    """Open the application and run one graph; a spinner on a terminal after 1 s."""
+    with Progress(f"stenographer {graph}"):
+        from stenographer.app import open_app
 
-    app = open_app()
-    try:
-        return app.run(graph, request)
-    finally:
-        app.close()
+        app = open_app()
+        try:
+            return app.run(graph, request)
+        finally:
+            app.close()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from stenographer.server import mcp
+    if not args.http:
+        if args.host is not None or args.port is not None:
+            raise CliError("--host and --port need --http (stdio has no address)")
+        from stenographer.server import main as serve_stdio
 
-    mcp.run()
+        serve_stdio()
+        return EXIT_OK
+    from stenographer.settings import Settings
+
+    settings = Settings.from_env()
+    try:
+        from stenographer.http import serve_http
+    except ModuleNotFoundError as ex:
+        if ex.name != "stenographer.http":
+            raise
+        raise CliError("the HTTP transport is not part of this build") from None
+    address: dict[str, Any] = {}  # unset options keep serve_http's own defaults
+    if args.host is not None:
+        address["host"] = args.host
+    if args.port is not None:
+        address["port"] = args.port
+    serve_http(settings, **address)
+    return EXIT_OK
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from stenographer.settings import Settings
+
+    settings = Settings.from_env()
+    try:
+        from stenographer.inspector import serve_inspector
+    except ModuleNotFoundError as ex:
+        if ex.name != "stenographer.inspector":
+            raise
+        raise CliError("the inspector is not part of this build") from None
+    try:
+        serve_inspector(settings, host=args.host, port=args.port, open_browser=args.open)
+    except ValueError as ex:  # a bind address it refuses (loopback only)
+        raise CliError(str(ex)) from None
     return EXIT_OK
 
 
@@ -71,8 +118,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         "limit": args.limit, "mode": args.mode, "role": args.role, "since": args.since,
         "until": args.until, "cursor": args.cursor})
     if args.json:
-        _print_json({"hits": out["hits"], "total": out["total"],
-                     "next_cursor": out["next_cursor"], "notes": out["notes"],
+        _print_json({"hits": out["hits"], "total": out["total"] or 0,
+                     "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
                      "run_id": trace["run_id"]})
     else:
         print(out["text"])
@@ -81,38 +128,74 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_brief(args: argparse.Namespace) -> int:
     out, trace = _run("notes", {"session_id": args.session, "max_chars": args.max_chars})
+    found = out["session_row"] is not None
     if args.json:
-        _print_json({"markdown": out["markdown"], "run_id": trace["run_id"]})
+        _print_json({"session_id": args.session, "found": found,
+                     "markdown": out["markdown"], "run_id": trace["run_id"]})
     else:
         print(out["markdown"])
-    return EXIT_OK if out["session_row"] is not None else EXIT_EMPTY
+    return EXIT_OK if found else EXIT_EMPTY
 
 
 def cmd_guard(args: argparse.Namespace) -> int:
     out, trace = _run("guard", {"session_id": args.session, "query": args.query,
                                 "top_k": args.top_k, "max_chars": args.max_chars})
+    found = out["query"]["session_row"] is not None
     if args.json:
-        _print_json({"markdown": out["markdown"], "brief_ids": [b["id"] for b in out["briefs"]],
+        _print_json({"session_id": args.session, "found": found, "markdown": out["markdown"],
+                     "brief_ids": [b["id"] for b in out["briefs"]],
+                     "live_exchange_ids": [t["id"] for t in out["live"]],
                      "run_id": trace["run_id"]})
     else:
         print(out["markdown"])
-    return EXIT_OK if out["query"]["session_row"] is not None else EXIT_EMPTY
+    return EXIT_OK if found else EXIT_EMPTY
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    out, trace = _run("sessions", {"limit": args.limit, "offset": args.offset})
+    if args.json:
+        _print_json({"sessions": out["sessions"], "total": out["total"],
+                     "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
+    else:
+        print(out["text"])
+    return EXIT_OK if out["sessions"] else EXIT_EMPTY
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    out, trace = _run("stats", {})
+    if args.json:
+        _print_json({**out["stats"], "run_id": trace["run_id"]})
+    else:
+        print(out["text"])
+    return EXIT_OK
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    if args.run_id:
-        out, _ = _run("trace", {"run_id": args.run_id})
+    words = list(args.words)
+    if words[:1] == ["list"]:
+        words = words[1:]
+        if words:
+            raise CliError("`trace list` takes no run id; use `trace show RUN_ID`")
+    elif words[:1] == ["show"]:
+        words = words[1:]
+        if len(words) != 1:
+            raise CliError("`trace show` needs one RUN_ID (list them with `trace list`)")
+    if len(words) > 1:
+        raise CliError("give at most one RUN_ID: `trace [list | show RUN_ID | RUN_ID]`")
+    if words:
+        out, _ = _run("trace", {"run_id": words[0]})
         if args.json:
             _print_json(out["trace"])
         else:
-            print(_waterfall(out["trace"]))
+            print(waterfall(out["trace"], color=_stdout_tty()))
         return EXIT_OK
     out, _ = _run("runs", {"limit": args.limit, "graph": args.graph})
     if args.json:
-        _print_json(out["runs"])
+        _print_json({"runs": out["runs"]})
     else:
-        for r in out["runs"]:
-            print(f"{r['run_id']}  {r['graph']:<10} {r['status']:<10} {r['duration_ms']:>9.3f} ms")
+        color = _stdout_tty()
+        for run in out["runs"]:
+            print(run_line(run, color))
     return EXIT_OK if out["runs"] else EXIT_EMPTY
 
 
@@ -125,22 +208,84 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from stenographer.client_config import client_config, launch_command, paste_hint
+    from stenographer.settings import Settings
+
+    data_dir = Path(args.dir).expanduser().absolute() if args.dir else Settings.from_env().data_dir
+    launch = launch_command(data_dir)
+    _print_json(client_config(args.client, launch, args.name))
+    print(paste_hint(args.client, launch, args.name), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from stenographer.doctor import CHECK_COUNT, as_json, report, run_checks
+
+    with Progress("stenographer doctor", total=CHECK_COUNT) as progress:
+        checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
+    if args.json:
+        _print_json(as_json(checks))
+    else:
+        print(report(checks, color=_stdout_tty()))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_ERROR
+
+
+def _sub(sub: Any, name: str, help_: str, fn: Any, *, json_flag: bool = False,
+         description: str | None = None) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_, description=description or help_, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.set_defaults(fn=fn)
+    return p
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range (0-65535; 0 picks a free "
+                                         "port)")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from stenographer.client_config import CLIENTS, DEFAULT_NAME
+
     parser = argparse.ArgumentParser(
-        prog="stenographer",
-        description="Omega Stenographer: the memory of an AI agent's work (MCP server + tools).")
+        prog="stenographer", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Omega Stenographer: the memory of an AI agent's work (MCP server + tools). "
+                    "Run `stenographer COMMAND --help` for a command's options.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("serve", help="run the MCP server on stdio (what MCP hosts launch)")
-    p.set_defaults(fn=cmd_serve)
+    p = _sub(sub, "serve", "run the MCP server: stdio (what MCP hosts launch) or --http",
+             cmd_serve, description=(
+                 "Run the MCP server. Without options: stdio, what MCP hosts launch. With "
+                 "--http: Streamable HTTP at /mcp plus legacy SSE, on 127.0.0.1 by default; "
+                 "the bearer token comes from STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, never "
+                 "from the command line, and any non-loopback --host requires it."))
+    p.add_argument("--http", action="store_true", help="serve Streamable HTTP and SSE")
+    p.add_argument("--host", help="address to bind with --http (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, help="port with --http (default 8765)")
 
-    p = sub.add_parser("demo", help="run an end-to-end demo through a real MCP client")
+    p = _sub(sub, "inspect", "open the read-only browser inspector", cmd_inspect)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8766, help="port (default 8766)")
+    p.add_argument("--open", action="store_true", help="open it in the default browser")
+
+    p = _sub(sub, "demo", "run an end-to-end demo through a real MCP client", cmd_demo)
     p.add_argument("--dir", help="data directory to use (default: a fresh temporary one)")
-    p.set_defaults(fn=cmd_demo)
 
-    p = sub.add_parser("search", help="search recorded turns (as stenographer_query_history)")
-    p.add_argument("query")
+    p = _sub(sub, "search", "search recorded turns (as stenographer_query_history)",
+             cmd_search, json_flag=True)
+    p.add_argument("query", help="a plain question or FTS5 syntax")
     scope = p.add_mutually_exclusive_group(required=True)
     scope.add_argument("--session", help="search this session")
     scope.add_argument("--all", action="store_true", help="search every session")
@@ -151,45 +296,92 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", help="ISO 8601 time")
     p.add_argument("--until", help="ISO 8601 time")
     p.add_argument("--cursor", help="next_cursor of the previous page")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(fn=cmd_search)
 
-    p = sub.add_parser("brief", help="running notes of a session (as stenographer_get_brief)")
+    p = _sub(sub, "brief", "running notes of a session (as stenographer_get_brief)",
+             cmd_brief, json_flag=True)
     p.add_argument("session")
-    p.add_argument("--max-chars", type=int, default=None)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(fn=cmd_brief)
+    p.add_argument("--max-chars", type=int, default=None, help="reply budget (500-200000)")
 
-    p = sub.add_parser("guard", help="compaction briefing (as stenographer_compact_guard)")
+    p = _sub(sub, "guard", "compaction briefing (as stenographer_compact_guard)", cmd_guard,
+             json_flag=True)
     p.add_argument("session")
-    p.add_argument("--query")
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--max-chars", type=int, default=None)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(fn=cmd_guard)
+    p.add_argument("--query", help="what the next steps are about")
+    p.add_argument("--top-k", type=int, default=None, help="briefs to include (1-50)")
+    p.add_argument("--max-chars", type=int, default=None, help="reply budget (500-200000)")
 
-    p = sub.add_parser("trace", help="list recent graph runs, or show one run's stage trace")
-    p.add_argument("run_id", nargs="?")
-    p.add_argument("--graph", help="only runs of this graph")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(fn=cmd_trace)
+    p = _sub(sub, "sessions", "list sessions: turns, briefs, milestones, last activity",
+             cmd_sessions, json_flag=True)
+    p.add_argument("--limit", type=int, default=50, help="sessions per page (1-200)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many (newest first)")
 
-    p = sub.add_parser("status", help="store counts, capture and delivery status")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(fn=cmd_status)
+    _sub(sub, "stats", "store counts, size, bytes per table and schema version", cmd_stats,
+         json_flag=True)
+
+    p = _sub(sub, "trace", "list recent graph runs, or show one run's stage trace", cmd_trace,
+             json_flag=True, description=(
+                 "`trace` or `trace list`: recent graph runs. `trace RUN_ID` or `trace show "
+                 "RUN_ID`: one run's stage trace as a waterfall (errors in red on a "
+                 "terminal)."))
+    p.add_argument("words", nargs="*", metavar="list | show RUN_ID | RUN_ID")
+    p.add_argument("--graph", help="list only runs of this graph")
+    p.add_argument("--limit", type=int, default=20, help="runs to list (default 20)")
+
+    _sub(sub, "status", "store counts, capture and delivery status", cmd_status,
+         json_flag=True)
+
+    p = _sub(sub, "config", "print a ready-to-paste MCP configuration for a host", cmd_config,
+             description=(
+                 "Print the MCP configuration of this installation for CLIENT as JSON on "
+                 "stdout (absolute path of the omega-stenographer-mcp script and "
+                 "OMEGA_STENOGRAPHER_DIR filled in); where to paste it goes to stderr."))
+    p.add_argument("client", choices=CLIENTS)
+    p.add_argument("--name", default=DEFAULT_NAME, help=f"server name (default {DEFAULT_NAME})")
+    p.add_argument("--dir", help="data directory (default: OMEGA_STENOGRAPHER_DIR or "
+                                 "~/.omega-stenographer)")
+
+    _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
+         cmd_doctor, json_flag=True)
     return parser
+
+
+def _fail(args: argparse.Namespace, code: str, message: str) -> int:
+    print(f"stenographer: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _print_json({"error": {"code": code, "message": message}})
+    return EXIT_ERROR
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command; every failure becomes a message and an exit code."""
+    import apsw
+
+    from store.errors import StenoError
+
+    try:
+        return int(args.fn(args))
+    except (StenoError, CliError) as ex:
+        return _fail(args, ex.code, str(ex))
+    except SettingsError as ex:
+        return _fail(args, "steno.settings", str(ex))
+    except apsw.Error as ex:
+        return _fail(args, "steno.store", f"the store cannot be used: {ex}")
+    except OSError as ex:
+        if isinstance(ex, BrokenPipeError):
+            raise
+        return _fail(args, "steno.os", f"{ex.strerror or ex}"
+                     + (f": {ex.filename}" if ex.filename else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    from store.errors import StenoError
-
     try:
-        code = int(args.fn(args))
-    except (StenoError, SettingsError) as ex:
-        print(f"stenographer: {ex}", file=sys.stderr)
-        code = EXIT_ERROR
+        code = run(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
-        code = 130
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours. Point stdout at
+        # devnull so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
     sys.exit(code)

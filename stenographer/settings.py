@@ -7,6 +7,7 @@ values they need through the run context (``RunContext.settings``).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,11 @@ class Settings:
     synchronous: str = DEFAULT_SYNCHRONOUS
     decision_patterns: tuple[str, ...] = ()
     blocker_patterns: tuple[str, ...] = ()
+    # HTTP transport (stenographer.http). The token never appears in repr() or logs.
+    http_token: str | None = field(default=None, repr=False)
+    http_token_file: Path | None = None  # where the token was read from, if a file
+    allowed_hosts: tuple[str, ...] = ()  # extra Host values, e.g. steno.lan:8765
+    allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
 
     @property
     def db_path(self) -> Path:
@@ -89,6 +95,12 @@ class Settings:
             synchronous=sync,
             decision_patterns=_patterns(env.get("STENO_DECISION_PATTERNS")),
             blocker_patterns=_patterns(env.get("STENO_BLOCKER_PATTERNS")),
+            http_token=_http_token(env),
+            http_token_file=_token_file(env),
+            allowed_hosts=_allowlist(env, "STENO_ALLOWED_HOSTS", _HOST_RE,
+                                     "host[:port] or host:*, e.g. steno.lan:8765"),
+            allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
+                                       "http(s)://host[:port], e.g. http://steno.lan:8765"),
         )
 
 
@@ -97,3 +109,55 @@ def _patterns(raw: str | None) -> tuple[str, ...]:
     if not raw:
         return ()
     return tuple(line.strip() for line in raw.splitlines() if line.strip())
+
+
+# --- HTTP transport -------------------------------------------------------------------------
+
+MIN_TOKEN_CHARS = 16
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: it travels in an HTTP header
+_HOSTNAME = r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)"
+_HOST_RE = re.compile(rf"{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
+_ORIGIN_RE = re.compile(rf"https?://{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
+
+
+def _token_file(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("STENO_HTTP_TOKEN_FILE", "").strip()
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def _http_token(env: Mapping[str, str]) -> str | None:
+    """The bearer token from STENO_HTTP_TOKEN or the file STENO_HTTP_TOKEN_FILE names
+    (one of them; surrounding whitespace, e.g. a final newline, is dropped). The value
+    is never quoted in an error."""
+    value = env.get("STENO_HTTP_TOKEN", "").strip()
+    path = _token_file(env)
+    if value and path is not None:
+        raise SettingsError("set STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, not both")
+    name = "STENO_HTTP_TOKEN"
+    if path is not None:
+        name = f"the token in STENO_HTTP_TOKEN_FILE ({path})"
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as ex:
+            reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
+            raise SettingsError(f"STENO_HTTP_TOKEN_FILE={str(path)!r} cannot be read: "
+                                f"{reason}") from None
+        if not value:
+            raise SettingsError(f"STENO_HTTP_TOKEN_FILE={str(path)!r} is empty")
+    if not value:
+        return None
+    if len(value) < MIN_TOKEN_CHARS or not _TOKEN_RE.fullmatch(value):
+        raise SettingsError(
+            f"{name} is not valid: use at least {MIN_TOKEN_CHARS} visible ASCII characters "
+            "without spaces (e.g. the output of `openssl rand -hex 32`)")
+    return value
+
+
+def _allowlist(env: Mapping[str, str], name: str, pattern: re.Pattern[str],
+               valid: str) -> tuple[str, ...]:
+    """A comma-separated list; every entry must match ``pattern`` (compared lowercase)."""
+    entries = [e.strip().lower() for e in env.get(name, "").split(",") if e.strip()]
+    for entry in entries:
+        if not pattern.fullmatch(entry):
+            raise SettingsError(f"{name} entry {entry!r} is not valid (expected {valid})")
+    return tuple(dict.fromkeys(entries))

@@ -15,7 +15,7 @@ class Budget:
     def add(self, line: str, *, reserve: int = 0) -> bool:
         """Add a line if it fits (keeping ``reserve`` characters free); else count it."""
         cost = len(line) + 1
-        if self.used + cost + reserve > self.max_chars - 80:  # room for the omission note
+        if self.used + cost + reserve > self.max_chars - 100:  # room for the note (<= 93 chars)
             self.omitted += 1
             return False
         self.lines.append(line)

@@ -1,0 +1,65 @@
+"""inspect_*: the read-only views of the browser inspector (stenographer.inspector).
+
+inspect_sessions   validate the page → sessions by last activity, with counts
+inspect_exchange   validate the id → one turn in full, its brief and neighbours
+inspect_brief      validate the id → one brief with its source turns and hash checks
+inspect_runs       validate the page → newest runs, without the inspector's own reads
+
+Running notes, search and one run's trace are the shared graphs ``notes``, ``search``
+and ``trace``.
+"""
+
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+__all__ = ["BRIEF", "DEFINITIONS", "EXCHANGE", "INSPECTOR_READS", "RUNS", "SESSIONS"]
+
+# Read-only graphs that only show stored data; the run list hides them by default so
+# that browsing does not bury the runs being inspected.
+INSPECTOR_READS = ["inspect_sessions", "inspect_exchange", "inspect_brief", "inspect_runs",
+                   "runs", "trace"]
+
+SESSIONS = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "inspect_sessions",
+    "channels": channels("request", "listing", "sessions", "total", "counts"),
+    "nodes": {
+        "validate": {"type": "checked_listing", "default_limit": 100},
+        "load": {"type": "session_list"},
+    },
+    "edges": chain(START, "validate", "load", END),
+}
+
+EXCHANGE = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "inspect_exchange",
+    "channels": channels("request", "exchange_id", "exchange"),
+    "nodes": {
+        "validate": {"type": "checked_exchange_ref"},
+        "load": {"type": "exchange_detail"},
+    },
+    "edges": chain(START, "validate", "load", END),
+}
+
+BRIEF = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "inspect_brief",
+    "channels": channels("request", "brief_id", "brief"),
+    "nodes": {
+        "validate": {"type": "checked_brief_ref"},
+        "load": {"type": "brief_detail"},
+    },
+    "edges": chain(START, "validate", "load", END),
+}
+
+RUNS = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "inspect_runs",
+    "channels": channels("request", "listing", "runs", "hidden_graphs"),
+    "nodes": {
+        "validate": {"type": "checked_listing", "default_limit": 50},
+        "load": {"type": "run_list", "hide": INSPECTOR_READS},
+    },
+    "edges": chain(START, "validate", "load", END),
+}
+
+DEFINITIONS = [SESSIONS, EXCHANGE, BRIEF, RUNS]

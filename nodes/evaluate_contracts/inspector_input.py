@@ -1,0 +1,39 @@
+"""Nodes: validate the inspector's read requests (listings and references by id)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int
+from store.errors import InvalidInput
+
+__all__ = ["checked_brief_ref", "checked_exchange_ref", "checked_listing"]
+
+MAX_PAGE = 200
+_GRAPH_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def checked_listing(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """A page of a listing: ``limit`` (1-200), ``offset``, an optional graph filter."""
+    req = state.get("request") or {}
+    limit = check_int("limit", req.get("limit", cfg.get("default_limit", 50)), 1, MAX_PAGE)
+    offset = check_int("offset", req.get("offset", 0), 0, 1_000_000_000)
+    graph = req.get("graph") or None
+    if graph is not None and (not isinstance(graph, str) or not _GRAPH_NAME.fullmatch(graph)):
+        raise InvalidInput("graph must be the name of a graph (lowercase letters, digits and "
+                           "underscores, e.g. ingest, search, compress)")
+    return {"listing": {"limit": limit, "offset": offset, "graph": graph,
+                        "all_graphs": bool(req.get("all_graphs", False))}}
+
+
+def checked_exchange_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    return {"exchange_id": check_int("exchange_id", req.get("exchange_id"), 1, 2**63 - 1)}
+
+
+def checked_brief_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    return {"brief_id": check_int("brief_id", req.get("brief_id"), 1, 2**63 - 1)}

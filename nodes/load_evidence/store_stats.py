@@ -1,0 +1,57 @@
+"""Node: what the store holds and occupies: counts, file sizes, bytes per table, schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import iso
+from store.footprint import applied_migrations, page_stats, table_bytes
+from store.migrations import MIGRATIONS, SCHEMA_VERSION
+from store.stats import store_counts
+
+__all__ = ["store_stats"]
+
+
+def _file_bytes(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
+    store = state.ctx.store
+    store.traces.flush()  # so that `runs` counts this process's recent runs too
+    with store.read() as conn:
+        counts = store_counts(conn)
+        pages = page_stats(conn)
+        tables = table_bytes(conn)
+        applied = applied_migrations(conn)
+    version = max((m.version for m in applied), default=0)
+    known = {i: step.__name__ for i, step in enumerate(MIGRATIONS, start=1)}
+    stats = {
+        "path": str(store.path),
+        "counts": {k: v for k, v in counts.items() if k != "database_bytes"},
+        "size": {
+            "database_bytes": pages.database_bytes,
+            "file_bytes": _file_bytes(store.path),
+            "wal_bytes": _file_bytes(store.path.with_name(store.path.name + "-wal")),
+            "page_size": pages.page_size,
+            "page_count": pages.page_count,
+            "free_pages": pages.freelist_count,
+        },
+        "tables": tables,
+        "dbstat": tables is not None,
+        "schema": {
+            "version": version,
+            "expected": SCHEMA_VERSION,
+            "current": version == SCHEMA_VERSION
+            and all(known.get(m.version) == m.name for m in applied),
+            "migrations": [{"version": m.version, "name": m.name,
+                            "applied_at": iso(m.applied_at)} for m in applied],
+        },
+    }
+    return {"stats": stats}

@@ -1,0 +1,234 @@
+"""`stenographer doctor`: check that this machine can run the server, say how to fix what
+cannot.
+
+Checks, in order: the Python version, the settings in the environment, the SQLite build
+(FTS5), the sqlite-vec extension, the data directory (exists or can be created,
+owner-only, writable), free disk space, and the store (opens, migrations current).
+
+Doctor is not a graph: it must work exactly when the application cannot be opened, and
+it never creates or migrates anything (store/probe.py opens an existing file only).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from stenographer.settings import Settings, SettingsError
+
+__all__ = ["CHECK_COUNT", "MIN_FREE_BYTES", "SUPPORTED_PYTHON", "Check", "as_json", "report",
+           "run_checks"]
+
+SUPPORTED_PYTHON = ((3, 11), (3, 13))
+MIN_FREE_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+def check_python(version: tuple[int, int] | None = None) -> Check:
+    major, minor = version or sys.version_info[:2]
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_PYTHON
+    ok = (lo_major, lo_minor) <= (major, minor) <= (hi_major, hi_minor)
+    detail = f"Python {major}.{minor} at {sys.executable} (supported: 3.11-3.13)"
+    return Check("python", ok, detail, None if ok else (
+        "install Python 3.11, 3.12 or 3.13 and install the server with it, e.g. "
+        "`uvx --python 3.12 omega-stenographer-mcp` or `python3.12 -m pip install "
+        "omega-stenographer-mcp`"))
+
+
+def check_sqlite() -> Check:
+    import apsw
+
+    from store.probe import fts5_available
+
+    version = apsw.sqlite_lib_version()
+    if fts5_available():
+        return Check("sqlite", True, f"SQLite {version} with FTS5 (apsw {apsw.apsw_version()})")
+    return Check("sqlite", False, f"SQLite {version} has no FTS5 (full-text search)",
+                 "reinstall apsw from its wheel, which bundles SQLite with FTS5: "
+                 "`pip install --force-reinstall --only-binary apsw apsw`")
+
+
+def check_sqlite_vec() -> Check:
+    from store.probe import sqlite_vec_version
+
+    try:
+        version = sqlite_vec_version()
+    except Exception as ex:  # apsw.Error, OSError: both mean "cannot load"
+        return Check("sqlite-vec", False, f"the sqlite-vec extension does not load: {ex}",
+                     "reinstall it: `pip install --force-reinstall 'sqlite-vec>=0.1.6'` "
+                     "(wheels exist for Linux glibc, macOS and Windows on x86-64 and arm64)")
+    return Check("sqlite-vec", True, f"sqlite-vec {version} loads")
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_data_dir(data_dir: Path) -> Check:
+    name = "data directory"
+    if data_dir.exists() and not data_dir.is_dir():
+        return Check(name, False, f"{data_dir} exists but is not a directory",
+                     "point OMEGA_STENOGRAPHER_DIR at a directory, or move that file away")
+    if not data_dir.exists():
+        base = _nearest_existing(data_dir)
+        if not base.is_dir():
+            return Check(name, False, f"{data_dir} cannot be created: {base} is a file, "
+                         "not a directory",
+                         "point OMEGA_STENOGRAPHER_DIR at a path under a directory you own")
+        if not os.access(base, os.W_OK | os.X_OK):
+            return Check(name, False, f"{data_dir} cannot be created: {base} is not "
+                         "writable", f"create it yourself (`mkdir -m 700 -p {data_dir}`) or "
+                         "point OMEGA_STENOGRAPHER_DIR elsewhere")
+        return Check(name, True, f"{data_dir} does not exist yet; it is created owner-only "
+                     "(0700) on first use")
+    info = data_dir.stat()
+    mode = stat.S_IMODE(info.st_mode)
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return Check(name, False, f"{data_dir} is owned by uid {info.st_uid}, not by you "
+                     f"(uid {os.getuid()})",
+                     f"`chown {os.getuid()} {data_dir}` or use a directory of your own")
+    if os.name == "posix" and mode & 0o077:
+        return Check(name, False, f"{data_dir} has mode {mode:04o}: other users can read "
+                     "the memory", f"`chmod 700 {data_dir}`")
+    db = data_dir / "steno.db"
+    if os.name == "posix" and db.exists() and stat.S_IMODE(db.stat().st_mode) & 0o077:
+        return Check(name, False, f"{db} has mode {stat.S_IMODE(db.stat().st_mode):04o}: "
+                     "other users can read it", f"`chmod 600 {db}`")
+    return Check(name, True, f"{data_dir} exists, owner-only ({mode:04o})")
+
+
+def check_writable(data_dir: Path) -> Check:
+    name = "writable"
+    if not data_dir.is_dir():
+        base = _nearest_existing(data_dir)
+        ok = base.is_dir() and os.access(base, os.W_OK | os.X_OK)
+        return Check(name, ok, f"nothing to write yet; {base} "
+                     + ("accepts the new directory" if ok else "does not accept it"),
+                     None if ok else "see the data directory check")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=data_dir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as ex:
+        return Check(name, False, f"cannot write in {data_dir}: {ex.strerror or ex}",
+                     f"`chmod u+rwx {data_dir}`, remount it read-write, or point "
+                     "OMEGA_STENOGRAPHER_DIR elsewhere")
+    return Check(name, True, f"{data_dir} is writable")
+
+
+def check_disk(data_dir: Path, minimum: int = MIN_FREE_BYTES) -> Check:
+    base = _nearest_existing(data_dir)
+    try:
+        free = shutil.disk_usage(base if base.is_dir() else base.parent).free
+    except OSError as ex:
+        return Check("free disk", False, f"cannot read free space at {base}: {ex}",
+                     "point OMEGA_STENOGRAPHER_DIR at a mounted, readable volume")
+    ok = free >= minimum
+    detail = f"{free / 2**30:.1f} GiB free at {base} (needs at least {minimum // 2**20} MiB)"
+    return Check("free disk", ok, detail,
+                 None if ok else "free space on that volume or point OMEGA_STENOGRAPHER_DIR "
+                 "at another one")
+
+
+def check_store(data_dir: Path) -> list[Check]:
+    """Two checks: the store opens; its migrations match this build."""
+    from store.migrations import MIGRATIONS, SCHEMA_VERSION
+    from store.probe import store_migrations
+
+    db = data_dir / "steno.db"
+    if not db.exists():
+        return [Check("store", True, f"no store yet at {db}; it is created on first use"),
+                Check("migrations", True, f"a new store starts at schema version "
+                      f"{SCHEMA_VERSION}")]
+    try:
+        applied = store_migrations(db)
+    except Exception as ex:  # apsw.Error: locked, not a database, corrupt
+        return [Check("store", False, f"{db} does not open: {ex}",
+                      "if another process holds a lock, retry; if the file is damaged, "
+                      "move it aside (keep a copy) and restore it from a backup"),
+                Check("migrations", False, "unknown: the store does not open",
+                      "fix the store check first")]
+    opened = Check("store", True, f"{db} opens ({db.stat().st_size:,} bytes)")
+    version = max((m.version for m in applied), default=0)
+    known = {i: step.__name__ for i, step in enumerate(MIGRATIONS, start=1)}
+    strangers = [m for m in applied if known.get(m.version) != m.name]
+    if strangers:
+        return [opened, Check("migrations", False, "the store records migrations this "
+                              f"build does not know: {', '.join(m.name for m in strangers)}",
+                              "upgrade omega-stenographer-mcp to the version that wrote it")]
+    if version < SCHEMA_VERSION:
+        return [opened, Check("migrations", False, f"schema version {version}; this build "
+                              f"expects {SCHEMA_VERSION}",
+                              "run any command that opens the store (e.g. `stenographer "
+                              "status`) to apply the missing migrations")]
+    return [opened, Check("migrations", True, f"schema version {version} is current")]
+
+
+def run_checks(env: Mapping[str, str] | None = None,
+               on_check: Callable[[Check], None] | None = None) -> list[Check]:
+    """Every check; ``on_check`` is called after each (progress)."""
+    checks: list[Check] = []
+
+    def add(*found: Check) -> None:
+        for check in found:
+            checks.append(check)
+            if on_check is not None:
+                on_check(check)
+
+    add(check_python())
+    settings: Settings | None
+    try:
+        settings = Settings.from_env(env)
+        add(Check("settings", True, f"environment settings are valid; data in "
+                  f"{settings.data_dir}"))
+    except SettingsError as ex:
+        settings = None
+        add(Check("settings", False, str(ex), "correct or unset that environment variable"))
+    add(check_sqlite(), check_sqlite_vec())
+    if settings is None:
+        add(*(Check(name, False, "not checked: the settings are invalid",
+                    "fix the settings check first")
+              for name in ("data directory", "writable", "free disk", "store", "migrations")))
+        return checks
+    data_dir = settings.data_dir
+    add(check_data_dir(data_dir), check_writable(data_dir), check_disk(data_dir))
+    add(*check_store(data_dir))
+    return checks
+
+
+CHECK_COUNT = 9  # for the progress bar
+
+
+def report(checks: list[Check], color: bool = False) -> str:
+    """✓/✗ lines, each failure followed by how to fix it."""
+    green, red, reset = ("\x1b[32m", "\x1b[31m", "\x1b[0m") if color else ("", "", "")
+    lines = []
+    for c in checks:
+        mark = f"{green}✓{reset}" if c.ok else f"{red}✗{reset}"
+        lines.append(f"{mark} {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"    fix: {c.fix}")
+    failed = sum(not c.ok for c in checks)
+    lines.append("All checks passed." if not failed else
+                 f"{failed} of {len(checks)} checks failed.")
+    return "\n".join(lines)
+
+
+def as_json(checks: list[Check]) -> dict[str, Any]:
+    return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
