@@ -18,9 +18,12 @@ from store.sql import all_rows
 
 __all__ = ["VectorCache"]
 
+# vec0 cannot seek by rowid range (a `rowid > ?` scan reads every vector), so new rows
+# are found through the exchanges primary key and fetched from vec0 by point lookups.
 SELECT_NEW = """
-SELECT v.rowid, v.session_id, v.embedding FROM exchange_vectors v WHERE v.rowid > ?
-ORDER BY v.rowid"""
+SELECT e.id, e.session_id, v.embedding FROM exchanges e
+JOIN exchange_vectors v ON v.rowid = e.id
+WHERE e.id > ? ORDER BY e.id"""
 
 _GROW = 4096
 
