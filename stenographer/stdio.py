@@ -14,38 +14,88 @@ and stray prints go to stderr instead of corrupting the protocol stream.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["MAX_LINE_BYTES", "PipeLines", "PipeWriter", "run_stdio"]
+__all__ = [
+    "MAX_LINE_BYTES", "PipeLines", "PipeWriter", "error_line", "rejection", "run_stdio",
+]
 
 MAX_LINE_BYTES = 256 * 1024 * 1024  # one JSON-RPC message; a 1 MB turn is far below
 
 
-class PipeLines:
-    """Async iterator of decoded lines, as the SDK expects from ``stdin``."""
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+
+def error_line(request_id: Any, code: int, message: str) -> bytes:
+    """A JSON-RPC error response, one line."""
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return (json.dumps(body) + "\n").encode()
+
+
+def rejection(line: str) -> bytes | None:
+    """The error answer for a line that is not a valid JSON-RPC message, else None.
+
+    The SDK only logs such lines, so the client would wait forever for an answer;
+    JSON-RPC 2.0 wants a Parse error (-32700) or an Invalid Request (-32600) for the
+    request's id when it can be read, else for id null.
+    """
+    from mcp_types import jsonrpc_message_adapter
+
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValueError as ex:
+        reason = str(ex).splitlines()[0][:200] if str(ex) else type(ex).__name__
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return error_line(None, PARSE_ERROR, "Parse error: the line is not valid JSON "
+                          "(one JSON-RPC 2.0 message per line, UTF-8)")
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    return error_line(request_id, INVALID_REQUEST, f"Invalid Request: {reason}; expected a "
+                      "JSON-RPC 2.0 request, notification or response object")
+
+
+class PipeLines:
+    """Async iterator of decoded lines, as the SDK expects from ``stdin``.
+
+    Lines that are not valid JSON-RPC are answered here with an error and not passed on.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
+        self.writer = writer
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self
 
     async def __anext__(self) -> str:
-        try:
-            line = await self.reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as ex:
-            line = ex.partial
-        except asyncio.LimitOverrunError as ex:
-            # A line over the limit cannot be a valid message: drop it, keep serving.
-            await self.reader.readexactly(ex.consumed)
-            return "\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            try:
+                raw = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as ex:
+                raw = ex.partial
+            except asyncio.LimitOverrunError as ex:
+                await self.reader.readexactly(ex.consumed)
+                self.writer.write(error_line(None, INVALID_REQUEST, "Invalid Request: the "
+                                             f"message is over {MAX_LINE_BYTES:,} bytes"))
+                continue
+            if not raw:
+                raise StopAsyncIteration
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            answer = rejection(line)
+            if answer is None:
+                return line
+            self.writer.write(answer)  # one whole line: it cannot interleave with replies
 
 
 class PipeWriter:
@@ -83,7 +133,7 @@ async def _open_pipes() -> tuple[PipeLines, PipeWriter] | None:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return PipeLines(reader), PipeWriter(writer)
+    return PipeLines(reader, writer), PipeWriter(writer)
 
 
 async def run_stdio(server: Any) -> None:

@@ -73,6 +73,7 @@ class TraceBuffer:
         self._interval = interval
         self._items: list[tuple[dict[str, Any], float, int]] = []
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # a flush returns only once its traces are stored
         self._wake = threading.Event()
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -96,18 +97,19 @@ class TraceBuffer:
                 time.sleep(self._interval)
 
     def flush(self) -> None:
-        with self._lock:
-            items, self._items = self._items, []
-        if not items:
-            return
-        try:
-            with self._write() as conn:
-                for trace, started_at, retention in items:
-                    save_trace(conn, trace, started_at, retention)
-        except BaseException:
+        with self._flush_lock:
             with self._lock:
-                self._items[:0] = items
-            raise
+                items, self._items = self._items, []
+            if not items:
+                return
+            try:
+                with self._write() as conn:
+                    for trace, started_at, retention in items:
+                        save_trace(conn, trace, started_at, retention)
+            except BaseException:
+                with self._lock:
+                    self._items[:0] = items
+                raise
 
     def close(self) -> None:
         self._stop = True

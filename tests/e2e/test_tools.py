@@ -1,0 +1,527 @@
+"""The six tools and three resources end to end, through the MCP SDK client: in memory
+and over stdio, with the current protocol and with the 2025 initialize handshake.
+
+Every test writes to sessions of its own (a stdio server is shared by a module), so ids
+are read from replies, never assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.conftest import Conn, memory_conn
+from tests.e2e.support import (
+    COMPRESSED,
+    GUARD,
+    INGEST,
+    INGEST_LINE,
+    MILESTONE,
+    NOTES,
+    SEARCH,
+    STATUS,
+    TOOLS,
+    assert_trace,
+    runs_in_order,
+    text,
+    word,
+)
+
+pytestmark = pytest.mark.anyio
+
+READERS = {NOTES, GUARD, SEARCH, STATUS}
+ROLES = ("user", "assistant", "system", "tool")
+TURN_LIMIT = 8  # STENO_TURN_LIMIT default
+INGEST_NODES = ["validate", "signals", "vector", "store", "reply"]
+COMPRESS_NODES = ("batch", "draft", "claim")
+
+
+async def ingest(conn: Conn, session: str, content: str, role: str = "user",
+                 **extra: Any) -> dict[str, Any]:
+    result = await conn.ok(INGEST, {"role": role, "content": content, "session_id": session,
+                                    **extra})
+    sc = result.structured_content
+    assert sc is not None and sc["text"] == text(result)
+    return sc
+
+
+async def ingest_many(conn: Conn, session: str, contents: list[str], **extra: Any
+                      ) -> list[dict[str, Any]]:
+    return [await ingest(conn, session, c, ROLES[i % 4], **extra)
+            for i, c in enumerate(contents)]
+
+
+def brief_headers(markdown: str) -> dict[int, tuple[str, list[int]]]:
+    """Brief id -> (tier, source ids) from the `### Brief` lines of notes or a briefing."""
+    out = {}
+    for m in re.finditer(r"^### Brief (\d+) \(tier-([AB])[^)]*\) — sources ((?:#\d+(?:, )?)+)$",
+                         markdown, re.M):
+        out[int(m[1])] = (m[2], [int(i) for i in re.findall(r"#(\d+)", m[3])])
+    return out
+
+
+# --- discovery ------------------------------------------------------------------------------
+
+async def test_lists_six_tools_each_described_annotated_and_with_output_schema(conn: Conn):
+    tools = {t.name: t for t in (await conn.client.list_tools()).tools}
+    assert set(tools) == set(TOOLS)
+    for name, tool in tools.items():
+        assert tool.description and len(tool.description) > 150, name
+        ann = tool.annotations
+        assert ann is not None, name
+        assert ann.open_world_hint is False, name
+        assert ann.read_only_hint is (name in READERS), name
+        assert ann.destructive_hint is False, name
+        schema = tool.output_schema
+        assert schema and schema["type"] == "object", name
+        assert "trace" in schema["properties"] and "trace" in schema["required"], name
+    assert tools[INGEST].annotations.idempotent_hint is False  # type: ignore[union-attr]
+    role = tools[INGEST].input_schema["properties"]["role"]
+    assert sorted(role["enum"]) == sorted(ROLES)
+    assert set(tools[INGEST].input_schema["required"]) == {"role", "content", "session_id"}
+
+    templates = (await conn.client.list_resource_templates()).resource_templates
+    assert {t.uri_template: t.mime_type for t in templates} == {
+        "omega-stenographer://sessions/{session_id}/notes": "text/markdown",
+        "omega-stenographer://sessions/{session_id}/guard": "text/markdown",
+        "omega-stenographer://runs/{run_id}": "application/json",
+    }
+
+
+# --- ingest ---------------------------------------------------------------------------------
+
+async def test_ingest_reply_line_and_tier_a_compression_on_the_eighth_turn(conn: Conn):
+    session = word()
+    contents = [f"{session} turn {i} about the schema" for i in range(TURN_LIMIT)]
+    contents[2] = "Decision: adopt trunk-based development."
+    contents[5] = "The build is blocked by a failing migration."
+    replies = await ingest_many(conn, session, contents)
+
+    ids = [r["exchange_id"] for r in replies]
+    assert ids == sorted(ids) and len(set(ids)) == TURN_LIMIT
+    for i, (content, r) in enumerate(zip(contents, replies, strict=True)):
+        m = INGEST_LINE.fullmatch(r["text"].splitlines()[0])
+        assert m, r["text"]
+        assert (m["role"], int(m["id"]), int(m["chars"])) == (ROLES[i % 4], ids[i], len(content))
+        assert (int(m["d"]), int(m["b"])) == (len(r["decisions"]), len(r["blockers"]))
+        assert r["session_id"] == session and r["chars"] == len(content)
+        assert r["duplicate"] is False
+        nodes = assert_trace(r["trace"], "ingest")
+        if i < TURN_LIMIT - 1:
+            assert r["compressed"] == [] and not m["compressed"]
+            assert runs_in_order(nodes, INGEST_NODES, absent=COMPRESS_NODES), nodes
+        else:
+            assert runs_in_order(nodes, [*INGEST_NODES[:4], *COMPRESS_NODES, "reply"]), nodes
+    assert replies[2]["decisions"] == ["Decision: adopt trunk-based development."]
+    assert replies[5]["blockers"] == ["The build is blocked by a failing migration."]
+
+    last = replies[-1]
+    [brief] = last["compressed"]
+    assert brief["tier"] == "A" and brief["turns"] == TURN_LIMIT
+    assert last["text"].endswith(
+        f" | Compressed {TURN_LIMIT} turns → brief {brief['id']} (tier-A)")
+    assert COMPRESSED.search(last["text"])
+
+    notes = (await conn.ok(NOTES, {"session_id": session})).structured_content
+    assert brief_headers(notes["markdown"]) == {brief["id"]: ("A", ids)}  # type: ignore[index]
+
+
+async def test_compression_is_tier_b_without_decisions_and_quotes_the_turns(conn: Conn):
+    session = word()
+    replies = await ingest_many(conn, session, [f"plain note {i} on {session}" for i in range(9)])
+    [brief] = replies[TURN_LIMIT - 1]["compressed"]
+    assert brief["tier"] == "B"
+    assert replies[TURN_LIMIT - 1]["text"].endswith(
+        f"| Compressed {TURN_LIMIT} turns → brief {brief['id']} (tier-B)")
+    assert replies[TURN_LIMIT]["compressed"] == []  # the 9th turn stays live
+
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    ids = [r["exchange_id"] for r in replies]
+    assert brief_headers(markdown) == {brief["id"]: ("B", ids[:TURN_LIMIT])}
+    for i, exchange_id in enumerate(ids[:TURN_LIMIT]):  # tier B: a verbatim excerpt per turn
+        assert f"- #{exchange_id} [{ROLES[i % 4]}] plain note {i} on {session}" in markdown
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_turn_limit_comes_from_the_environment(mode: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    async with memory_conn(mode, tmp_path, monkeypatch, {"STENO_TURN_LIMIT": "3"}) as conn:
+        replies = await ingest_many(conn, "s", [f"note {i}" for i in range(7)])
+    assert [[b["turns"] for b in r["compressed"]] for r in replies] == [
+        [], [], [3], [], [], [3], []]
+
+
+async def test_source_key_makes_ingest_idempotent(conn: Conn):
+    session = word()
+    key = f"/transcripts/{session}.jsonl:17"
+    first = await ingest(conn, session, "We went with Postgres; it is boring.", source_key=key)
+    before = await conn.counts()
+    again = await ingest(conn, session, "We went with Postgres; it is boring.", source_key=key)
+    other = await ingest(conn, session, "a different text, same key", source_key=key)
+    for r in (again, other):
+        assert r["duplicate"] is True
+        assert r["exchange_id"] == first["exchange_id"]
+        assert r["text"].startswith(f"Already captured #{first['exchange_id']}")
+        assert r["compressed"] == []
+        assert_trace(r["trace"], "ingest")
+    assert await conn.counts() == before
+    assert first["duplicate"] is False and first["decisions"]
+
+
+# --- get_brief ------------------------------------------------------------------------------
+
+async def test_get_brief_sections_citations_and_budget(conn: Conn):
+    session = word()
+    contents = [f"{session} step {i}: wrote the parser tests" for i in range(11)]
+    contents[1] = "We decided to use SQLite with WAL for the store."
+    replies = await ingest_many(conn, session, contents)
+    ids = [r["exchange_id"] for r in replies]
+    [brief] = replies[TURN_LIMIT - 1]["compressed"]
+    await conn.ok(MILESTONE, {"session_id": session, "exchange_id": ids[9],
+                              "label": "parser done"})
+
+    result = await conn.ok(NOTES, {"session_id": session})
+    sc = result.structured_content
+    markdown = sc["markdown"]  # type: ignore[index]
+    assert text(result) == markdown
+    assert_trace(sc["trace"], "notes")  # type: ignore[index]
+    lines = markdown.splitlines()
+    assert lines[0] == f"# Running notes — session {session!r}"
+    sections = [line for line in lines if line.startswith("## ")]
+    assert sections == ["## Milestones", "## Compressed briefs",
+                        "## Recent exchanges (uncompressed)"]
+    recent = markdown.split("## Recent exchanges (uncompressed)")[1]
+    assert [int(i) for i in re.findall(r"^- #(\d+) \[", recent, re.M)] == ids[TURN_LIMIT:]
+    assert f"- #{ids[9]} **parser done** [assistant]" in markdown
+    assert brief_headers(markdown) == {brief["id"]: ("A", ids[:TURN_LIMIT])}
+    assert f"- #{ids[1]} We decided to use SQLite with WAL for the store." in markdown
+    for line in lines:  # every listed item cites its turn
+        if line.startswith("- "):
+            assert re.match(r"- #\d+ ", line), line
+
+    small = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 500}))
+    assert len(small) <= 500
+    assert "omitted to stay within 500 characters" in small
+    assert f"#{ids[-1]}" in small  # the newest turn is what a short budget keeps
+
+
+async def test_get_brief_default_budget_holds_for_long_turns(conn: Conn):
+    session = word()
+    long_turn = f"{session} " + "lorem ipsum dolor sit amet " * 80  # ~2,200 chars
+    for i in range(66):  # 8 briefs of ~1,400 characters and 2 live turns
+        await ingest(conn, session, f"{i} {long_turn}")
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert len(markdown) <= 8_000
+    assert "more line(s) omitted to stay within 8,000 characters" in markdown
+    big = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 200_000}))
+    assert len(big) > len(markdown)
+    assert len(brief_headers(big)) == 8
+    for tool, args in ((GUARD, {"session_id": session, "query": "lorem", "top_k": 50}),
+                       (SEARCH, {"query": "lorem ipsum", "session_id": session, "limit": 50})):
+        reply = text(await conn.ok(tool, args))  # every read tool stays within the budget
+        assert len(reply) <= 8_000, tool
+    for budget in (500, 613, 1_000, 2_500):  # the omission note must fit too
+        for tool in (NOTES, GUARD):
+            reply = text(await conn.ok(tool, {"session_id": session, "max_chars": budget}))
+            assert len(reply) <= budget, (tool, budget)
+            assert f"omitted to stay within {budget:,} characters" in reply
+
+
+async def test_get_brief_of_an_unknown_session_says_nothing_is_recorded(conn: Conn):
+    markdown = text(await conn.ok(NOTES, {"session_id": word()}))
+    assert "_No turns recorded in this session yet._" in markdown
+
+
+# --- compact_guard --------------------------------------------------------------------------
+
+async def _three_topic_briefs(conn: Conn, session: str) -> tuple[list[int], list[list[int]],
+                                                                 list[int]]:
+    topics = ["kubernetes ingress controller certificates",
+              "postgres vacuum autovacuum bloat",
+              "react hooks rerender memoization"]
+    brief_ids, sources = [], []
+    for topic in topics:
+        replies = await ingest_many(conn, session, [f"{topic} note {i}" for i in range(8)])
+        [brief] = replies[-1]["compressed"]
+        brief_ids.append(brief["id"])
+        sources.append([r["exchange_id"] for r in replies])
+    live = [r["exchange_id"] for r in await ingest_many(conn, session, ["wrap up", "next"])]
+    return brief_ids, sources, live
+
+
+async def test_compact_guard_returns_the_brief_whose_turns_match_the_query(conn: Conn):
+    session = word()
+    brief_ids, sources, live = await _three_topic_briefs(conn, session)
+
+    result = await conn.ok(GUARD, {"session_id": session, "query": "postgres vacuum",
+                                   "top_k": 1})
+    sc = result.structured_content
+    assert sc["brief_ids"] == [brief_ids[1]]  # type: ignore[index]
+    assert sc["live_exchange_ids"] == live  # type: ignore[index]
+    markdown = sc["markdown"]  # type: ignore[index]
+    assert text(result) == markdown
+    assert "## Top 1 briefs for 'postgres vacuum'" in markdown
+    assert brief_headers(markdown) == {brief_ids[1]: ("B", sources[1])}
+    recent = markdown.split("## Recent exchanges (uncompressed)")[1]
+    assert [int(i) for i in re.findall(r"^- #(\d+) \[", recent, re.M)] == live
+    nodes = assert_trace(sc["trace"], "guard")  # type: ignore[index]
+    assert runs_in_order(nodes, ["validate", "keyword", "vector", "fuse", "evidence", "reply"])
+
+    ranked = (await conn.ok(GUARD, {"session_id": session, "query": "react memoization",
+                                    "top_k": 3})).structured_content
+    assert ranked["brief_ids"][0] == brief_ids[2]  # type: ignore[index]
+
+
+async def test_compact_guard_without_query_returns_the_newest_briefs(conn: Conn):
+    session = word()
+    brief_ids, _, live = await _three_topic_briefs(conn, session)
+    sc = (await conn.ok(GUARD, {"session_id": session, "top_k": 2})).structured_content
+    assert sc["brief_ids"] == [brief_ids[2], brief_ids[1]]  # type: ignore[index]
+    assert sc["live_exchange_ids"] == live  # type: ignore[index]
+    assert "(newest; no query given)" in sc["markdown"]  # type: ignore[index]
+    assert runs_in_order(assert_trace(sc["trace"], "guard"),  # type: ignore[index]
+                         ["validate", "evidence", "reply"], absent=("keyword", "vector"))
+    default = (await conn.ok(GUARD, {"session_id": session})).structured_content
+    assert default["brief_ids"] == brief_ids[::-1]  # type: ignore[index]  # top_k 5 > 3
+    assert len(default["markdown"]) <= 8_000  # type: ignore[index]
+
+
+# --- mark_milestone -------------------------------------------------------------------------
+
+async def test_milestone_marked_before_compression_makes_its_brief_tier_a(conn: Conn):
+    session = word()
+    first = await ingest_many(conn, session, [f"routine {session} {i}" for i in range(3)])
+    target = first[1]["exchange_id"]
+    result = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                       "label": "schema  v2\tshipped"})
+    sc = result.structured_content
+    assert text(result) == f"Milestone #{target} marked: schema v2 shipped"
+    assert sc["brief_id"] is None and sc["label"] == "schema v2 shipped"  # type: ignore[index]
+    assert runs_in_order(assert_trace(sc["trace"], "milestone"),  # type: ignore[index]
+                         ["validate", "mark"])
+
+    rest = await ingest_many(conn, session, [f"routine {session} {i}" for i in range(3, 8)])
+    [brief] = rest[-1]["compressed"]
+    assert brief["tier"] == "A"  # no decisions in the batch: the milestone made it tier A
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert f"- #{target} **schema v2 shipped** [assistant] (brief {brief['id']})" in markdown
+    assert f"- #{target} schema v2 shipped" in markdown  # listed in the brief itself
+
+    again = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                      "label": "schema v2 released"})
+    assert again.structured_content["brief_id"] == brief["id"]  # type: ignore[index]
+    assert text(again).endswith(f"(already in brief {brief['id']})")
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert "**schema v2 released**" in markdown and "**schema v2 shipped**" not in markdown
+    assert (await conn.counts())["milestones"] >= 1
+
+
+# --- query_history --------------------------------------------------------------------------
+
+async def _dated_session(conn: Conn, token: str, days: int = 9) -> tuple[str, list[dict[str,
+                                                                                          Any]]]:
+    session = word()
+    replies = []
+    for i in range(days):
+        replies.append(await ingest(conn, session, f"{token} entry {i} of the ledger",
+                                    ROLES[i % 4], created_at=f"2025-03-{10 + i:02d}T12:00:00Z",
+                                    trace_id=f"VT-202503{10 + i:02d}-{i:08x}"))
+    return session, replies
+
+
+async def test_query_history_hits_cite_their_provenance(conn: Conn):
+    token = word()
+    session, replies = await _dated_session(conn, token)
+    [brief] = replies[TURN_LIMIT - 1]["compressed"]
+    for mode in ("keyword", "semantic", "hybrid"):
+        result = await conn.ok(SEARCH, {"query": token, "session_id": session, "limit": 50,
+                                        "mode": mode})
+        sc = result.structured_content
+        assert sc is not None
+        assert sc["total"] == 9 and sc["next_cursor"] is None
+        hits = {h["exchange_id"]: h for h in sc["hits"]}
+        assert set(hits) == {r["exchange_id"] for r in replies}
+        for i, r in enumerate(replies):
+            hit = hits[r["exchange_id"]]
+            assert hit["session_id"] == session
+            assert hit["role"] == ROLES[i % 4]
+            assert hit["created_at"] == f"2025-03-{10 + i:02d}T12:00:00Z"
+            assert hit["brief_id"] == (brief["id"] if i < TURN_LIMIT else None)
+            assert hit["trace_id"] == r["trace_id"] == f"VT-202503{10 + i:02d}-{i:08x}"
+            assert token in hit["snippet"]
+            assert isinstance(hit["score"], float) and hit["score"] > 0
+            line = (f"#{hit['exchange_id']} [{hit['role']}] {session} {hit['created_at']} "
+                    f"score {hit['score']:.4f}")
+            if hit["brief_id"] is not None:
+                line += f" brief {hit['brief_id']}"
+            assert line in text(result).splitlines()
+        assert text(result).splitlines()[0] == (
+            f"Found 9 of 9 hits for {token!r} ({mode}; session {session!r})")
+        assert_trace(sc["trace"], "search")
+
+
+async def test_query_history_is_session_scoped_unless_cross_session(conn: Conn):
+    token = word()
+    s1, r1 = await _dated_session(conn, token, days=3)
+    s2, r2 = await _dated_session(conn, token, days=2)
+    ids1, ids2 = {r["exchange_id"] for r in r1}, {r["exchange_id"] for r in r2}
+    for mode in ("keyword", "semantic", "hybrid"):
+        own = (await conn.ok(SEARCH, {"query": token, "session_id": s1, "mode": mode})
+               ).structured_content
+        assert {h["exchange_id"] for h in own["hits"]} == ids1  # type: ignore[index]
+        every = await conn.ok(SEARCH, {"query": token, "cross_session": True, "mode": mode,
+                                       "limit": 50})
+        hits = every.structured_content["hits"]  # type: ignore[index]
+        # Other sessions of a shared store may be faintly similar; ours rank first.
+        best = hits[: len(ids1 | ids2)]
+        assert {h["exchange_id"] for h in best} == ids1 | ids2, mode
+        assert {h["session_id"] for h in best} == {s1, s2}
+        if mode == "keyword":
+            assert len(hits) == len(ids1 | ids2)
+        assert "all sessions" in text(every).splitlines()[0]
+
+
+async def test_query_history_role_and_time_filters(conn: Conn):
+    token = word()
+    session, replies = await _dated_session(conn, token)
+    dates = {r["exchange_id"]: f"2025-03-{10 + i:02d}" for i, r in enumerate(replies)}
+    roles = {r["exchange_id"]: ROLES[i % 4] for i, r in enumerate(replies)}
+
+    for mode in ("keyword", "semantic", "hybrid"):  # filters apply on both index paths
+        async def ids(mode: str = mode, **filters: Any) -> set[int]:
+            sc = (await conn.ok(SEARCH, {"query": token, "session_id": session, "limit": 50,
+                                         "mode": mode, **filters})).structured_content
+            return {h["exchange_id"] for h in sc["hits"]}  # type: ignore[index]
+
+        assert await ids(role="assistant") == {i for i, r in roles.items() if r == "assistant"}
+        assert await ids(role="any") == set(roles)
+        # since is inclusive, until exclusive; a date alone is midnight UTC
+        assert await ids(since="2025-03-12T12:00:00Z") == {
+            i for i, d in dates.items() if d >= "2025-03-12"}
+        assert await ids(until="2025-03-14") == {i for i, d in dates.items() if d < "2025-03-14"}
+        assert await ids(since="2025-03-11", until="2025-03-16T00:00:00+00:00", role="user") == {
+            i for i, d in dates.items() if "2025-03-11" <= d < "2025-03-16" and roles[i] == "user"}
+        assert await ids(since="2030-01-01") == set()
+
+
+async def test_cursor_pages_have_no_duplicates_or_gaps(conn: Conn):
+    token = word()
+    session = word()
+    for i in range(23):
+        await ingest(conn, session, f"{token} finding number {i} " + "detail " * (i % 5))
+    for mode in ("keyword", "semantic", "hybrid"):
+        args = {"query": token, "session_id": session, "mode": mode}
+        whole = (await conn.ok(SEARCH, {**args, "limit": 50})).structured_content
+        expected = [h["exchange_id"] for h in whole["hits"]]  # type: ignore[index]
+        assert len(expected) == 23
+
+        seen: list[int] = []
+        cursor = None
+        for _ in range(10):  # 5 pages expected; bounded in case the cursor never ends
+            page = (await conn.ok(SEARCH, {**args, "limit": 5, "cursor": cursor})
+                    ).structured_content
+            assert page is not None and len(page["hits"]) <= 5
+            seen += [h["exchange_id"] for h in page["hits"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == expected, mode  # same order, nothing twice, nothing skipped
+
+
+async def test_search_modes_take_their_own_paths(conn: Conn):
+    session = word()
+    await ingest(conn, session, "Lunch was pasta with tomato sauce.")
+    target = (await ingest(conn, session, "Set up the kubernetes ingress controller today.")
+              )["exchange_id"]
+
+    async def search(query: str, mode: str) -> tuple[list[int], list[str], str]:
+        result = await conn.ok(SEARCH, {"query": query, "session_id": session, "mode": mode})
+        sc = result.structured_content
+        return ([h["exchange_id"] for h in sc["hits"]],  # type: ignore[index]
+                assert_trace(sc["trace"], "search"), text(result))  # type: ignore[index]
+
+    hits, nodes, _ = await search("kubernetes", "keyword")
+    assert hits[:1] == [target]
+    assert runs_in_order(nodes, ["validate", "keyword", "fuse", "page", "reply"],
+                         absent=("vector",))
+    # A misspelling shares no word with the turn, but its character trigrams match.
+    hits, nodes, _ = await search("kubernetis controllr", "keyword")
+    assert hits == []
+    hits, nodes, _ = await search("kubernetis controllr", "semantic")
+    assert hits[:1] == [target]
+    assert runs_in_order(nodes, ["validate", "vector", "fuse", "page", "reply"],
+                         absent=("terms", "keyword"))
+    hits, nodes, _ = await search("kubernetis controllr", "hybrid")
+    assert hits[:1] == [target]
+    assert runs_in_order(nodes, ["validate", "keyword", "vector", "fuse", "page", "reply"])
+
+    # Natural language: the words are OR-ed, not AND-ed; valid FTS5 syntax is honoured.
+    for query in ("when did we set up the ingress for kubernetes?", '"ingress controller"',
+                  "kubern*", "NEAR(kubernetes controller, 3)", "ingress OR nonexistentword"):
+        hits, _, reply = await search(query, "keyword")
+        assert hits[:1] == [target], query
+        assert "Note:" not in reply, query
+    hits, _, _ = await search('"controller ingress"', "keyword")  # phrase order matters
+    assert hits == []
+
+
+# --- resources ------------------------------------------------------------------------------
+
+async def read_run(conn: Conn, run_id: str) -> str:
+    """The run resource: the trace graph flushes pending traces before reading, so a
+    run is found right after the call that made it."""
+    with anyio.fail_after(10):
+        return await conn.read(f"omega-stenographer://runs/{run_id}")
+
+
+async def test_run_resource_returns_the_trace_of_a_tool_call(conn: Conn):
+    session = word()
+    for args, tool in (({"role": "user", "content": "trace me", "session_id": session}, INGEST),
+                       ({"query": "trace", "session_id": session}, SEARCH),
+                       ({"session_id": session}, NOTES)):
+        trace = (await conn.ok(tool, args)).structured_content["trace"]  # type: ignore[index]
+        stored = json.loads(await read_run(conn, trace["run_id"]))
+        assert stored["run_id"] == trace["run_id"]
+        assert stored["graph"] == trace["graph"] and stored["status"] == "Completed"
+        assert [s["node"] for s in stored["stages"]] == [s["node"] for s in trace["stages"]]
+        assert_trace(stored, trace["graph"])
+
+    with pytest.raises(MCPError, match="no stored run"):
+        await conn.read("omega-stenographer://runs/" + "0" * 32)
+
+
+async def test_notes_and_guard_resources_match_the_tools(conn: Conn):
+    session = word()
+    await ingest_many(conn, session, [f"{session} resource check {i}" for i in range(10)])
+    notes = text(await conn.ok(NOTES, {"session_id": session}))
+    guard = text(await conn.ok(GUARD, {"session_id": session}))
+    assert await conn.read(f"omega-stenographer://sessions/{session}/notes") == notes
+    assert await conn.read(f"omega-stenographer://sessions/{session}/guard") == guard
+    assert guard.startswith(f"# Compaction briefing — session {session!r}")
+    unknown = await conn.read(f"omega-stenographer://sessions/{word()}/notes")
+    assert "_No turns recorded in this session yet._" in unknown
+
+
+# --- capture_status -------------------------------------------------------------------------
+
+async def test_capture_status_reports_store_counts(conn: Conn):
+    before = await conn.counts()
+    await ingest(conn, word(), "counted")
+    result = await conn.ok(STATUS)
+    sc = result.structured_content
+    assert sc is not None
+    status = sc["status"]
+    assert set(status) >= {"store", "capture", "delivery"}
+    after = {k: status["store"][k] for k in before}
+    assert after["exchanges"] == before["exchanges"] + 1
+    assert after["sessions"] == before["sessions"] + 1
+    assert status["store"]["path"].endswith("steno.db")
+    assert text(result).startswith(f"Store {status['store']['path']}: "
+                                   f"{after['exchanges']} exchanges")
+    assert "status" in assert_trace(sc["trace"], "status")

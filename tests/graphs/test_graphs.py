@@ -1,0 +1,295 @@
+"""Every registered graph compiles and runs on a small real store with a stage trace;
+a failing run raises the node's StenoError with graph, node and stage trace attached.
+
+``ng.validate()`` cannot see our registry (docs/neograph.md), so each definition is
+compiled and run here instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.registry import CONDITIONS, DEFINITIONS, NODE_TYPES, build_graphs
+from graphs.runner import Graphs
+from nodes.context import RunContext
+from nodes.extract.patterns import compile_patterns
+from stenographer.settings import Settings
+from store.db import Store
+from store.errors import InvalidInput, NotFound, StenoError
+from store.runs import load_trace
+
+TURN_LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def graphs() -> Graphs:
+    return build_graphs()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    settings = Settings(data_dir=tmp_path)  # opened as stenographer.app.open_app does
+    db = Store(settings.db_path, synchronous=settings.synchronous,
+               vector_dim=settings.vector_dim)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def context(store: Store, tmp_path: Path, turn_limit: int = TURN_LIMIT) -> RunContext:
+    return RunContext(store=store, settings=Settings(data_dir=tmp_path, turn_limit=turn_limit),
+                      patterns=compile_patterns())
+
+
+@pytest.fixture
+def ctx(store: Store, tmp_path: Path) -> RunContext:
+    return context(store, tmp_path)
+
+
+def turn(content: str, session: str = "g", role: str = "user") -> dict[str, Any]:
+    return {"request": {"role": role, "content": content, "session_id": session}}
+
+
+def def_nodes(definition: dict[str, Any]) -> set[str]:
+    """Node names of a definition, with those of its subgraphs."""
+    names = set()
+    for name, node in definition["nodes"].items():
+        if node["type"] == "subgraph":
+            names |= def_nodes(node["definition"])
+        else:
+            names.add(name)
+    return names
+
+
+def check_trace(trace: dict[str, Any], graph: str, status: str = "Completed") -> list[str]:
+    assert set(trace) == {"run_id", "graph", "status", "duration_ms", "stages"}
+    assert len(trace["run_id"]) == 32 and trace["graph"] == graph
+    assert trace["status"] == status and trace["duration_ms"] >= 0
+    assert trace["stages"]
+    for stage in trace["stages"]:
+        assert set(stage) == {"node", "step", "duration_ms", "writes", "error"}
+        assert isinstance(stage["step"], int) and stage["duration_ms"] >= 0
+        assert all(isinstance(v, str) and len(v) <= 80 for v in stage["writes"].values())
+    nodes = [s["node"] for s in trace["stages"]]
+    assert set(nodes) <= def_nodes(DEFINITIONS_BY_NAME[graph])
+    return nodes
+
+
+DEFINITIONS_BY_NAME = {d["name"]: d for d in DEFINITIONS}
+
+
+def test_definitions_are_unique_and_use_only_registered_parts():
+    assert len(DEFINITIONS_BY_NAME) == len(DEFINITIONS)
+
+    def parts(definition: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for node in definition["nodes"].values():
+            if node["type"] == "subgraph":
+                yield from parts(node["definition"])
+            else:
+                yield "node", node["type"]
+        for edge in definition.get("conditional_edges", []):
+            yield "condition", edge["condition"]
+
+    for definition in DEFINITIONS:
+        for kind, name in parts(definition):
+            assert name in (NODE_TYPES if kind == "node" else CONDITIONS), (definition["name"],
+                                                                           name)
+
+
+def test_every_definition_compiles(graphs: Graphs):
+    assert set(graphs.engines) == set(DEFINITIONS_BY_NAME)
+    assert set(RUNS) == set(DEFINITIONS_BY_NAME), "add a run case for every new graph"
+
+
+# --- one run of every graph -----------------------------------------------------------------
+
+Seeded = dict[str, Any]
+Case = Callable[[Graphs, RunContext, Seeded], dict[str, Any]]
+
+
+def seed(graphs: Graphs, ctx: RunContext, tmp_path: Path) -> Seeded:
+    """Turns in session g (one brief), and three live turns in session c."""
+    ids, briefs = [], []
+    for i, content in enumerate(["We decided to use SQLite.", "plain note",
+                                 "The build is blocked.", "live one"]):
+        out, _ = graphs.run("ingest", turn(content, role=("user", "assistant")[i % 2]), ctx)
+        ids.append(out["reply"]["exchange_id"])
+        briefs += [b["id"] for b in out["reply"]["compressed"]]
+    patient = context(ctx.store, tmp_path, turn_limit=1_000)  # lets turns pile up in c
+    for i in range(TURN_LIMIT):
+        graphs.run("ingest", turn(f"pending {i}", "c"), patient)
+    with ctx.store.read() as conn:
+        rows = dict(conn.execute("SELECT name, id FROM sessions"))
+    _, trace = graphs.run("status", {"request": {}}, ctx)
+    assert len(briefs) == 1
+    return {"ids": ids, "brief": briefs[0], "rows": rows, "run_id": trace["run_id"]}
+
+
+RUNS: dict[str, Case] = {
+    "ingest": lambda g, c, s: turn("Decision: ship it.", role="tool"),
+    "compress": lambda g, c, s: {"session_row": s["rows"]["c"]},
+    "search": lambda g, c, s: {"request": {"query": "sqlite", "session_id": "g",
+                                           "mode": "hybrid", "limit": 10}},
+    "guard": lambda g, c, s: {"request": {"session_id": "g", "query": "sqlite"}},
+    "notes": lambda g, c, s: {"request": {"session_id": "g"}},
+    "milestone": lambda g, c, s: {"request": {"session_id": "g", "exchange_id": s["ids"][0],
+                                              "label": "chose sqlite"}},
+    "status": lambda g, c, s: {"request": {}},
+    "trace": lambda g, c, s: {"request": {"run_id": s["run_id"]}},
+    "runs": lambda g, c, s: {"request": {"limit": 5}},
+    "inspect_sessions": lambda g, c, s: {"request": {"limit": 10}},
+    "inspect_exchange": lambda g, c, s: {"request": {"exchange_id": s["ids"][0]}},
+    "inspect_brief": lambda g, c, s: {"request": {"brief_id": s["brief"]}},
+    "inspect_runs": lambda g, c, s: {"request": {"limit": 5, "all_graphs": True}},
+    "sessions": lambda g, c, s: {"request": {}},
+    "stats": lambda g, c, s: {"request": {}},
+}
+
+def expect(name: str, out: dict[str, Any]) -> None:
+    """What each graph's run on the seeded store must produce."""
+    if name == "ingest":
+        assert out["reply"]["decisions"] == ["Decision: ship it."]
+    elif name == "compress":
+        assert [b["turns"] for b in out["briefs"]] == [TURN_LIMIT]
+    elif name == "search":
+        assert out["hits"][0]["snippet"] == "We decided to use SQLite."
+    elif name == "guard":
+        assert len(out["briefs"]) == 1 and out["live"]
+    elif name == "notes":
+        assert "## Compressed briefs" in out["markdown"]
+    elif name == "milestone":
+        assert out["reply"]["label"] == "chose sqlite"
+    elif name == "status":
+        assert out["status"]["store"]["exchanges"] == 4 + TURN_LIMIT
+    elif name == "trace":
+        assert out["trace"]["graph"] == "status"
+    elif name in ("runs", "inspect_runs"):
+        assert 0 < len(out["runs"]) <= 5
+    elif name == "inspect_sessions":
+        assert {x["session_id"] for x in out["sessions"]} == {"g", "c"} and out["total"] == 2
+    elif name == "inspect_exchange":
+        assert out["exchange"]["content"] == "We decided to use SQLite."
+        assert out["exchange"]["brief"]["tier"] == "A"
+    elif name == "inspect_brief":
+        assert [x["hash_matches"] for x in out["brief"]["sources"]] == [True] * TURN_LIMIT
+    elif name == "sessions":
+        assert out["total"] == 2 and "sessions 1-2 of 2" in out["text"]
+    elif name == "stats":
+        assert out["stats"]["schema"]["current"] is True
+        assert out["stats"]["counts"]["exchanges"] == 4 + TURN_LIMIT
+    else:
+        raise AssertionError(f"no expectation for graph {name!r}")
+
+
+@pytest.mark.parametrize("name", [d["name"] for d in DEFINITIONS])
+def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tmp_path: Path,
+                                             name: str):
+    seeded = seed(graphs, ctx, tmp_path)
+    out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
+    nodes = check_trace(trace, name)
+    first = next(e["to"] for e in DEFINITIONS_BY_NAME[name]["edges"] if e["from"] == "__start__")
+    assert nodes[0] == first
+    expect(name, out)
+    ctx.store.traces.flush()
+    with ctx.store.read() as conn:
+        assert load_trace(conn, trace["run_id"]) == trace  # persisted as returned
+
+
+def runs_in_order(nodes: list[str], expected: list[str], absent: tuple[str, ...] = ()) -> bool:
+    """``expected`` ran in this order (graphs may grow stages in between); no ``absent``."""
+    rest = iter(nodes)
+    return all(name in rest for name in expected) and not set(absent) & set(nodes)
+
+
+def test_compression_inside_ingest_traces_the_subgraph_nodes(graphs: Graphs, ctx: RunContext):
+    traces = [graphs.run("ingest", turn(f"note {i}"), ctx)[1] for i in range(TURN_LIMIT)]
+    compress = ("batch", "draft", "claim")
+    for trace in traces[:-1]:
+        assert runs_in_order(check_trace(trace, "ingest"), ["validate", "store", "reply"],
+                             absent=compress)
+    nodes = check_trace(traces[-1], "ingest")
+    assert runs_in_order(nodes, ["validate", "store", *compress, "reply"])
+
+
+SEARCH_PATHS = {
+    "keyword": (["validate", "keyword", "fuse", "page", "reply"], ("vector",)),
+    "semantic": (["validate", "vector", "fuse", "page", "reply"], ("keyword",)),
+    "hybrid": (["validate", "keyword", "vector", "fuse", "page", "reply"], ()),
+}
+
+
+def test_concurrent_runs_keep_their_stages_apart(graphs: Graphs, ctx: RunContext,
+                                                  tmp_path: Path):
+    seed(graphs, ctx, tmp_path)
+    results: list[tuple[str, list[str]]] = []
+    errors: list[BaseException] = []
+
+    def worker(mode: str) -> None:
+        try:
+            for _ in range(15):
+                _, trace = graphs.run("search", {"request": {
+                    "query": "sqlite", "session_id": "g", "mode": mode}}, ctx)
+                results.append((mode, check_trace(trace, "search")))
+        except BaseException as ex:  # reported below
+            errors.append(ex)
+
+    threads = [threading.Thread(target=worker, args=(m,))
+               for m in ("keyword", "semantic", "hybrid", "keyword")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert len(results) == 60
+    by_mode: dict[str, set[tuple[str, ...]]] = {}
+    for mode, nodes in results:
+        assert len(nodes) == len(set(nodes)), nodes  # no stage of another run mixed in
+        expected, absent = SEARCH_PATHS[mode]
+        assert runs_in_order(nodes, expected, absent), (mode, nodes)
+        by_mode.setdefault(mode, set()).add(tuple(nodes))
+    assert all(len(paths) == 1 for paths in by_mode.values()), by_mode
+
+
+# --- failing runs ---------------------------------------------------------------------------
+
+FAILURES = [
+    pytest.param("ingest", turn("x", role="boss"), InvalidInput, "validate", "role='boss'",
+                 id="ingest-bad-role"),
+    pytest.param("ingest", turn("   "), InvalidInput, "validate", "content must not be empty",
+                 id="ingest-blank"),
+    pytest.param("milestone", {"request": {"session_id": "g", "exchange_id": 10**9,
+                                           "label": "x"}},
+                 NotFound, "validate", "does not exist", id="milestone-missing-turn"),
+    pytest.param("search", {"request": {"query": "x", "session_id": "g", "cursor": "bogus"}},
+                 InvalidInput, "validate", "cursor is not valid", id="search-bad-cursor"),
+    pytest.param("notes", {"request": {"session_id": "a\tb"}}, InvalidInput, "validate",
+                 "control characters", id="notes-bad-session"),
+    pytest.param("trace", {"request": {"run_id": "f" * 32}}, NotFound, "load",
+                 "no stored run", id="trace-unknown-run"),
+]
+
+
+@pytest.mark.parametrize(("name", "inputs", "error", "node", "message"), FAILURES)
+def test_a_failing_run_raises_steno_error_with_its_context(
+        graphs: Graphs, ctx: RunContext, tmp_path: Path, name: str, inputs: dict[str, Any],
+        error: type[StenoError], node: str, message: str):
+    seed(graphs, ctx, tmp_path)
+    with pytest.raises(error, match=message) as caught:
+        graphs.run(name, inputs, ctx)
+    ex = caught.value
+    assert ex.graph == name and ex.node == node
+    trace = ex.stage_trace  # type: ignore[attr-defined]
+    nodes = check_trace(trace, name, status="Failed")
+    assert nodes[-1] == node
+    assert trace["stages"][-1]["error"].startswith(f"{type(ex).__name__}: ")
+    assert all(s["error"] is None for s in trace["stages"][:-1])
+    ctx.store.traces.flush()
+    with ctx.store.read() as conn:
+        assert load_trace(conn, trace["run_id"]) == trace  # failed runs are audited too
+    assert not graphs.stages and not graphs.contexts  # nothing left in flight

@@ -1,0 +1,350 @@
+"""The SQLite store on real files (a fresh one per test): schema, permissions, the write
+path of a turn, the atomic brief claim, keyword search and the vector cache."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import store.vectors
+from nodes.extract.vectors import quantize, text_vector
+from stenographer.settings import DEFAULT_VECTOR_DIM
+from store.briefs import BriefDraft, ClaimLost, claim_brief, session_briefs
+from store.db import Store
+from store.exchanges import NewTurn, count_live, record_turn, session_row_id
+from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
+from store.search import FtsSyntaxError, HitFilter, fts_phrase, keyword_hits
+
+DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    store_ = Store(tmp_path / "data" / "steno.db", vector_dim=DIM)
+    try:
+        yield store_
+    finally:
+        store_.close()
+
+
+def new_turn(content: str, session: str = "s1", *, role: str = "user",
+             created_at: float = 1_750_000_000.0, source_key: str | None = None) -> NewTurn:
+    return NewTurn(session=session, role=role, content=content,
+                   content_hash=hashlib.sha256(content.encode()).digest(),
+                   created_at=created_at, vector=quantize(text_vector(content, DIM)),
+                   source_key=source_key)
+
+
+def record(db: Store, *turns: NewTurn) -> list[int]:
+    with db.write() as conn:
+        return [record_turn(conn, t).exchange_id for t in turns]
+
+
+def scalar(db: Store, sql: str) -> object:
+    with db.read() as conn:
+        return conn.execute(sql).fetchone()[0]
+
+
+# --- schema, file, journal ------------------------------------------------------------------
+
+def test_migrations_are_recorded_once_and_idempotent(db: Store):
+    expected = [(i, fn.__name__) for i, fn in enumerate(MIGRATIONS, start=1)]
+    conn = db.connection()
+    applied = list(conn.execute("SELECT version, name, applied_at FROM schema_migrations"))
+    assert [(v, n) for v, n, _ in applied] == expected
+    assert migrate(conn) == SCHEMA_VERSION == len(MIGRATIONS)
+    assert list(conn.execute("SELECT version, name, applied_at FROM schema_migrations")) \
+        == applied  # nothing re-applied, applied_at unchanged
+    again = Store(db.path, vector_dim=DIM)  # a second process opening the same file
+    try:
+        assert list(again.connection().execute(
+            "SELECT version, name, applied_at FROM schema_migrations")) == applied
+    finally:
+        again.close()
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"sessions", "exchanges", "briefs", "brief_sources", "milestones", "runs",
+            "exchanges_fts", "exchange_vectors"} <= tables
+
+
+def test_store_file_and_directory_are_owner_only_whatever_the_umask(tmp_path: Path):
+    old = os.umask(0)  # permissions must not depend on the caller's umask
+    try:
+        db = Store(tmp_path / "fresh" / "steno.db", vector_dim=DIM)
+    finally:
+        os.umask(old)
+    try:
+        record(db, new_turn("creates the WAL file"))
+        assert stat.S_IMODE((tmp_path / "fresh").stat().st_mode) == 0o700
+        for name in ("steno.db", "steno.db-wal", "steno.db-shm"):
+            path = tmp_path / "fresh" / name
+            if name == "steno.db" or path.exists():
+                assert stat.S_IMODE(path.stat().st_mode) == 0o600, name
+    finally:
+        db.close()
+
+
+def test_wal_mode_and_foreign_keys_on_every_connection(db: Store):
+    modes = []
+
+    def other_thread() -> None:
+        conn = db.connection()  # a thread gets its own connection
+        modes.append((conn.execute("PRAGMA journal_mode").fetchone()[0],
+                      conn.execute("PRAGMA foreign_keys").fetchone()[0]))
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join(timeout=10)
+    conn = db.connection()
+    modes.append((conn.execute("PRAGMA journal_mode").fetchone()[0],
+                  conn.execute("PRAGMA foreign_keys").fetchone()[0]))
+    assert modes == [("wal", 1), ("wal", 1)]
+
+
+# --- turns ----------------------------------------------------------------------------------
+
+def test_record_turn_indexes_it_and_source_key_dedups(db: Store):
+    with db.write() as conn:
+        first = record_turn(conn, new_turn("the ledger balances", source_key="log:1"))
+        again = record_turn(conn, new_turn("different text", source_key="log:1"))
+        elsewhere = record_turn(conn, new_turn("other session", "s2", source_key="log:1"))
+        keyless = [record_turn(conn, new_turn("same text")) for _ in range(2)]
+    assert not first.duplicate and first.live_turns == 1
+    for dup in (again, elsewhere):  # the key is global: same id, same session, nothing new
+        assert dup.duplicate and (dup.exchange_id, dup.session_id) == (
+            first.exchange_id, first.session_id)
+    assert not any(r.duplicate for r in keyless)
+    assert keyless[0].exchange_id != keyless[1].exchange_id
+    assert keyless[1].live_turns == 3
+    assert scalar(db, "SELECT count(*) FROM exchanges") == 3
+    assert scalar(db, "SELECT count(*) FROM exchange_vectors") == 3
+    assert scalar(db, "SELECT count(*) FROM sessions") == 1  # s2 was never created
+    assert scalar(db, "SELECT turns FROM sessions WHERE name = 's1'") == 3
+    with db.read() as conn:
+        assert [i for i, _ in keyword_hits(conn, '"ledger"', HitFilter(), 10)] == [
+            first.exchange_id]
+
+
+def test_a_failed_write_transaction_stores_nothing(db: Store):
+    with pytest.raises(RuntimeError), db.write() as conn:
+        record_turn(conn, new_turn("rolled back"))
+        raise RuntimeError("after the insert")
+    assert scalar(db, "SELECT count(*) FROM exchanges") == 0
+    assert scalar(db, "SELECT count(*) FROM exchange_vectors") == 0
+    with db.read() as conn:
+        assert keyword_hits(conn, '"rolled"', HitFilter(), 10) == []
+
+
+# --- briefs ---------------------------------------------------------------------------------
+
+def draft(db: Store, ids: list[int], session: str = "s1", *,
+          hashes: dict[int, bytes] | None = None) -> BriefDraft:
+    with db.read() as conn:
+        stored = dict(conn.execute(
+            f"SELECT id, content_hash FROM exchanges WHERE id IN ({','.join('?' * len(ids))})",
+            ids))
+        session_id = session_row_id(conn, session)
+    assert session_id is not None
+    hashes = {**stored, **(hashes or {})}
+    return BriefDraft(session_id=session_id, tier="B", body="brief body", created_at=1.0,
+                      sources=tuple((i, bytes(hashes[i])) for i in ids))
+
+
+def brief_state(db: Store) -> tuple[object, object, list[tuple[int, int | None]]]:
+    with db.read() as conn:
+        return (conn.execute("SELECT count(*) FROM briefs").fetchone()[0],
+                conn.execute("SELECT count(*) FROM brief_sources").fetchone()[0],
+                [tuple(r) for r in conn.execute("SELECT id, brief_id FROM exchanges ORDER BY id")])
+
+
+def test_claim_brief_marks_every_source_turn(db: Store):
+    ids = record(db, *(new_turn(f"turn {i}") for i in range(4)))
+    batch = draft(db, ids)
+    with db.write() as conn:
+        brief_id = claim_brief(conn, batch)
+        assert count_live(conn, batch.session_id) == 0
+    assert brief_state(db) == (1, 4, [(i, brief_id) for i in ids])
+    with db.read() as conn:
+        [brief] = session_briefs(conn, batch.session_id, 10)
+    assert (brief.id, brief.source_ids, brief.turns) == (brief_id, tuple(ids), 4)
+    assert (brief.first_exchange_id, brief.last_exchange_id) == (ids[0], ids[-1])
+
+
+@pytest.mark.parametrize("lost", ["changed-hash", "already-claimed", "other-session"])
+def test_a_lost_claim_leaves_no_brief_and_no_claimed_turn(db: Store, lost: str):
+    ids = record(db, *(new_turn(f"turn {i}") for i in range(4)))
+    [other] = record(db, new_turn("elsewhere", "s2"))
+    batch = draft(db, ids)
+    if lost == "changed-hash":
+        batch = draft(db, ids, hashes={ids[-1]: b"\0" * 32})
+    elif lost == "already-claimed":
+        with db.write() as conn:
+            claim_brief(conn, draft(db, ids[2:3]))
+    else:
+        batch = BriefDraft(batch.session_id, "B", "x", 1.0,
+                           (*batch.sources, (other, draft(db, [other], "s2").sources[0][1])))
+    before = brief_state(db)
+    with pytest.raises(ClaimLost), db.write() as conn:
+        claim_brief(conn, batch)
+    assert brief_state(db) == before  # the whole claim rolled back, the earlier one kept
+
+
+# --- keyword search -------------------------------------------------------------------------
+
+def test_keyword_hits_are_ranked_and_scoped(db: Store):
+    a = record(db, new_turn("ledger ledger ledger review", role="user", created_at=100.0),
+               new_turn("ledger mentioned once among many other words here", role="assistant",
+                        created_at=200.0),
+               new_turn("unrelated", created_at=300.0))
+    b = record(db, new_turn("ledger in the second session", "s2", created_at=150.0))
+    with db.read() as conn:
+        s1 = session_row_id(conn, "s1")
+
+        def ids(flt: HitFilter, expression: str = '"ledger"') -> list[int]:
+            hits = keyword_hits(conn, expression, flt, 50)
+            scores = [s for _, s in hits]
+            assert scores == sorted(scores, reverse=True)  # best first, higher is better
+            return [i for i, _ in hits]
+
+        assert ids(HitFilter(session_id=s1)) == [a[0], a[1]]
+        assert sorted(ids(HitFilter())) == sorted([a[0], a[1], b[0]])
+        assert ids(HitFilter(session_id=s1, role="assistant")) == [a[1]]
+        assert sorted(ids(HitFilter(since=150.0))) == sorted([a[1], b[0]])
+        assert sorted(ids(HitFilter(until=150.0))) == [a[0]]
+        assert ids(HitFilter(session_id=s1, compressed_only=True)) == []
+        assert ids(HitFilter(session_id=s1), '"ledger" AND "review"') == [a[0]]
+        assert ids(HitFilter(session_id=s1), "NEAR(ledger review, 2)") == [a[0]]
+        assert ids(HitFilter(session_id=s1), "ledg*") == [a[0], a[1]]
+    with db.write() as conn:
+        claim_brief(conn, draft(db, a[:2]))
+    with db.read() as conn:
+        assert sorted(ids(HitFilter(session_id=s1, compressed_only=True))) == sorted(a[:2])
+
+
+BAD_EXPRESSIONS = ['"unbalanced', "AND", "OR OR", "(", ")", "NEAR(", "^^", "*", "* x",
+                   "NEAR(a b, x", "x:y", "{nosuch}: x", "a AND (b OR", "NOT"]
+
+
+@pytest.mark.parametrize("expression", BAD_EXPRESSIONS)
+@pytest.mark.parametrize("scoped", [True, False], ids=["session", "all-sessions"])
+def test_invalid_fts_syntax_raises_fts_syntax_error(db: Store, expression: str, scoped: bool):
+    record(db, new_turn("x a b"))
+    with db.read() as conn, pytest.raises(FtsSyntaxError):
+        keyword_hits(conn, expression, HitFilter(session_id=1 if scoped else None), 10)
+
+
+FTS_TOKENS = ['"', "(", ")", "AND", "OR", "NOT", "NEAR", "NEAR(", "*", "^", ":", "col:",
+              "scope:", "{", "}", "-", "+", ",", "x", "5", "99999999999999999999", "é", "."]
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=40),
+                 st.lists(st.sampled_from(FTS_TOKENS), max_size=8).map(" ".join),
+                 st.lists(st.sampled_from(FTS_TOKENS), max_size=8).map("".join)))
+def test_any_expression_either_runs_or_raises_fts_syntax_error(db: Store, expression: str):
+    with db.read() as conn:
+        for flt in (HitFilter(), HitFilter(session_id=1)):
+            try:
+                keyword_hits(conn, expression, flt, 5)
+            except FtsSyntaxError:
+                pass
+        # Quoted, any text runs. (Not NUL: FTS5 reads the expression as a C string, so
+        # fts_phrase("\0") is an unterminated string; queries reach it only as \w+ words.)
+        keyword_hits(conn, fts_phrase(expression.replace("\0", "")), HitFilter(session_id=1), 5)
+
+
+# --- vectors --------------------------------------------------------------------------------
+
+def test_vector_cache_knn_refreshes_incrementally(db: Store, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(store.vectors, "_GROW", 2)  # exercise the buffer growth too
+    texts = ["postgres vacuum settings", "react hooks rerender", "kubernetes ingress tls"]
+    ids = record(db, *(new_turn(t) for t in texts))
+    cache = db.vectors
+
+    def knn(query: str, k: int = 10, session: int | None = None) -> list[tuple[int, float]]:
+        with db.read() as conn:
+            hits = cache.knn(conn, text_vector(query, DIM), k, session)
+        scores = [s for _, s in hits]
+        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
+        assert len(hits) <= k
+        return hits
+
+    assert knn("postgres vacuum")[0][0] == ids[0]
+    assert cache._n == 3  # internal: rows loaded so far
+    more = record(db, new_turn("postgres autovacuum tuning"), new_turn("vacuum", "s2"))
+    top = [i for i, _ in knn("postgres vacuum", k=2)]
+    assert cache._n == 5  # only the two new rows were read
+    assert set(top) <= {ids[0], more[0], more[1]} and ids[0] in top
+    with db.read() as conn:
+        s2 = session_row_id(conn, "s2")
+    assert [i for i, _ in knn("vacuum", session=s2)] == [more[1]]
+    with db.read() as conn:
+        assert cache.knn(conn, np.zeros(DIM, dtype=np.float32), 5) == []
+    cache.forget()
+    assert knn("kubernetes ingress")[0][0] == ids[2]
+    assert cache._n == 5
+
+
+# --- traces ---------------------------------------------------------------------------------
+
+def test_traces_round_trip_and_keep_bounded_retention(db: Store):
+    retention = 10
+    with db.write() as conn:
+        for n in range(PRUNE_EVERY):
+            save_trace(conn, {"run_id": f"{n:032x}", "graph": "g", "status": "Completed",
+                              "duration_ms": 1.0, "stages": []}, float(n), retention)
+    with db.read() as conn:
+        kept = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        assert load_trace(conn, f"{PRUNE_EVERY - 1:032x}") == {
+            "run_id": f"{PRUNE_EVERY - 1:032x}", "graph": "g", "status": "Completed",
+            "duration_ms": 1.0, "stages": []}
+        assert load_trace(conn, f"{0:032x}") is None
+    assert kept == retention
+
+
+def test_flush_returns_only_when_pending_traces_are_stored(db: Store):
+    entered, release = threading.Event(), threading.Event()
+
+    @contextmanager
+    def slow_write() -> Iterator[object]:
+        with db.write() as conn:
+            entered.set()
+            release.wait(10)
+            yield conn
+
+    buffer = TraceBuffer(slow_write, interval=3_600)  # the background writer stays idle
+    trace = {"run_id": "a" * 32, "graph": "g", "status": "Completed", "duration_ms": 0.0,
+             "stages": []}
+    found: list[object] = []
+
+    def flush_then_read() -> None:
+        buffer.flush()
+        with db.read() as conn:
+            found.append(load_trace(conn, trace["run_id"]))
+
+    try:
+        buffer.add(trace, 1.0, 100)
+        first = threading.Thread(target=buffer.flush)  # plays the background writer
+        first.start()
+        assert entered.wait(10)
+        second = threading.Thread(target=flush_then_read)  # plays the trace graph
+        second.start()
+        second.join(timeout=1.0)  # bounded: a correct flush() is still waiting here
+        release.set()
+        first.join(timeout=10)
+        second.join(timeout=10)
+        assert found == [trace]
+    finally:
+        release.set()
+        buffer.close()
