@@ -26,16 +26,19 @@ from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.fusion import fused_hits
 from nodes.extract.query_terms import keyword_query
+from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
+from nodes.load_evidence.answers import answered_hits
 from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.hit_rows import hit_page
-from nodes.load_evidence.hits import keyword_candidates, vector_candidates
+from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
 from nodes.publish.brief import claimed_brief
+from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
@@ -60,6 +63,7 @@ NODE_TYPES: dict[str, NodeFn] = {
         checked_listing, checked_exchange_ref, checked_brief_ref,
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
+        search_fields, provider_candidates, embedded_backlog, answered_hits,
     )
 }
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
+
 __all__ = [
     "DEFAULT_DATA_DIR",
     "DEFAULT_MAX_CHARS",
@@ -30,7 +32,7 @@ DEFAULT_TOP_K = 5
 DEFAULT_MAX_CHARS = 8_000  # reply budget of the read tools
 DEFAULT_MAX_CONTENT_CHARS = 1_000_000  # one turn; 1 MB single-line turns are accepted
 DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
-DEFAULT_VECTOR_DIM = 256
+DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
 DEFAULT_GRAPH_WORKERS = 1
 
@@ -69,6 +71,8 @@ class Settings:
     http_token_file: Path | None = None  # where the token was read from, if a file
     allowed_hosts: tuple[str, ...] = ()  # extra Host values, e.g. steno.lan:8765
     allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
+    # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
+    embeddings: EmbeddingConfig | None = None
 
     @property
     def db_path(self) -> Path:
@@ -101,6 +105,7 @@ class Settings:
                                      "host[:port] or host:*, e.g. steno.lan:8765"),
             allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
                                        "http(s)://host[:port], e.g. http://steno.lan:8765"),
+            embeddings=_embeddings(env),
         )
 
 
@@ -161,3 +166,86 @@ def _allowlist(env: Mapping[str, str], name: str, pattern: re.Pattern[str],
         if not pattern.fullmatch(entry):
             raise SettingsError(f"{name} entry {entry!r} is not valid (expected {valid})")
     return tuple(dict.fromkeys(entries))
+
+
+# --- optional embedding provider ------------------------------------------------------------
+
+DEFAULT_EMBEDDINGS_TIMEOUT_S = 10.0
+DEFAULT_EMBEDDINGS_BATCH = 32
+_URL_RE = re.compile(r"https?://[^\s/?#]+(?:/[^\s]*)?", re.IGNORECASE)
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float
+           ) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number ({low}..{high})") from None
+    if not low <= value <= high:
+        raise SettingsError(f"{name}={value} is out of range ({low}..{high})")
+    return value
+
+
+def _embeddings_key(env: Mapping[str, str]) -> str | None:
+    """The provider's API key: from the file STENO_EMBEDDINGS_API_KEY_FILE names, or from
+    the environment variable STENO_EMBEDDINGS_API_KEY_ENV names (e.g. OPENAI_API_KEY);
+    never quoted in an error."""
+    path = env.get("STENO_EMBEDDINGS_API_KEY_FILE", "").strip()
+    var = env.get("STENO_EMBEDDINGS_API_KEY_ENV", "").strip()
+    if path and var:
+        raise SettingsError("set STENO_EMBEDDINGS_API_KEY_FILE or STENO_EMBEDDINGS_API_KEY_ENV, "
+                            "not both")
+    if path:
+        file = Path(path).expanduser()
+        try:
+            key = file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as ex:
+            reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
+            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_FILE={str(file)!r} cannot be read: "
+                                f"{reason}") from None
+        if not key:
+            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_FILE={str(file)!r} is empty")
+        return key
+    if var:
+        if not _ENV_NAME_RE.fullmatch(var):
+            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV={var!r} is not a variable name")
+        key = env.get(var, "").strip()
+        if not key:
+            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV names {var}, which is not set")
+        return key
+    return None
+
+
+def _embeddings(env: Mapping[str, str]) -> EmbeddingConfig | None:
+    """STENO_EMBEDDINGS=openai|ollama turns the provider on (default: off)."""
+    provider = env.get("STENO_EMBEDDINGS", "").strip().lower()
+    if provider in ("", "off", "none", "0", "false"):
+        return None
+    if provider not in PROVIDERS:
+        raise SettingsError(f"STENO_EMBEDDINGS={provider!r} is not valid "
+                            f"(off, {', '.join(PROVIDERS)})")
+    url = env.get("STENO_EMBEDDINGS_URL", "").strip() or DEFAULT_URLS[provider]
+    if not _URL_RE.fullmatch(url):
+        raise SettingsError(f"STENO_EMBEDDINGS_URL={url!r} is not an http(s) URL, e.g. "
+                            f"{DEFAULT_URLS[provider]}")
+    model = env.get("STENO_EMBEDDINGS_MODEL", "").strip()
+    if not model:
+        raise SettingsError("STENO_EMBEDDINGS_MODEL is required with STENO_EMBEDDINGS, e.g. "
+                            "nomic-embed-text (ollama) or text-embedding-3-small (openai)")
+    dim = _int(env, "STENO_EMBEDDINGS_DIM", 0, 0, 65_536)
+    return EmbeddingConfig(
+        provider=provider,  # checked against PROVIDERS above
+        url=url,
+        model=model,
+        dim=dim or None,
+        api_key=_embeddings_key(env),
+        timeout_s=_float(env, "STENO_EMBEDDINGS_TIMEOUT", DEFAULT_EMBEDDINGS_TIMEOUT_S,
+                         0.05, 600.0),
+        batch=_int(env, "STENO_EMBEDDINGS_BATCH", DEFAULT_EMBEDDINGS_BATCH, 1, 2_048),
+        retries=_int(env, "STENO_EMBEDDINGS_RETRIES", 2, 0, 10),
+        weight=_float(env, "STENO_EMBEDDINGS_WEIGHT", 1.0, 0.0, 100.0),
+    )

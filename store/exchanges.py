@@ -35,6 +35,8 @@ class NewTurn:
     blockers: tuple[str, ...] = ()
     source_key: str | None = None
     trace_id: str | None = None
+    context: str = ""  # keyword index: words of the turns before it (store.search)
+    dated: str = ""  # keyword index: its month and year
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
                       source_key, trace_id)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
-INSERT_FTS = "INSERT INTO exchanges_fts(rowid, body, scope) VALUES (?, ?, ?)"
+INSERT_FTS = """
+INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 INSERT_VECTOR = (
     "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
 )
@@ -137,7 +140,8 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
             turn.trace_id,
         ),
     )[0]
-    conn.execute(INSERT_FTS, (exchange_id, turn.content, scope_token(session_id)))
+    conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
+                              scope_token(session_id)))
     conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
 

@@ -107,7 +107,103 @@ def m001_initial(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial]
+# --- search fields and compact hashed vectors (issue #4) -----------------------------------
+
+# The keyword index's tokenizer; store.search quotes queries for it.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+CREATE_FTS_WITH_FIELDS = f"""
+CREATE VIRTUAL TABLE exchanges_fts USING fts5(
+  body, context, dated, scope, content='', contentless_delete=1,
+  tokenize='{FTS_TOKENIZE}'
+)"""
+INSERT_FTS_ROW = """
+INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
+SELECT_TURNS_TO_INDEX = "SELECT id, session_id, created_at, content FROM exchanges ORDER BY id"
+
+
+def m002_search_fields(conn: apsw.Connection) -> None:
+    """The keyword index gains two columns ranked below the turn's own words.
+
+    ``context`` holds the words of the turns just before it in the session (the
+    question a turn answers is usually asked in the turn before), ``dated`` the month
+    and year it was recorded ("May 2023"), so that "what did we do in March?" matches
+    by date. The index is contentless, so it is rebuilt from ``exchanges``; turns
+    recorded before this migration are re-indexed with their dates and an empty
+    context (context words are extracted at ingest).
+    """
+    from store.exchanges import scope_token
+    from store.search import dated_terms
+
+    rows = list(conn.execute(SELECT_TURNS_TO_INDEX))
+    conn.execute("DROP TABLE exchanges_fts")
+    conn.execute(CREATE_FTS_WITH_FIELDS)
+    for exchange_id, session_id, created_at, content in rows:
+        conn.execute(INSERT_FTS_ROW, (exchange_id, content, "", dated_terms(created_at),
+                                      scope_token(session_id)))
+
+
+COMPACT_VECTOR_DIM = 128
+SELECT_OLD_VECTORS = "SELECT rowid, session_id, embedding FROM exchange_vectors ORDER BY rowid"
+CREATE_COMPACT_VECTORS = f"""
+CREATE VIRTUAL TABLE exchange_vectors USING vec0(
+  session_id integer, embedding int8[{COMPACT_VECTOR_DIM}]
+)"""
+INSERT_COMPACT_VECTOR = """
+INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"""
+SET_VECTOR_DIM = "UPDATE meta SET value = ? WHERE key = 'vector_dim'"
+
+
+def m003_compact_vectors(conn: apsw.Connection) -> None:
+    """Hashed vectors go from 256 to 128 int8 components (the keyword context column
+    pays for itself with the bytes saved; recall is unchanged at 128).
+
+    Stored vectors are folded, not recomputed: component ``i`` of the new vector is the
+    sum of old components ``i`` and ``i + 128``, which is exactly the hashing of the
+    same features into 128 buckets (``h % 256 % 128 == h % 128``), then re-normalised.
+    """
+    import numpy as np
+
+    rows = list(conn.execute(SELECT_OLD_VECTORS))
+    conn.execute("DROP TABLE exchange_vectors")
+    conn.execute(CREATE_COMPACT_VECTORS)
+    for rowid, session_id, blob in rows:
+        old = np.frombuffer(bytes(blob), dtype=np.int8).astype(np.float32)
+        if len(old) % COMPACT_VECTOR_DIM:
+            continue  # not a layout this migration knows; the turn keeps its keyword entry
+        folded = old.reshape(-1, COMPACT_VECTOR_DIM).sum(axis=0)
+        norm = float(np.linalg.norm(folded))
+        unit = folded / norm if norm else folded
+        packed = np.clip(np.rint(unit * 127.0), -127, 127).astype(np.int8).tobytes()
+        conn.execute(INSERT_COMPACT_VECTOR, (rowid, session_id, packed))
+    conn.execute(SET_VECTOR_DIM, (str(COMPACT_VECTOR_DIM),))
+
+
+def m004_provider_vectors(conn: apsw.Connection) -> None:
+    """Vectors from an optional embedding provider (their dimension is the model's).
+
+    One row per turn and model: int8 components of the unit vector. Rows follow their
+    turn when it is deleted. ``meta`` keeps, per model, the id up to which every turn
+    was offered to the provider (``provider_through:<model key>``).
+    """
+    conn.execute(
+        """
+        CREATE TABLE provider_vectors(
+          exchange_id INTEGER NOT NULL REFERENCES exchanges(id) ON DELETE CASCADE,
+          model TEXT NOT NULL,
+          embedding BLOB NOT NULL,
+          PRIMARY KEY (model, exchange_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX provider_vectors_by_exchange ON provider_vectors(exchange_id);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
+    m001_initial,
+    m002_search_fields,
+    m003_compact_vectors,
+    m004_provider_vectors,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

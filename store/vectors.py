@@ -1,9 +1,11 @@
-"""Vector nearest neighbours over the turn vectors stored with sqlite-vec.
+"""Vector nearest neighbours over stored int8 vectors.
 
-The vectors live in the ``exchange_vectors`` vec0 table. For speed each process keeps
-a float32 copy in memory, brought up to date before every query by reading only the
-rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT). A search is then
-one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan takes ~10 ms.
+The hashed vectors live in the ``exchange_vectors`` vec0 table (sqlite-vec), the
+optional provider's in ``provider_vectors`` (``store.provider_vectors``). For speed
+each process keeps a float32 copy in memory, brought up to date before every query by
+reading only the rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT). A
+search is then one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan
+takes ~10 ms.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from store.sql import all_rows
+from store.errors import StoreError
+from store.sql import Row, all_rows
 
-__all__ = ["VectorCache"]
+__all__ = ["MatrixCache", "VectorCache"]
 
 # vec0 cannot seek by rowid range (a `rowid > ?` scan reads every vector), so new rows
 # are found through the exchanges primary key and fetched from vec0 by point lookups.
@@ -28,7 +31,14 @@ WHERE e.id > ? ORDER BY e.id"""
 _GROW = 4096
 
 
-class VectorCache:
+class MatrixCache:
+    """An in-memory float32 copy of stored int8 vectors, refreshed incrementally.
+
+    Subclasses say how to read the rows added after a given id, ascending:
+    ``(exchange id, session id, int8 blob)``. The dimension is the stored one (the
+    first row's length), so a cache never disagrees with its table.
+    """
+
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._lock = threading.Lock()
@@ -37,11 +47,23 @@ class VectorCache:
         self._sessions = np.zeros(0, dtype=np.int64)
         self._mat = np.zeros((0, dim), dtype=np.float32)
 
+    def rows_after(self, conn: apsw.Connection, last: int) -> list[Row]:
+        raise NotImplementedError
+
     def _refresh(self, conn: apsw.Connection) -> None:
         last = int(self._ids[self._n - 1]) if self._n else 0
-        rows = all_rows(conn, SELECT_NEW, (last,))
+        rows = self.rows_after(conn, last)
         if not rows:
             return
+        width = len(bytes(rows[0][2]))
+        if width != self.dim:
+            if self._n:
+                raise StoreError(f"stored vectors changed dimension ({self.dim} -> {width}); "
+                                 "restart the server after a migration")
+            self.dim = width
+            self._mat = np.zeros((0, width), dtype=np.float32)
+            self._ids = np.zeros(0, dtype=np.int64)
+            self._sessions = np.zeros(0, dtype=np.int64)
         need = self._n + len(rows)
         if need > len(self._ids):
             size = max(need, len(self._ids) * 2, _GROW)
@@ -67,6 +89,9 @@ class VectorCache:
         """The ``k`` most similar turns as (exchange id, cosine similarity), best first."""
         with self._lock:
             self._refresh(conn)
+            if self._n and len(query) != self.dim:
+                raise StoreError(f"a {len(query)}-component query against {self.dim}-component "
+                                 "stored vectors")
             ids, mat = self._ids[: self._n], self._mat[: self._n]
             if session_id is not None:
                 rows = np.flatnonzero(self._sessions[: self._n] == session_id)
@@ -83,3 +108,10 @@ class VectorCache:
         """Drop the copy (after deletions); the next query reloads it."""
         with self._lock:
             self._n = 0
+
+
+class VectorCache(MatrixCache):
+    """The hashed vectors of every turn (``exchange_vectors``)."""
+
+    def rows_after(self, conn: apsw.Connection, last: int) -> list[Row]:
+        return all_rows(conn, SELECT_NEW, (last,))

@@ -1,7 +1,8 @@
 """ingest: record one turn.
 
-validate → extract decisions/blockers → extract the vector → publish (turn, keyword and
-vector index, one transaction) → compress when the session reached STENO_TURN_LIMIT
+validate → extract decisions/blockers → extract the vector → extract the keyword index's
+search fields (neighbouring turns' words, date) → publish (turn, keyword and vector
+index, one transaction) → compress when the session reached STENO_TURN_LIMIT
 uncompressed turns → render the reply.
 """
 
@@ -11,20 +12,22 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "ingest",
-    "channels": channels("request", "turn", "decisions", "blockers", "vector", "recorded",
-                         "compression_due", "session_row", "reply", append=("briefs",)),
+    "channels": channels("request", "turn", "decisions", "blockers", "vector", "fields",
+                         "recorded", "compression_due", "session_row", "reply",
+                         append=("briefs",)),
     "nodes": {
         "validate": {"type": "checked_turn"},
         "signals": {"type": "turn_signals"},
         "vector": {"type": "turn_vector"},
+        "fields": {"type": "search_fields"},
         "store": {"type": "stored_turn"},
         "compress": {"type": "subgraph", "definition": COMPRESS,
                      "input_map": {"session_row": "session_row"},
                      "output_map": {"briefs": "briefs"}},
         "reply": {"type": "ingest_reply"},
     },
-    "edges": chain(START, "validate", "signals", "vector", "store") + chain("compress", "reply")
-    + chain("reply", END),
+    "edges": chain(START, "validate", "signals", "vector", "fields", "store")
+    + chain("compress", "reply") + chain("reply", END),
     "conditional_edges": [
         {"from": "store", "condition": "compression_due",
          "routes": {"yes": "compress", "default": "reply"}},

@@ -1,8 +1,9 @@
 """Node: the FTS5 expressions of a search query.
 
 A query written with FTS5 operators (quotes, ``*``, OR/AND/NOT, NEAR, parentheses) is
-tried as written; plain language becomes its content words OR-ed, so a question finds
-the turns that share its rare words (BM25 ranks them) instead of requiring all of them.
+tried as written, against the turns' own words; plain language becomes its content
+words OR-ed, so a question finds the turns that share its rare words (BM25 ranks them,
+in the turn, its neighbours' context and its date) instead of requiring all of them.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ def term_expression(text: str) -> str | None:
 
 
 def keyword_query(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """``fts``: the expression to match, whether the caller wrote it (then it is checked
+    alone and matched against the turns' own words), and the word search to fall back
+    to when it is not valid FTS5."""
     text = state.get("query")["text"]
     if text is None:
         return {"fts": None}
-    fallback = term_expression(text)
+    words = term_expression(text)
     if uses_fts_syntax(text):
-        return {"fts": {"expression": text, "fallback": fallback}}
-    return {"fts": {"expression": fallback, "fallback": None}}
+        return {"fts": {"expression": text, "caller": True, "fallback": words}}
+    return {"fts": {"expression": words, "caller": False, "fallback": None}}

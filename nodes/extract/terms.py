@@ -1,10 +1,17 @@
-"""Words of a text: tokenising and stop words, shared by keyword queries and vectors."""
+"""Words of a text: tokenising and stop words, shared by keyword queries, the keyword
+index's context column and the hashed vectors."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["STOP_WORDS", "content_words", "words"]
+__all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_words", "context_terms", "words"]
+
+# Words a turn borrows from the turns before it, at most: ~32 words cost the keyword
+# index ~170 bytes per 300-character turn; recall stops improving beyond ~32.
+CONTEXT_TERMS = 32
+OWN_CHARS = 20_000  # a word used only beyond this in a huge turn may be borrowed again
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -34,3 +41,23 @@ def content_words(text: str) -> list[str]:
     tokens = words(text)
     kept = [w for w in tokens if w not in STOP_WORDS]
     return kept or tokens
+
+
+def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS) -> str:
+    """What a turn's context column holds: distinct content words of the turns before
+    it (``previous``, nearest first) that the turn itself does not use, nearest
+    turn's words first, at most ``limit``.
+
+    An answer rarely repeats its question ("How was the trip?" / "We loved it!"); with
+    the question's words beside it, the answer is found by them, ranked below turns
+    that use the words themselves (see ``store.search.BM25_WEIGHTS``).
+    """
+    own = set(words(text[:OWN_CHARS]))
+    found: dict[str, None] = {}
+    for turn in previous:
+        for word in words(turn):
+            if word not in STOP_WORDS and word not in own:
+                found[word] = None
+                if len(found) >= limit:
+                    return " ".join(found)
+    return " ".join(found)

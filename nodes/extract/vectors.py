@@ -1,8 +1,19 @@
-"""Hashed TF-IDF-style n-gram vectors: no model, no vocabulary, stable across processes.
+"""Hashed character n-gram vectors: no model, no vocabulary, stable across processes.
 
-Features are word unigrams, word bigrams and character trigrams of each word (which
-match across inflections and typos), hashed with a signed CRC-32 into ``dim`` buckets,
-weighted by sublinear term frequency, L2-normalised and stored as int8.
+A turn's features are the character trigrams of its content words (``#word#`` padded,
+so they match across inflections, compounds and typos: "destress" / "de-stress",
+"educaton" / "education"), weighted by sublinear term frequency, plus those of the
+two turns before it in its session at lower weight (a turn is about what was just
+said). Features are hashed with a signed CRC-32 into ``dim`` buckets (default 128),
+L2-normalised and stored as int8. A query's vector is built the same way from its own
+words.
+
+Measured on LoCoMo-format conversations (bench/locomo.py, fused with the keyword
+list): word unigrams and bigrams on top of trigrams add nothing; 128 buckets rank as
+well as 256 or 1024 once fused; the neighbouring turns add a point of MRR and of
+recall@1;
+weighting the query's words by their document frequency in the store (IDF from the
+keyword index's vocabulary) cost a point and a query-time lookup, so it is not done.
 """
 
 from __future__ import annotations
@@ -10,7 +21,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,11 +30,18 @@ import numpy.typing as npt
 
 from nodes.context import State, Writes
 from nodes.extract.terms import STOP_WORDS, words
+from store.neighbours import previous_contents
 
-__all__ = ["MAX_VECTOR_CHARS", "quantize", "text_vector", "turn_vector"]
+__all__ = [
+    "CONTEXT_WEIGHTS",
+    "MAX_VECTOR_CHARS",
+    "quantize",
+    "text_vector",
+    "turn_vector",
+]
 
 MAX_VECTOR_CHARS = 20_000  # a vector describes the head of a huge turn; FTS indexes all
-_UNIGRAM, _BIGRAM, _TRIGRAM = 1.0, 0.5, 0.25
+CONTEXT_WEIGHTS = (0.5, 0.3)  # the previous turn, the one before it
 
 
 def _hashed(feature: str) -> tuple[int, float]:
@@ -33,37 +51,41 @@ def _hashed(feature: str) -> tuple[int, float]:
 
 @lru_cache(maxsize=65_536)
 def _word_features(word: str, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """Buckets and signed weights of a word's unigram and character trigrams (cached:
-    word frequencies are Zipfian, so most words of a turn were seen before)."""
-    feats = [("w:" + word, _UNIGRAM)]
+    """Buckets and signs of a word's padded character trigrams (cached: word
+    frequencies are Zipfian, so most words of a turn were seen before)."""
     padded = f"#{word}#"
-    feats += [("c:" + padded[i : i + 3], _TRIGRAM) for i in range(len(padded) - 2)]
-    index = np.empty(len(feats), dtype=np.int64)
-    value = np.empty(len(feats), dtype=np.float64)
-    for n, (feature, weight) in enumerate(feats):
-        h, sign = _hashed(feature)
-        index[n], value[n] = h % dim, sign * weight
+    grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
+    index = np.empty(len(grams), dtype=np.int64)
+    value = np.empty(len(grams), dtype=np.float64)
+    for n, gram in enumerate(grams):
+        h, sign = _hashed("c:" + gram)  # the trigram feature name of the first vectors
+        index[n], value[n] = h % dim, sign
     return index, value
 
 
-def text_vector(text: str, dim: int) -> npt.NDArray[np.float32]:
-    """Unit-length float32 vector (all zeros for a text without words)."""
-    tokens = [w for w in words(text[:MAX_VECTOR_CHARS]) if w not in STOP_WORDS]
-    if not tokens:
-        return np.zeros(dim, dtype=np.float32)
-    indexes, values = [], []
-    for word, count in Counter(tokens).items():
-        index, value = _word_features(word[:64], dim)
-        indexes.append(index)
-        values.append(value * (1.0 + math.log(count)))  # sublinear term frequency
-    pair_index, pair_value = [], []
-    for (a, b), count in Counter(zip(tokens, tokens[1:], strict=False)).items():
-        h, sign = _hashed(f"b:{a} {b}")
-        pair_index.append(h % dim)
-        pair_value.append(sign * _BIGRAM * (1.0 + math.log(count)))
-    indexes.append(np.array(pair_index, dtype=np.int64))
-    values.append(np.array(pair_value, dtype=np.float64))
-    vec = np.bincount(np.concatenate(indexes), weights=np.concatenate(values), minlength=dim)
+@lru_cache(maxsize=256)
+def _own_features(text: str, dim: int) -> npt.NDArray[np.float64]:
+    """Bucket weights of a text's own words, before normalisation (cached: a turn is
+    vectorised again as the context of the next two turns of its session)."""
+    vec = np.zeros(dim, dtype=np.float64)
+    counts = Counter(w for w in words(text) if w not in STOP_WORDS)
+    if counts:
+        index, value = [], []
+        for word, count in counts.items():
+            idx, sign = _word_features(word[:64], dim)
+            index.append(idx)
+            value.append(sign * (1.0 + math.log(count)))  # sublinear term frequency
+        vec += np.bincount(np.concatenate(index), weights=np.concatenate(value), minlength=dim)
+    vec.flags.writeable = False
+    return vec
+
+
+def text_vector(text: str, dim: int, previous: Sequence[str] = ()) -> npt.NDArray[np.float32]:
+    """Unit-length float32 vector of ``text`` (all zeros for a text without words),
+    with the turns before it (``previous``, nearest first) at CONTEXT_WEIGHTS."""
+    vec = _own_features(text[:MAX_VECTOR_CHARS], dim).copy()
+    for turn, weight in zip(previous, CONTEXT_WEIGHTS, strict=False):
+        vec += weight * _own_features(turn[:MAX_VECTOR_CHARS], dim)
     norm = float(np.linalg.norm(vec))
     if norm == 0.0:
         return np.zeros(dim, dtype=np.float32)
@@ -77,5 +99,8 @@ def quantize(vec: npt.NDArray[np.float32]) -> bytes:
 
 def turn_vector(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Node: the vector of the turn being ingested, as hex of its int8 bytes."""
-    vec = text_vector(state.get("turn")["content"], state.ctx.settings.vector_dim)
+    turn = state.get("turn")
+    with state.ctx.store.read() as conn:
+        previous = previous_contents(conn, turn["session"], len(CONTEXT_WEIGHTS))
+    vec = text_vector(turn["content"], state.ctx.settings.vector_dim, previous)
     return {"vector": quantize(vec).hex()}

@@ -1,17 +1,36 @@
-"""Nodes: candidate hits from the keyword index and from the vectors."""
+"""Nodes: candidate hits from the keyword index, the hashed vectors and the provider's.
+
+Each list holds at most CANDIDATES ``[exchange id, score]`` pairs (ids and small values
+only: the texts stay in the store); ``nodes.extract.fusion`` merges them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from nodes.context import State, Writes
+from nodes.extract.embedding_config import embedding_config
+from nodes.extract.embeddings import EmbeddingError, embed_query
 from nodes.extract.vectors import text_vector
+from store.db import Store
+from store.provider_vectors import provider_cache
 from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits
+from store.vectors import MatrixCache
 
-__all__ = ["CANDIDATES", "hit_filter", "keyword_candidates", "vector_candidates"]
+__all__ = [
+    "CANDIDATES",
+    "hit_filter",
+    "keyword_candidates",
+    "provider_candidates",
+    "vector_candidates",
+]
 
-CANDIDATES = 200  # per list, before fusion; pages are cut from the fused list
+CANDIDATES = 100  # per list, before fusion; pages are cut from the fused list
+_FILTERED_WIDTH = 4  # a filtered vector search looks this many times further
 
 
 def hit_filter(query: Mapping[str, Any], cfg: Mapping[str, Any]) -> HitFilter:
@@ -29,9 +48,11 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     if fts is None or fts["expression"] is None or query["unknown_session"]:
         return {"keyword": []}
     flt = hit_filter(query, cfg)
+    caller_syntax = bool(fts.get("caller"))
     with state.ctx.store.read() as conn:
         try:
-            hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES)
+            hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
+                                caller_syntax=caller_syntax)
             notes: list[str] = []
         except FtsSyntaxError as ex:
             notes = [f"The query is not valid FTS5 syntax ({ex}); searched for its words "
@@ -42,6 +63,19 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"keyword": [[i, s] for i, s in hits], "notes": notes}
 
 
+def _nearest(store: Store, cache: MatrixCache, vec: npt.NDArray[np.float32],
+             flt: HitFilter) -> list[list[Any]]:
+    """KNN within the session, then the other filters (role, time, compressed)."""
+    filtered = bool(flt.role or flt.since or flt.until or flt.compressed_only)
+    wide = CANDIDATES * _FILTERED_WIDTH if filtered else CANDIDATES
+    with store.read() as conn:
+        hits = cache.knn(conn, vec, wide, flt.session_id)
+        if filtered:
+            keep = ids_matching(conn, [i for i, _ in hits], flt)
+            hits = [h for h in hits if h[0] in keep]
+    return [[i, round(s, 6)] for i, s in hits[:CANDIDATES]]
+
+
 def vector_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     query = state.get("query")
     if query["text"] is None or query["unknown_session"]:
@@ -49,13 +83,21 @@ def vector_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     vec = text_vector(query["text"], state.ctx.settings.vector_dim)
     if not vec.any():
         return {"semantic": []}
-    flt = hit_filter(query, cfg)
     store = state.ctx.store
-    with store.read() as conn:
-        wide = CANDIDATES * 4 if (flt.role or flt.since or flt.until or flt.compressed_only) \
-            else CANDIDATES
-        hits = store.vectors.knn(conn, vec, wide, flt.session_id)
-        if wide != CANDIDATES:
-            keep = ids_matching(conn, [i for i, _ in hits], flt)
-            hits = [h for h in hits if h[0] in keep]
-    return {"semantic": [[i, round(s, 6)] for i, s in hits[:CANDIDATES]]}
+    return {"semantic": _nearest(store, store.vectors, vec, hit_filter(query, cfg))}
+
+
+def provider_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The provider's nearest turns (an empty list when none is configured, or when it
+    cannot embed the query: the search goes on with the other lists, and says so)."""
+    config = embedding_config(state.ctx.settings)
+    query = state.get("query")
+    if config is None or query["text"] is None or query["unknown_session"]:
+        return {"provider": []}
+    try:
+        vec = embed_query(config, query["text"])
+    except EmbeddingError as ex:
+        return {"provider": [], "notes": [f"Embedding provider not used: {ex}"]}
+    store = state.ctx.store
+    cache = provider_cache(store, config.key)
+    return {"provider": _nearest(store, cache, vec, hit_filter(query, cfg))}

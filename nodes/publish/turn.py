@@ -12,7 +12,7 @@ __all__ = ["stored_turn"]
 
 
 def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn = state.get("turn")
+    turn, fields = state.get("turn"), state.get("fields") or {}
     new = NewTurn(
         session=turn["session"],
         role=turn["role"],
@@ -24,6 +24,8 @@ def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
         blockers=tuple(state.get("blockers") or ()),
         source_key=turn["source_key"],
         trace_id=turn["trace_id"],
+        context=fields.get("context", ""),  # the keyword index's other columns
+        dated=fields.get("dated", ""),
     )
     with state.ctx.store.write() as conn:
         rec = record_turn(conn, new)

@@ -1,0 +1,28 @@
+"""Node: what the keyword index holds for a turn besides its own words.
+
+``context``: content words of the two turns before it in its session that it does not
+use itself (an answer is found by the words of its question); ``dated``: its month
+and year. Both are ranked below the turn's own words (``store.search.BM25_WEIGHTS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.extract.terms import context_terms
+from store.neighbours import previous_contents
+from store.search import dated_terms
+
+__all__ = ["CONTEXT_TURNS", "search_fields"]
+
+CONTEXT_TURNS = 2  # one turn back holds most questions; two adds the topic being discussed
+
+
+def search_fields(state: State, cfg: Mapping[str, Any]) -> Writes:
+    turn = state.get("turn")
+    with state.ctx.store.read() as conn:
+        previous = previous_contents(conn, turn["session"], CONTEXT_TURNS)
+    return {"fields": {"context": context_terms(turn["content"], previous),
+                       "dated": dated_terms(turn["created_at"])}}

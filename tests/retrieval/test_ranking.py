@@ -1,0 +1,126 @@
+"""The ranking's parts: the keyword index's context and date columns, the length prior,
+the hashed vectors, score fusion, answers lent a question's score, and the guard's
+brief ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import store.search
+from nodes.extract.fusion import fused
+from nodes.extract.terms import CONTEXT_TERMS, context_terms
+from nodes.extract.vectors import quantize, text_vector
+from stenographer.app import App, open_app
+from stenographer.settings import DEFAULT_VECTOR_DIM, Settings
+from store.search import dated_terms
+from tests.retrieval.conftest import ids, ingest, search
+
+
+def test_context_terms_are_the_new_content_words_of_the_turns_before():
+    text = "We loved it, the kids too!"
+    previous = ["How was the camping trip to the lake? The kids?", "We went camping. Camping!"]
+    assert context_terms(text, previous).split() == ["camping", "trip", "lake", "went"]
+    many = [" ".join(f"word{i}" for i in range(100))]
+    assert len(context_terms("x", many).split()) == CONTEXT_TERMS
+    assert context_terms("anything", []) == ""
+
+
+def test_dated_terms_are_the_utc_month_and_year():
+    assert dated_terms(0.0) == "January 1970"
+    assert dated_terms(1_683_554_160.0) == "May 2023"  # 2023-05-08T13:56:00Z
+
+
+def test_an_answer_is_found_by_the_words_of_its_question_below_turns_using_them(app: App):
+    question = ingest(app, "s", "How did the marathon training go last month?")
+    answer = ingest(app, "s", "Really well: I finished in under four hours.")
+    unrelated = ingest(app, "s", "Lunch was fine.")
+    uses = ingest(app, "s", "My marathon training plan has intervals twice a week.")
+    ranked = ids(search(app, "marathon training", mode="keyword"))
+    assert ranked.index(answer) > max(ranked.index(question), ranked.index(uses))
+    assert unrelated not in ranked[:3]
+
+
+def test_a_month_in_the_query_matches_the_turns_dated_in_it(app: App):
+    march = ingest(app, "s", "Moved the staging cluster to the new region.",
+                   created_at="2025-03-14T10:00:00Z")
+    ingest(app, "s", "Moved the billing jobs to the new region.",
+           created_at="2025-06-02T10:00:00Z")
+    result = search(app, "what did we move in March?", mode="keyword")
+    assert ids(result)[:1] == [march]
+    assert result["hits"][0]["created_at"] == "2025-03-14T10:00:00Z"
+
+
+def test_the_length_prior_softens_bm25s_preference_for_short_turns(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    short_text = "Pottery, yes."
+    long_text = ("I signed up for a pottery class on Saturdays; we make bowls and cups, and "
+                 "the teacher fires them in the kiln the week after.")
+    short, long = ingest(app, "s", short_text), ingest(app, "s", long_text)
+
+    def ratio() -> float:
+        scores = {h["exchange_id"]: h["score"] for h in
+                  search(app, "pottery", mode="keyword")["hits"]}
+        return float(scores[long] / scores[short])
+
+    with_prior = ratio()
+    monkeypatch.setattr(store.search, "LENGTH_PRIOR", 0.0)
+    plain = ratio()
+    expected = (len(long_text) / len(short_text)) ** 0.2
+    assert with_prior / plain == pytest.approx(expected, rel=1e-3)
+    assert plain < with_prior < 1.0  # softened, not reversed
+
+
+def test_hashed_vectors_are_deterministic_unit_and_borrow_from_the_turns_before():
+    dim = DEFAULT_VECTOR_DIM
+    a = text_vector("The deploy pipeline failed on staging.", dim)
+    assert a.shape == (dim,) and a.dtype == np.float32
+    assert np.isclose(np.linalg.norm(a), 1.0)
+    assert np.array_equal(a, text_vector("The deploy pipeline failed on staging.", dim))
+    assert not text_vector("the and of", dim).any()  # stop words only
+    bare = text_vector("Yes, twice.", dim)
+    topic = text_vector("Did the kubernetes upgrade finish?", dim)
+    lent = text_vector("Yes, twice.", dim, ["Did the kubernetes upgrade finish?"])
+    assert float(lent @ topic) > float(bare @ topic) + 0.3
+    packed = np.frombuffer(quantize(a), dtype=np.int8)
+    assert len(packed) == dim and np.abs(packed).max() <= 127
+
+
+def test_fusion_scales_each_list_and_breaks_ties_by_older_id():
+    keyword = [[7, 10.0], [3, 5.0], [9, 5.0]]
+    semantic = [[3, 0.5], [11, 0.9]]
+    ranked = fused(keyword, semantic, vector_weight=0.3)
+    scores = dict((i, s) for i, s in ranked)
+    assert scores[7] == 1.0 and scores[3] == pytest.approx(0.5 + 0.15)
+    assert scores[11] == pytest.approx(0.27)
+    assert [i for i, _ in ranked] == [7, 3, 9, 11]
+    provider = [[11, 0.80], [9, 0.60], [3, 0.40]]  # scaled to 1.0 .. 0.0 within the list
+    with_provider = dict((i, s) for i, s in fused(keyword, semantic, provider,
+                                                  provider_weight=1.0))
+    assert with_provider[11] == pytest.approx(0.27 + 1.0)
+    assert with_provider[9] == pytest.approx(0.5 + 0.5)
+    assert fused([], []) == []
+
+
+def test_a_question_lends_part_of_its_score_to_the_turn_that_answers_it(app: App):
+    asked = ingest(app, "s", "Which violin teacher do you recommend for beginners?")
+    answer = ingest(app, "s", "Mrs. Okafor, without a doubt.")  # no word of the query
+    ingest(app, "s", "Unrelated: the printer is out of toner.")
+    ranked = search(app, "violin teacher for beginners")
+    assert ids(ranked)[:2] == [asked, answer]
+
+
+def test_the_guard_ranks_briefs_by_their_best_turn(tmp_path):
+    app = open_app(Settings(data_dir=tmp_path / "data", turn_limit=4))
+    try:
+        strong = [ingest(app, "g", text) for text in (
+            "The flamingo migration study concluded with a flamingo census.",
+            "Weather was mild.", "Coffee machine fixed.", "Lunch at noon.")]
+        weak = [ingest(app, "g", text) for text in (
+            "A flamingo sticker on the laptop.", "Someone mentioned a flamingo mug.",
+            "The flamingo emoji again.", "Another flamingo joke.")]
+        out, _ = app.run("guard", {"session_id": "g", "query": "flamingo census study"})
+        briefs = out["briefs"]
+        assert [b["source_ids"] for b in briefs[:2]] == [strong, weak]
+    finally:
+        app.close()
