@@ -113,6 +113,8 @@ async def _run(ctx: Context[AppLoader], graph: str, request: dict[str, Any], *, 
     callers are not held up.
     """
     app = await ctx.request_context.lifespan_context.app()
+    if app.settings.embeddings is not None and graph in ("search", "guard"):
+        inline = False  # an embedding provider means HTTP calls: keep them off the loop
     try:
         if inline:
             return app.run(graph, request)

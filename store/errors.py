@@ -3,7 +3,9 @@
     StenoError                  every error this project raises on purpose
     ├── InvalidInput            bad input from a caller: says what was wrong and what is valid
     ├── NotFound                a session, exchange or run that does not exist
-    └── StoreError              the database could not do what was asked (locked, corrupt)
+    ├── StoreError              the database could not do what was asked (locked, corrupt)
+    └── EmbeddingError          the optional embedding provider failed (nodes.extract.
+                                embeddings); never fails an ingest, only delays vectors
 
 User-facing errors (``InvalidInput``, ``NotFound``) reach MCP clients as the text of an
 ``isError`` result and CLI users as a message with exit code 2. Errors carry context:

@@ -29,6 +29,7 @@ def snippet(content: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
 def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
     query, ranked = state.get("query"), state.get("ranked") or []
     after = query["after"]
+    total = len(ranked)  # of the whole query, whichever page this is
     if after is not None:
         score, last_id = after
         ranked = [h for h in ranked if (-h[1], h[0]) > (-score, last_id)]
@@ -56,4 +57,4 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
     more = len(ranked) > len(page) and bool(page)
     req = state.get("request") or {}
     cursor = encode_cursor(req, page[-1][1], page[-1][0]) if more else None
-    return {"hits": hits, "next_cursor": cursor, "total": len(ranked)}
+    return {"hits": hits, "next_cursor": cursor, "total": total}
