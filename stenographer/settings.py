@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
 
@@ -37,21 +38,30 @@ DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL su
 DEFAULT_GRAPH_WORKERS = 1
 
 
+_N = TypeVar("_N", int, float)
+
+
 class SettingsError(ValueError):
     """An environment variable holds a value that is not valid."""
 
 
-def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+def _ranged(env: Mapping[str, str], name: str, default: _N, low: _N, high: _N,
+            parse: Callable[[str], _N], what: str) -> _N:
+    """An optional number from the environment, checked against its range."""
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a whole number ({low}..{high})") from None
+        raise SettingsError(f"{name}={raw!r} is not {what} ({low}..{high})") from None
     if not low <= value <= high:
         raise SettingsError(f"{name}={value} is out of range ({low}..{high})")
     return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    return _ranged(env, name, default, low, high, int, "a whole number")
 
 
 @dataclass(frozen=True)
@@ -178,16 +188,7 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float
            ) -> float:
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a number ({low}..{high})") from None
-    if not low <= value <= high:
-        raise SettingsError(f"{name}={value} is out of range ({low}..{high})")
-    return value
+    return _ranged(env, name, default, low, high, float, "a number")
 
 
 def _embeddings_key(env: Mapping[str, str]) -> str | None:
