@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import BaseModel, Field, WithJsonSchema
 
 __all__ = [
     "BriefRef",
@@ -27,11 +29,25 @@ class Stage(BaseModel):
 
 
 class Trace(BaseModel):
-    run_id: str = Field(description="Read it again later: resource omega-stenographer://runs/{run_id}")
+    run_id: str = Field(
+        description="Read it again later: resource omega-stenographer://runs/{run_id}")
     graph: str
     status: str
     duration_ms: float
     stages: list[Stage]
+
+
+# The trace is built and checked as a `Trace` on the server, but published in the
+# outputSchema as a plain object: clients validate structured content against the schema
+# on every call, and the SDK client's jsonschema pass over the nested stage models cost
+# more per call (several ms) than the graph run itself. The shape is documented here.
+TraceOut = Annotated[Trace, WithJsonSchema({
+    "type": "object",
+    "description": (
+        "Stage trace of the graph run behind this call: {run_id, graph, status, "
+        "duration_ms, stages: [{node, step, duration_ms, writes: {channel: summary}, "
+        "error}]}. Read it again later as omega-stenographer://runs/{run_id}."),
+})]
 
 
 class BriefRef(BaseModel):
@@ -51,7 +67,7 @@ class Ingested(BaseModel):
     blockers: list[str]
     compressed: list[BriefRef] = Field(description="Briefs made by this ingest, if any.")
     trace_id: str | None = None
-    trace: Trace
+    trace: TraceOut
 
 
 class Hit(BaseModel):
@@ -74,19 +90,19 @@ class HistoryPage(BaseModel):
     next_cursor: str | None = Field(
         description="Pass as `cursor` for the next page; null at the end.")
     notes: list[str]
-    trace: Trace
+    trace: TraceOut
 
 
 class NotesResult(BaseModel):
     markdown: str
-    trace: Trace
+    trace: TraceOut
 
 
 class GuardResult(BaseModel):
     markdown: str
     brief_ids: list[int]
     live_exchange_ids: list[int]
-    trace: Trace
+    trace: TraceOut
 
 
 class MilestoneMarked(BaseModel):
@@ -95,10 +111,10 @@ class MilestoneMarked(BaseModel):
     session_id: str
     label: str
     brief_id: int | None
-    trace: Trace
+    trace: TraceOut
 
 
 class CaptureStatus(BaseModel):
     text: str
     status: dict[str, object]
-    trace: Trace
+    trace: TraceOut
