@@ -34,6 +34,7 @@ from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
+from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
@@ -52,7 +53,7 @@ __all__ = ["CONDITIONS", "DEFINITIONS", "NODE_TYPES", "build_graphs"]
 NODE_TYPES: dict[str, NodeFn] = {
     fn.__name__: fn
     for fn in (
-        checked_turn, turn_signals, turn_vector, stored_turn, ingest_reply,
+        checked_turn, previous_turns, turn_signals, turn_vector, stored_turn, ingest_reply,
         compression_batch, brief_draft, claimed_brief,
         checked_query, keyword_query, keyword_candidates, vector_candidates, fused_hits,
         hit_page, search_reply,

@@ -135,6 +135,18 @@ _HOST_RE = re.compile(rf"{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
 _ORIGIN_RE = re.compile(rf"https?://{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
 
 
+def _secret_file(name: str, path: Path) -> str:
+    """A secret kept in a file (surrounding whitespace dropped); never quoted in errors."""
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as ex:
+        reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
+        raise SettingsError(f"{name}={str(path)!r} cannot be read: {reason}") from None
+    if not value:
+        raise SettingsError(f"{name}={str(path)!r} is empty")
+    return value
+
+
 def _token_file(env: Mapping[str, str]) -> Path | None:
     raw = env.get("STENO_HTTP_TOKEN_FILE", "").strip()
     return Path(raw).expanduser().resolve() if raw else None
@@ -151,14 +163,7 @@ def _http_token(env: Mapping[str, str]) -> str | None:
     name = "STENO_HTTP_TOKEN"
     if path is not None:
         name = f"the token in STENO_HTTP_TOKEN_FILE ({path})"
-        try:
-            value = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as ex:
-            reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
-            raise SettingsError(f"STENO_HTTP_TOKEN_FILE={str(path)!r} cannot be read: "
-                                f"{reason}") from None
-        if not value:
-            raise SettingsError(f"STENO_HTTP_TOKEN_FILE={str(path)!r} is empty")
+        value = _secret_file("STENO_HTTP_TOKEN_FILE", path)
     if not value:
         return None
     if len(value) < MIN_TOKEN_CHARS or not _TOKEN_RE.fullmatch(value):
@@ -201,16 +206,7 @@ def _embeddings_key(env: Mapping[str, str]) -> str | None:
         raise SettingsError("set STENO_EMBEDDINGS_API_KEY_FILE or STENO_EMBEDDINGS_API_KEY_ENV, "
                             "not both")
     if path:
-        file = Path(path).expanduser()
-        try:
-            key = file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as ex:
-            reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
-            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_FILE={str(file)!r} cannot be read: "
-                                f"{reason}") from None
-        if not key:
-            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_FILE={str(file)!r} is empty")
-        return key
+        return _secret_file("STENO_EMBEDDINGS_API_KEY_FILE", Path(path).expanduser())
     if var:
         if not _ENV_NAME_RE.fullmatch(var):
             raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV={var!r} is not a variable name")

@@ -1,7 +1,8 @@
 """ingest: record one turn.
 
-validate → extract decisions/blockers → extract the vector → extract the keyword index's
-search fields (neighbouring turns' words, date) → publish (turn, keyword and vector
+validate → load the two turns before it (once, for both readers below) → extract
+decisions/blockers → extract the vector → extract the keyword index's search fields
+(neighbouring turns' words, date) → publish (turn, keyword and vector
 index, one transaction) → compress when the session reached STENO_TURN_LIMIT
 uncompressed turns → render the reply.
 """
@@ -12,11 +13,12 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "ingest",
-    "channels": channels("request", "turn", "decisions", "blockers", "vector", "fields",
-                         "recorded", "compression_due", "session_row", "reply",
+    "channels": channels("request", "turn", "previous", "decisions", "blockers", "vector",
+                         "fields", "recorded", "compression_due", "session_row", "reply",
                          append=("briefs",)),
     "nodes": {
         "validate": {"type": "checked_turn"},
+        "previous": {"type": "previous_turns"},
         "signals": {"type": "turn_signals"},
         "vector": {"type": "turn_vector"},
         "fields": {"type": "search_fields"},
@@ -26,7 +28,7 @@ DEFINITION = {
                      "output_map": {"briefs": "briefs"}},
         "reply": {"type": "ingest_reply"},
     },
-    "edges": chain(START, "validate", "signals", "vector", "fields", "store")
+    "edges": chain(START, "validate", "previous", "signals", "vector", "fields", "store")
     + chain("compress", "reply") + chain("reply", END),
     "conditional_edges": [
         {"from": "store", "condition": "compression_due",

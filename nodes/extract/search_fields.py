@@ -12,7 +12,6 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.terms import context_terms
-from store.neighbours import previous_contents
 from store.search import dated_terms
 
 __all__ = ["CONTEXT_TURNS", "search_fields"]
@@ -22,7 +21,6 @@ CONTEXT_TURNS = 2  # one turn back holds most questions; two adds the topic bein
 
 def search_fields(state: State, cfg: Mapping[str, Any]) -> Writes:
     turn = state.get("turn")
-    with state.ctx.store.read() as conn:
-        previous = previous_contents(conn, turn["session"], CONTEXT_TURNS)
+    previous = (state.get("previous") or [])[:CONTEXT_TURNS]
     return {"fields": {"context": context_terms(turn["content"], previous),
                        "dated": dated_terms(turn["created_at"])}}

@@ -30,7 +30,6 @@ import numpy.typing as npt
 
 from nodes.context import State, Writes
 from nodes.extract.terms import STOP_WORDS, words
-from store.neighbours import previous_contents
 
 __all__ = [
     "CONTEXT_WEIGHTS",
@@ -99,8 +98,6 @@ def quantize(vec: npt.NDArray[np.float32]) -> bytes:
 
 def turn_vector(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Node: the vector of the turn being ingested, as hex of its int8 bytes."""
-    turn = state.get("turn")
-    with state.ctx.store.read() as conn:
-        previous = previous_contents(conn, turn["session"], len(CONTEXT_WEIGHTS))
-    vec = text_vector(turn["content"], state.ctx.settings.vector_dim, previous)
+    previous = (state.get("previous") or [])[: len(CONTEXT_WEIGHTS)]
+    vec = text_vector(state.get("turn")["content"], state.ctx.settings.vector_dim, previous)
     return {"vector": quantize(vec).hex()}
