@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -18,6 +19,35 @@ __all__ = [
     "Stage",
     "Trace",
 ]
+
+
+_JSON_TYPES = {"int": "integer", "str": "string", "float": "number", "bool": "boolean",
+               "None": "null", "NoneType": "null"}
+
+
+def _type_name(annotation: Any) -> str:
+    """A field's type in JSON words: integer, string | null, list[string], ..."""
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    text = re.sub(r"\b(?:[a-z_]+\.)+(?=[A-Za-z_])", "", text)  # typing., module paths
+    return re.sub(r"\b\w+\b", lambda m: _JSON_TYPES.get(m[0], m[0]), text)
+
+
+def shape_only(model: type[BaseModel], what: str) -> WithJsonSchema:
+    """The outputSchema of ``model`` by its required keys, not field by field.
+
+    Clients validate structured content against the outputSchema on every call, and
+    the SDK client's jsonschema pass descends into every property of every list item:
+    for ten search hits that cost more (2-5 ms) than the search itself. A `required`
+    list is checked without descending. The server still builds and checks the full
+    model; the field types are listed in the description.
+    """
+    fields = ", ".join(f"{name} ({_type_name(info.annotation)})"
+                       for name, info in model.model_fields.items())
+    return WithJsonSchema({
+        "type": "object",
+        "required": [n for n, info in model.model_fields.items() if info.is_required()],
+        "description": f"{what}: {{{fields}}}",
+    })
 
 
 class Stage(BaseModel):
@@ -37,23 +67,19 @@ class Trace(BaseModel):
     stages: list[Stage]
 
 
-# The trace is built and checked as a `Trace` on the server, but published in the
-# outputSchema as a plain object: clients validate structured content against the schema
-# on every call, and the SDK client's jsonschema pass over the nested stage models cost
-# more per call (several ms) than the graph run itself. The shape is documented here.
-TraceOut = Annotated[Trace, WithJsonSchema({
-    "type": "object",
-    "description": (
-        "Stage trace of the graph run behind this call: {run_id, graph, status, "
-        "duration_ms, stages: [{node, step, duration_ms, writes: {channel: summary}, "
-        "error}]}. Read it again later as omega-stenographer://runs/{run_id}."),
-})]
+TraceOut = Annotated[Trace, shape_only(Trace, (
+    "Stage trace of the graph run behind this call (each stage: {node, step, duration_ms, "
+    "writes: {channel: summary}, error}; read it again as "
+    "omega-stenographer://runs/{run_id})"))]
 
 
 class BriefRef(BaseModel):
     id: int
     tier: str
     turns: int
+
+
+BriefRefOut = Annotated[BriefRef, shape_only(BriefRef, "A brief")]
 
 
 class Ingested(BaseModel):
@@ -65,7 +91,7 @@ class Ingested(BaseModel):
     duplicate: bool = Field(description="True when source_key was already captured.")
     decisions: list[str]
     blockers: list[str]
-    compressed: list[BriefRef] = Field(description="Briefs made by this ingest, if any.")
+    compressed: list[BriefRefOut] = Field(description="Briefs made by this ingest, if any.")
     trace_id: str | None = None
     trace: TraceOut
 
@@ -83,9 +109,12 @@ class Hit(BaseModel):
     trace_id: str | None = None
 
 
+HitOut = Annotated[Hit, shape_only(Hit, "One hit")]
+
+
 class HistoryPage(BaseModel):
     text: str
-    hits: list[Hit]
+    hits: list[HitOut]
     total: int = Field(description="Ranked candidates for this query (at most 200).")
     next_cursor: str | None = Field(
         description="Pass as `cursor` for the next page; null at the end.")

@@ -81,6 +81,14 @@ async def test_lists_six_tools_each_described_annotated_and_with_output_schema(c
         schema = tool.output_schema
         assert schema and schema["type"] == "object", name
         assert "trace" in schema["properties"] and "trace" in schema["required"], name
+    # List items are published by their required keys and a description of every field
+    # (cheap for clients to validate on each call), not property by property.
+    hit_schema = tools[SEARCH].output_schema["properties"]["hits"]["items"]  # type: ignore[index]
+    assert "properties" not in hit_schema
+    assert {"exchange_id", "session_id", "snippet", "score", "brief_id"} <= set(
+        hit_schema["required"])
+    for field in ("exchange_id (integer)", "brief_id (integer | null)", "decisions (list[string])"):
+        assert field in hit_schema["description"]
     assert tools[INGEST].annotations.idempotent_hint is False  # type: ignore[union-attr]
     role = tools[INGEST].input_schema["properties"]["role"]
     assert sorted(role["enum"]) == sorted(ROLES)
