@@ -3,12 +3,19 @@
 The trace is recorded in one place, ``_FnNode.run`` (the adapter around every node),
 and never by nodes. Runs are synchronous (``engine.run``) on the caller's thread, with a
 fresh id per run and no checkpoint store (see docs/neograph.md: rules 1-4).
+
+The same adapter keeps bulk values out of the engine's state (rule 5): every crossing
+of a channel value into or out of the engine is a deep JSON copy, so lists, dicts and
+long strings (a turn's content, candidate lists, hit pages) stay in a per-run table and
+the engine carries a short token for each. Nodes and route conditions read the real
+values through the adapter; they never see a token. An append channel's list is held
+element by element, so the engine's append reducer still concatenates.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,6 +30,8 @@ __all__ = ["Graphs", "Trace"]
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
 _SUMMARY_CHARS = 80
+_TOKEN = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
+_SHORT = 64  # strings up to this length cross the engine as they are
 
 
 def _summary(value: Any) -> str:
@@ -41,20 +50,80 @@ def _summary(value: Any) -> str:
     return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
 
 
-class _View:
-    """What a node sees as ``state``: channel reads and the run context."""
+class _Held:
+    """Values held outside the engine for the runs in flight, by token."""
 
-    __slots__ = ("ctx", "get")
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.by_run: dict[str, list[str]] = {}
+        self._serial = itertools.count()
 
-    def __init__(self, get: Callable[[str], Any], ctx: RunContext) -> None:
-        self.get = get
+    def _hold(self, run_id: str, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, float)) or (
+                isinstance(value, str) and len(value) <= _SHORT and not value.startswith(_TOKEN)):
+            return value
+        token = f"{_TOKEN}{next(self._serial)}"
+        self.values[token] = value
+        self.by_run.setdefault(run_id, []).append(token)
+        return token
+
+    def write(self, run_id: str, channel: str, value: Any, appends: frozenset[str]) -> Any:
+        """What the engine carries for ``value`` written to ``channel``; ``appends`` are
+        the graph's append channels."""
+        if channel in appends and isinstance(value, list):
+            return [self._hold(run_id, item) for item in value]
+        return self._hold(run_id, value)
+
+    def read(self, value: Any) -> Any:
+        """The real value behind what the engine returned for a channel."""
+        if isinstance(value, str):
+            return self.values[value] if value.startswith(_TOKEN) else value
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            return [self.read(item) for item in value]
+        return value
+
+    def release(self, run_id: str) -> None:
+        for token in self.by_run.pop(run_id, ()):
+            self.values.pop(token, None)
+
+
+def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The channels of a definition and of the subgraphs it embeds."""
+    found = list(definition.get("channels", {}).items())
+    for node in definition.get("nodes", {}).values():
+        if node.get("type") == "subgraph":
+            found += _all_channels(node["definition"])
+    return found
+
+
+class _Reader:
+    """What a route condition sees as ``state``: the real channel values."""
+
+    __slots__ = ("_get", "_held")
+
+    def __init__(self, get: Callable[[str], Any], held: _Held) -> None:
+        self._get, self._held = get, held
+
+    def get(self, channel: str) -> Any:
+        return self._held.read(self._get(channel))
+
+
+class _View(_Reader):
+    """What a node sees as ``state``: the real channel values and the run context."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, get: Callable[[str], Any], held: _Held, ctx: RunContext) -> None:
+        super().__init__(get, held)
         self.ctx = ctx
 
 
 class _FnNode(ng.GraphNode):  # type: ignore[misc]
-    def __init__(self, graphs: Graphs, name: str, fn: NodeFn, cfg: Mapping[str, Any]) -> None:
+    def __init__(self, graphs: Graphs, name: str, fn: NodeFn, cfg: Mapping[str, Any],
+                 appends: frozenset[str]) -> None:
         super().__init__()
         self.graphs, self.name, self.fn, self.cfg = graphs, name, fn, dict(cfg)
+        self.appends = appends
 
     def get_name(self) -> str:
         return self.name
@@ -65,9 +134,12 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
                                "error": None}
         started = time.perf_counter()
         try:
-            out: Writes = self.fn(_View(inp.state.get, self.graphs.contexts[run_id]), self.cfg)
+            held = self.graphs.held
+            out: Writes = self.fn(_View(inp.state.get, held, self.graphs.contexts[run_id]),
+                                  self.cfg)
             rec["writes"] = {k: _summary(v) for k, v in out.items()}
-            return [ng.ChannelWrite(k, v) for k, v in out.items()]
+            return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends))
+                    for k, v in out.items()]
         except Exception as ex:
             rec["error"] = f"{type(ex).__name__}: {ex}"[:500]
             raise
@@ -86,21 +158,41 @@ class Graphs:
         self.stages: dict[str, list[dict[str, Any]]] = {}
         self.contexts: dict[str, RunContext] = {}
         self.trace_sink = trace_sink
-        self._lock = threading.Lock()
+        self.held = _Held()
+        self.appends: dict[str, frozenset[str]] = {}
+        self._compiling: frozenset[str] | None = None
 
     def node_type(self, type_name: str, fn: NodeFn) -> None:
         self.registry.register_type(
-            type_name, lambda name, cfg, _ctx: _FnNode(self, name, fn, cfg or {})
+            type_name, lambda name, cfg, _ctx: _FnNode(self, name, fn, cfg or {},
+                                                       self._appends_now())
         )
+
+    def _appends_now(self) -> frozenset[str]:
+        if self._compiling is None:
+            raise RuntimeError("graph nodes are built only while a graph compiles")
+        return self._compiling
 
     def condition(self, name: str, fn: Callable[[Any], str]) -> None:
-        self.registry.register_condition(name, fn)
+        self.registry.register_condition(
+            name, lambda state: fn(_Reader(state.get, self.held)))
 
     def compile(self, definition: dict[str, Any]) -> None:
-        engine = ng.GraphEngine.compile(
-            definition, ng.NodeContext(), registry=self.registry, stderr_notices=False
-        )
+        kinds = {(name, spec.get("reducer") == "append")
+                 for name, spec in _all_channels(definition)}
+        appends = frozenset(name for name, append in kinds if append)
+        if clash := sorted(appends & {name for name, append in kinds if not append}):
+            raise ValueError(f"{definition['name']}: channels {clash} are append channels "
+                             "in one part of the graph and overwrite channels in another")
+        self._compiling = appends
+        try:
+            engine = ng.GraphEngine.compile(
+                definition, ng.NodeContext(), registry=self.registry, stderr_notices=False
+            )
+        finally:
+            self._compiling = None
         self.engines[definition["name"]] = engine
+        self.appends[definition["name"]] = appends
         self.definitions[definition["name"]] = definition
 
     def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext
@@ -116,15 +208,19 @@ class Graphs:
         wall, started = time.time(), time.perf_counter()
         status, error = "Failed", None
         try:
-            result = engine.run(ng.RunConfig(thread_id=run_id, input=dict(inputs)),
+            appends = self.appends[graph]
+            held = {k: self.held.write(run_id, k, v, appends) for k, v in inputs.items()}
+            result = engine.run(ng.RunConfig(thread_id=run_id, input=held),
                                 ng.RunMetadata(run_id=run_id))
             status = result.status.name
-            values = {k: v["value"] for k, v in result.output["channels"].items()}
+            values = {k: self.held.read(v["value"])
+                      for k, v in result.output["channels"].items()}
         except Exception as ex:
             error = ex
             raise
         finally:
             self.contexts.pop(run_id, None)
+            self.held.release(run_id)
             trace: Trace = {
                 "run_id": run_id,
                 "graph": graph,

@@ -293,3 +293,56 @@ def test_a_failing_run_raises_steno_error_with_its_context(
     with ctx.store.read() as conn:
         assert load_trace(conn, trace["run_id"]) == trace  # failed runs are audited too
     assert not graphs.stages and not graphs.contexts  # nothing left in flight
+    assert not graphs.held.values and not graphs.held.by_run
+
+
+# --- values held outside the engine ---------------------------------------------------------
+
+def test_bulk_values_cross_the_engine_as_tokens_and_reach_nodes_unchanged(ctx: RunContext):
+    """Lists, dicts and long strings stay in the runner's table; nodes, route conditions
+    and the caller see the real values; append channels still concatenate."""
+    seen: dict[str, Any] = {}
+    big = [[i, i / 7] for i in range(500)]
+
+    def make(state: Any, cfg: Any) -> dict[str, Any]:
+        return {"rows": big, "text": "x" * 1000, "mode": "long", "log": ["made"]}
+
+    def use(state: Any, cfg: Any) -> dict[str, Any]:
+        seen.update(rows=state.get("rows"), text=state.get("text"), log=state.get("log"))
+        return {"count": len(state.get("rows")), "log": [{"used": True}]}
+
+    graphs = Graphs()
+    graphs.node_type("make", make)
+    graphs.node_type("use", use)
+    graphs.condition("by_text", lambda s: "long" if len(s.get("text")) > 100 else "short")
+    graphs.compile({
+        "schema_version": 1, "name": "held",
+        "channels": {"request": {}, "rows": {}, "text": {}, "mode": {}, "count": {},
+                     "log": {"reducer": "append", "initial": []}},
+        "nodes": {"make": {"type": "make"}, "use": {"type": "use"}},
+        "edges": [{"from": "__start__", "to": "make"}, {"from": "use", "to": "__end__"}],
+        "conditional_edges": [{"from": "make", "condition": "by_text",
+                               "routes": {"long": "use", "default": "__end__"}}],
+    })
+    values, trace = graphs.run("held", {"request": {"payload": "y" * 5000}}, ctx)
+    assert seen["rows"] is big and seen["text"] == "x" * 1000 and seen["log"] == ["made"]
+    assert values["rows"] is big and values["request"] == {"payload": "y" * 5000}
+    assert values["count"] == 500 and values["log"] == ["made", {"used": True}]
+    assert [s["node"] for s in trace["stages"]] == ["make", "use"]
+    assert trace["stages"][0]["writes"]["rows"] == "[500 items]"  # summaries of real values
+    assert not graphs.held.values and not graphs.held.by_run
+
+
+def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_another():
+    graphs = Graphs()
+    graphs.node_type("noop", lambda state, cfg: {})
+    inner = {"schema_version": 1, "name": "inner", "channels": {"log": {}},
+             "nodes": {"a": {"type": "noop"}},
+             "edges": [{"from": "__start__", "to": "a"}, {"from": "a", "to": "__end__"}]}
+    with pytest.raises(ValueError, match="'log'"):
+        graphs.compile({
+            "schema_version": 1, "name": "outer",
+            "channels": {"log": {"reducer": "append", "initial": []}},
+            "nodes": {"sub": {"type": "subgraph", "definition": inner}},
+            "edges": [{"from": "__start__", "to": "sub"}, {"from": "sub", "to": "__end__"}],
+        })
