@@ -14,6 +14,7 @@ __all__ = [
     "Exchange",
     "NewTurn",
     "Recorded",
+    "brief_ids",
     "count_live",
     "exchanges_by_ids",
     "live_turns",
@@ -175,3 +176,12 @@ def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exc
     marks = ",".join("?" * len(ids))
     sql = SELECT_EXCHANGE + f" WHERE e.id IN ({marks})"
     return {ex.id: ex for ex in (_row(r) for r in all_rows(conn, sql, ids))}
+
+
+def brief_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, int | None]:
+    """The brief that holds each of ``ids`` (None: not compressed); unknown ids are absent."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = all_rows(conn, f"SELECT id, brief_id FROM exchanges WHERE id IN ({marks})", ids)
+    return {int(r[0]): r[1] for r in rows}

@@ -8,7 +8,7 @@ from typing import Any
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from store.briefs import Brief, briefs_by_ids, session_briefs
-from store.exchanges import Exchange, exchanges_by_ids, recent_turns
+from store.exchanges import Exchange, brief_ids, recent_turns
 from store.milestones import session_milestones
 
 __all__ = ["guard_evidence", "notes_evidence"]
@@ -69,17 +69,17 @@ def _rank_briefs(conn: Any, ranked: list[list[Any]], top_k: int
     sum of the others', then the older brief). Measured on LoCoMo-format conversations
     (bench/locomo.py): brief recall@5 0.85 with the best turn, 0.79 with the sum of all
     its turns' scores, which favours briefs with many weak matches."""
-    rows = exchanges_by_ids(conn, [i for i, _ in ranked])
+    holders = brief_ids(conn, [i for i, _ in ranked])
     best: dict[int, float] = {}
     support: dict[int, float] = {}
     for exchange_id, score in ranked:
-        ex = rows.get(exchange_id)
-        if ex is None or ex.brief_id is None:
+        brief_id = holders.get(exchange_id)
+        if brief_id is None:
             continue
-        if ex.brief_id not in best:
-            best[ex.brief_id] = float(score)  # ranked is best first
+        if brief_id not in best:
+            best[brief_id] = float(score)  # ranked is best first
         else:
-            support[ex.brief_id] = support.get(ex.brief_id, 0.0) + float(score)
+            support[brief_id] = support.get(brief_id, 0.0) + float(score)
     order = sorted(best, key=lambda b: (-best[b], -support.get(b, 0.0), b))[:top_k]
     briefs = briefs_by_ids(conn, order)
     return [(briefs[b], best[b]) for b in order if b in briefs]
