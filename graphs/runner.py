@@ -86,6 +86,7 @@ class Graphs:
         self.stages: dict[str, list[dict[str, Any]]] = {}
         self.contexts: dict[str, RunContext] = {}
         self.trace_sink = trace_sink
+        self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
         self._lock = threading.Lock()
 
     def node_type(self, type_name: str, fn: NodeFn) -> None:
@@ -96,11 +97,13 @@ class Graphs:
     def condition(self, name: str, fn: Callable[[Any], str]) -> None:
         self.registry.register_condition(name, fn)
 
-    def compile(self, definition: dict[str, Any]) -> None:
+    def compile(self, definition: dict[str, Any], max_steps: int | None = None) -> None:
         engine = ng.GraphEngine.compile(
             definition, ng.NodeContext(), registry=self.registry, stderr_notices=False
         )
         self.engines[definition["name"]] = engine
+        if max_steps is not None:
+            self.max_steps[definition["name"]] = max_steps
         self.definitions[definition["name"]] = definition
 
     def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext
@@ -116,8 +119,10 @@ class Graphs:
         wall, started = time.time(), time.perf_counter()
         status, error = "Failed", None
         try:
-            result = engine.run(ng.RunConfig(thread_id=run_id, input=dict(inputs)),
-                                ng.RunMetadata(run_id=run_id))
+            config = ng.RunConfig(thread_id=run_id, input=dict(inputs))
+            if graph in self.max_steps:
+                config.max_steps = self.max_steps[graph]
+            result = engine.run(config, ng.RunMetadata(run_id=run_id))
             status = result.status.name
             values = {k: v["value"] for k, v in result.output["channels"].items()}
         except Exception as ex:

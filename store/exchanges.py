@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from store.provenance import chain_hash, session_head
 from store.sql import Row, all_rows, first, one
 
 __all__ = [
@@ -62,14 +63,15 @@ class Exchange:
 
 
 UPSERT_SESSION = """
-INSERT INTO sessions(name, created_at, last_at, turns) VALUES (?1, ?2, ?2, 1)
-ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1
+INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?2, ?2, 1, ?3)
+ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1,
+  chain_head = excluded.chain_head
 RETURNING id"""
 FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
 INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
-                      source_key, trace_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
+                      source_key, trace_id, chain_hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
 INSERT_FTS = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 INSERT_VECTOR = (
@@ -119,13 +121,17 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
-    exchange id comes back with ``duplicate=True``.
+    exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
+    session's head read here, inside the caller's write transaction.
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
             return Recorded(found[0], found[1], True, count_live(conn, found[1]))
-    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at))[0]
+    _, head = session_head(conn, turn.session)
+    linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
+                        turn.source_key, turn.trace_id)
+    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at, linked))[0]
     exchange_id: int = one(
         conn,
         INSERT_EXCHANGE,
@@ -138,6 +144,7 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
             encode_signals(turn.decisions, turn.blockers),
             turn.source_key,
             turn.trace_id,
+            linked,
         ),
     )[0]
     conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
