@@ -87,12 +87,13 @@ def test_forgetting_a_leaked_secret_leaves_no_byte_of_it(app: App):
     for needle in (SECRET, SECRET.lower(), "rotate the deploy key"):
         assert needle.encode() not in data, needle
     # Rebuilt from the remaining sources: the header and lines cite only surviving turns.
-    for bid in (1, 2):
+    for bid, (first_id, last_id) in ((1, (ids[0], ids[3])), (2, (ids[4], ids[7]))):
         tier, body, first, last, turns = brief_row(app, bid)  # type: ignore[misc]
-        assert SECRET not in body and turns == TURN_LIMIT - 1
+        assert (first, last, turns) == (first_id, last_id, TURN_LIMIT - 1)
+        assert SECRET not in body and body.startswith(f"Turns #{first_id}–#{last_id} (3)")
         assert f"#{ids[2]}" not in body and f"#{ids[5]}" not in body
-        assert body != briefs_before[bid][1]
-    assert brief_row(app, 1)[0] == "B"  # no decision left in its batch: tier B now
+        assert tier == "B"  # its only decision was forgotten: excerpts now
+        assert briefs_before[bid][0] == "A"
     # Search cannot find it, in either index.
     for mode in ("keyword", "hybrid", "semantic"):
         out, _ = app.run("search", {"query": SECRET, "cross_session": True, "mode": mode})
