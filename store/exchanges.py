@@ -16,6 +16,7 @@ __all__ = [
     "NewTurn",
     "Recorded",
     "count_live",
+    "exchange_from_row",
     "exchanges_by_ids",
     "live_turns",
     "recent_turns",
@@ -101,7 +102,8 @@ def encode_signals(decisions: Sequence[str], blockers: Sequence[str]) -> str | N
     return json.dumps({"d": list(decisions), "b": list(blockers)}, ensure_ascii=False)
 
 
-def _row(row: Row) -> Exchange:
+def exchange_from_row(row: Row) -> Exchange:
+    """An ``Exchange`` from a row of ``SELECT_EXCHANGE``."""
     signals = json.loads(row[8]) if row[8] else {}
     return Exchange(
         id=row[0],
@@ -166,12 +168,12 @@ def session_row_id(conn: apsw.Connection, session: str) -> int | None:
 
 def live_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The oldest ``limit`` uncompressed turns of a session, oldest first."""
-    return [_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
+    return [exchange_from_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
 
 
 def recent_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The newest ``limit`` uncompressed turns of a session, oldest first."""
-    rows = [_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
+    rows = [exchange_from_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
     rows.reverse()
     return rows
 
@@ -181,4 +183,4 @@ def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exc
         return {}
     marks = ",".join("?" * len(ids))
     sql = SELECT_EXCHANGE + f" WHERE e.id IN ({marks})"
-    return {ex.id: ex for ex in (_row(r) for r in all_rows(conn, sql, ids))}
+    return {ex.id: ex for ex in (exchange_from_row(r) for r in all_rows(conn, sql, ids))}

@@ -19,9 +19,9 @@ from typing import Any
 import apsw
 
 from store.db import Store
-from store.exchanges import SELECT_EXCHANGE, Exchange, _row, scope_token
+from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, scope_token
 from store.provider_vectors import forget_provider_caches
-from store.runs import _decompressor
+from store.runs import decode_trace
 from store.sql import Row, all_rows, first
 
 __all__ = [
@@ -145,7 +145,8 @@ DELETE_BRIEF = "DELETE FROM briefs WHERE id = ?"
 
 def brief_sources_of(conn: apsw.Connection, brief_id: int) -> list[Exchange]:
     """The brief's remaining source turns, oldest first."""
-    return [_row(r) for r in all_rows(conn, SELECT_BRIEF_SOURCE_TURNS, (brief_id,))]
+    return [exchange_from_row(r) for r in all_rows(conn, SELECT_BRIEF_SOURCE_TURNS,
+                                                   (brief_id,))]
 
 
 def rewrite_brief(conn: apsw.Connection, brief_id: int, tier: str, body: str,
@@ -204,8 +205,7 @@ def purge_traces(conn: apsw.Connection, text: str) -> int:
     while True:
         page = all_rows(conn, SELECT_RUN_PAGE, (after, _RUN_PAGE))
         for seq, blob in page:
-            trace = json.loads(_decompressor.decompress(bytes(blob)))
-            if text in json.dumps(trace, ensure_ascii=False):
+            if text in json.dumps(decode_trace(blob), ensure_ascii=False):
                 conn.execute(DELETE_RUN, (seq,))
                 purged += 1
         if len(page) < _RUN_PAGE:
