@@ -7,7 +7,7 @@ evidence → evaluate the contracts on it } until every pass is read → publish
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
-# One page is two steps; a million-turn store takes a few thousand pages.
+# One page is two steps; a million-turn store takes about 600 pages of 5,000 records.
 MAX_STEPS = 10_000_000
 
 DEFINITION = {
@@ -18,7 +18,7 @@ DEFINITION = {
     "nodes": {
         "validate": {"type": "checked_audit"},
         "scope": {"type": "audit_scope"},
-        "evidence": {"type": "audit_batch", "batch": 1_000},
+        "evidence": {"type": "audit_batch", "batch": 5_000},
         "contracts": {"type": "audit_findings"},
         "report": {"type": "audit_report"},
     },

@@ -25,7 +25,7 @@ from store.exchanges import session_row_id
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
 
-AUDIT_BATCH = 1_000
+AUDIT_BATCH = 5_000
 PASSES = ("turns", "briefs", "indexes", "milestones", "compression", "runs")
 
 
