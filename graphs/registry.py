@@ -5,12 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from graphs import compress, guard, ingest, milestone, notes, search, status, trace
+from graphs import (
+    compress,
+    contract_audit,
+    forget,
+    guard,
+    ingest,
+    milestone,
+    notes,
+    search,
+    status,
+    trace,
+)
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
 from graphs.runner import Graphs
 from nodes.context import NodeFn
+from nodes.evaluate_contracts.audit_contracts import audit_findings
+from nodes.evaluate_contracts.audit_input import checked_audit
+from nodes.evaluate_contracts.forget_input import checked_forget
 from nodes.evaluate_contracts.inspector_input import (
     checked_brief_ref,
     checked_exchange_ref,
@@ -30,7 +44,9 @@ from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
+from nodes.load_evidence.audit_evidence import audit_batch, audit_scope
 from nodes.load_evidence.compression import compression_batch
+from nodes.load_evidence.forget_scope import forget_scope
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
@@ -38,8 +54,11 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
+from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
 from nodes.publish.embeddings import embedded_backlog
+from nodes.publish.forget_reply import forget_reply
+from nodes.publish.forgotten import forgotten_turns, scrubbed_store
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
@@ -65,6 +84,8 @@ NODE_TYPES: dict[str, NodeFn] = {
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
+        checked_audit, audit_scope, audit_batch, audit_findings, audit_report,
+        checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
     )
 }
 
@@ -74,6 +95,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "compress_again": lambda s: "again" if s.get("again") else "done",
     "search_mode": lambda s: str(s.get("query")["mode"]),
     "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
+    "audit_more": lambda s: "more" if s.get("position") is not None else "done",
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
@@ -81,7 +103,11 @@ DEFINITIONS: list[dict[str, Any]] = [
     notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
+    contract_audit.DEFINITION, forget.DEFINITION,
 ]
+
+# Graphs whose loops may run longer than the engine's default step limit.
+STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS}
 
 
 def build_graphs() -> Graphs:
@@ -92,5 +118,5 @@ def build_graphs() -> Graphs:
     for name, condition in CONDITIONS.items():
         graphs.condition(name, condition)
     for definition in DEFINITIONS:
-        graphs.compile(definition)
+        graphs.compile(definition, STEP_LIMITS.get(definition["name"]))
     return graphs

@@ -161,6 +161,7 @@ class Graphs:
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
         self._compiling: frozenset[str] | None = None
+        self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
 
     def node_type(self, type_name: str, fn: NodeFn) -> None:
         self.registry.register_type(
@@ -177,7 +178,7 @@ class Graphs:
         self.registry.register_condition(
             name, lambda state: fn(_Reader(state.get, self.held)))
 
-    def compile(self, definition: dict[str, Any]) -> None:
+    def compile(self, definition: dict[str, Any], max_steps: int | None = None) -> None:
         kinds = {(name, spec.get("reducer") == "append")
                  for name, spec in _all_channels(definition)}
         appends = frozenset(name for name, append in kinds if append)
@@ -193,6 +194,8 @@ class Graphs:
             self._compiling = None
         self.engines[definition["name"]] = engine
         self.appends[definition["name"]] = appends
+        if max_steps is not None:
+            self.max_steps[definition["name"]] = max_steps
         self.definitions[definition["name"]] = definition
 
     def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext
@@ -210,8 +213,10 @@ class Graphs:
         try:
             appends = self.appends[graph]
             held = {k: self.held.write(run_id, k, v, appends) for k, v in inputs.items()}
-            result = engine.run(ng.RunConfig(thread_id=run_id, input=held),
-                                ng.RunMetadata(run_id=run_id))
+            config = ng.RunConfig(thread_id=run_id, input=held)
+            if graph in self.max_steps:
+                config.max_steps = self.max_steps[graph]
+            result = engine.run(config, ng.RunMetadata(run_id=run_id))
             status = result.status.name
             values = {k: self.held.read(v["value"])
                       for k, v in result.output["channels"].items()}

@@ -10,6 +10,7 @@ from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from stenographer.settings import Settings
+from store.audit import overdue_sessions
 from store.db import Store
 
 __all__ = ["App", "open_app"]
@@ -35,6 +36,16 @@ class App:
     def run(self, graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run a named graph on this thread; returns (channel values, stage trace)."""
         return self.graphs.run(graph, {"request": request}, self.ctx)
+
+    def finish_compression(self) -> list[int]:
+        """Run the compress graph for every session left with a full batch of
+        uncompressed turns (a process killed between an ingest and its compression);
+        returns their row ids. Servers call it once at start."""
+        with self.store.read() as conn:
+            sessions = overdue_sessions(conn, self.settings.turn_limit)
+        for session_row in sessions:
+            self.graphs.run("compress", {"session_row": session_row}, self.ctx)
+        return sessions
 
     def close(self) -> None:
         self.store.close()

@@ -28,7 +28,8 @@ _waterfall = waterfall  # the name stenographer.demo imports
 EPILOG = """\
 exit codes:
   0  success
-  1  nothing found (no hits, an unknown or empty session, no runs)
+  1  nothing found (no hits, an unknown or empty session, no runs, nothing to
+     forget), or (audit) contract violations
   2  bad input, an unknown session or run id, a store that cannot be used,
      or (doctor) a failed check
 
@@ -208,6 +209,34 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    out, trace = _run("contract_audit", {"session_id": args.session})
+    report = out["report"]
+    if args.json:
+        _print_json({**report, "run_id": trace["run_id"]})
+    else:
+        print(report["text"])
+    return EXIT_OK if report["passed"] else EXIT_EMPTY
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    text = args.text
+    if args.text_stdin:
+        if text is not None:
+            raise CliError("give --text or --text-stdin, not both")
+        text = sys.stdin.read().rstrip("\r\n")  # the final newline of `echo`/a file
+    out, trace = _run("forget", {
+        "confirm": args.yes, "exchange_ids": args.id or None, "session_id": args.session,
+        "since": args.since, "until": args.until, "text": text, "reason": args.reason,
+        "vacuum": not args.no_vacuum})
+    reply = out["reply"]
+    if args.json:
+        _print_json({**reply, "run_id": trace["run_id"]})
+    else:
+        print(reply["text"])
+    return EXIT_OK if reply["count"] else EXIT_EMPTY
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -328,6 +357,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     _sub(sub, "status", "store counts, capture and delivery status", cmd_status,
          json_flag=True)
+
+    p = _sub(sub, "audit", "check the store's contracts (as stenographer_audit)", cmd_audit,
+             json_flag=True, description=(
+                 "Check the store's contracts: content hashes, the provenance hash chain, "
+                 "brief sources, compression, the keyword and vector indexes, milestones, "
+                 "trace retention. Reads the store in bounded pages; read-only. Exit code "
+                 "0: every contract holds; 1: violations (listed with their ids); 2: the "
+                 "audit could not run."))
+    p.add_argument("--session", help="audit this session only (default: the whole store)")
+
+    p = _sub(sub, "forget", "delete turns for good (as stenographer_forget)", cmd_forget,
+             json_flag=True, description=(
+                 "Delete turns for good, with tombstones (ids, hashes, time, reason; never "
+                 "the content). Every given filter must match. The briefs that cited them "
+                 "are rebuilt from their remaining sources and the file is rewritten so the "
+                 "text is not recoverable. Requires --yes. Exit code 0: turns forgotten; "
+                 "1: nothing matched; 2: bad input or an unknown session."))
+    p.add_argument("--id", type=int, action="append", metavar="EXCHANGE_ID",
+                   help="forget this turn (repeatable)")
+    p.add_argument("--session", help="forget the turns of this session")
+    p.add_argument("--since", help="turns recorded at or after this ISO 8601 time")
+    p.add_argument("--until", help="turns recorded before this ISO 8601 time")
+    p.add_argument("--text", help="turns containing this literal text (case-sensitive); "
+                                  "prefer --text-stdin for a secret (shell history, ps)")
+    p.add_argument("--text-stdin", action="store_true",
+                   help="read the literal text from standard input")
+    p.add_argument("--reason", help="recorded in the tombstones")
+    p.add_argument("--no-vacuum", action="store_true",
+                   help="skip rewriting the file (faster; freed pages are still zeroed)")
+    p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
 
     p = _sub(sub, "config", "print a ready-to-paste MCP configuration for a host", cmd_config,
              description=(

@@ -8,8 +8,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, WithJsonSchema
 
 __all__ = [
+    "AuditContract",
+    "AuditReport",
     "BriefRef",
     "CaptureStatus",
+    "Forgot",
     "GuardResult",
     "HistoryPage",
     "Hit",
@@ -146,4 +149,41 @@ class MilestoneMarked(BaseModel):
 class CaptureStatus(BaseModel):
     text: str
     status: dict[str, object]
+    trace: TraceOut
+
+
+class AuditContract(BaseModel):
+    name: str
+    description: str
+    passed: bool
+    checked: int = Field(description="Records this contract examined.")
+    violations: int
+    ids: list[int] = Field(description=(
+        "Violating turn (exchange) ids, first 100; run sequence numbers for "
+        "trace_retention."))
+    details: list[str] = Field(description="The first explanations, one per violation.")
+
+
+class AuditReport(BaseModel):
+    text: str
+    passed: bool = Field(description="True when every contract holds.")
+    scope: str
+    session_id: str | None
+    pages: int = Field(description="Bounded pages of evidence read.")
+    contracts: list[AuditContract]
+    trace: TraceOut
+
+
+class Forgot(BaseModel):
+    text: str
+    count: int = Field(description="Turns forgotten (each leaves a tombstone).")
+    ids: list[int] = Field(description="Their ids (first 1000).")
+    sessions: int
+    briefs_rebuilt: list[int]
+    briefs_removed: list[int]
+    milestones_removed: int
+    reindexed: int = Field(description="Later turns whose keyword entry was rebuilt.")
+    traces_purged: int
+    vacuumed: bool
+    log_emptied: bool
     trace: TraceOut

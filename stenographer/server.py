@@ -1,4 +1,4 @@
-"""The MCP server: six tools, three resources, stdio by default.
+"""The MCP server: eight tools, three resources, stdio by default.
 
 Each tool is thin: its typed signature is the input schema, its docstring the
 description; it runs one named graph and returns the result with the stage trace.
@@ -7,6 +7,7 @@ description; it runs one named graph and returns the result with the stage trace
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from stenographer.models import (
+    AuditReport,
     CaptureStatus,
+    Forgot,
     GuardResult,
     HistoryPage,
     Ingested,
@@ -61,6 +64,12 @@ class AppLoader:
             self._app = open_app()
         except BaseException as ex:  # reported to every caller, never swallowed
             self._error = ex
+        else:
+            try:  # finish a compression that a crash interrupted; never fatal
+                self._app.finish_compression()
+            except Exception as ex:
+                print(f"omega-stenographer: unfinished compression not completed: {ex}",
+                      file=sys.stderr)
         finally:
             self._ready.set()
 
@@ -284,6 +293,70 @@ async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, C
     out, trace = await _run(ctx, "status", {})
     return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
                                               trace=Trace(**trace)))
+
+
+@mcp.tool(name="stenographer_audit", annotations=READ)
+async def audit(
+    ctx: Context[AppLoader],
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Audit this session only; omit to audit the whole store."))] = None,
+) -> Annotated[CallToolResult, AuditReport]:
+    """Check that the store keeps its promises (the contract audit): turn content
+    matches its hash; the provenance hash chain of every session is unbroken (through
+    the tombstones of forgotten turns); every brief's source turns exist and match the
+    hashes it recorded; every compressed turn is in exactly one brief; no session is
+    left with a full batch of uncompressed turns; the keyword and vector indexes hold
+    exactly the stored turns; milestones point at existing turns; stage traces are
+    within retention. Reads the store in bounded pages (any size). Read-only.
+
+    Returns one line per contract (pass/fail, counts, violating ids); the structured
+    result lists per contract the first 100 ids and a few explanations. Errors: an
+    unknown session_id.
+    """
+    out, trace = await _run(ctx, "contract_audit", {"session_id": session_id}, inline=False)
+    report = out["report"]
+    return _result(report["text"], AuditReport(**report, trace=Trace(**trace)))
+
+
+@mcp.tool(name="stenographer_forget", annotations=ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+    open_world_hint=False))
+async def forget(
+    ctx: Context[AppLoader],
+    confirm: Annotated[bool, Field(description=(
+        "Must be true: forgetting deletes turns for good and cannot be undone."))] = False,
+    exchange_ids: Annotated[list[int] | None, Field(max_length=10_000, description=(
+        "Forget these turns (#ids from ingest replies or search hits)."))] = None,
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Forget the turns of this session (alone: the whole session)."))] = None,
+    since: Annotated[str | None, Field(description=(
+        "Forget turns recorded at or after this ISO 8601 time."))] = None,
+    until: Annotated[str | None, Field(description=(
+        "Forget turns recorded before this ISO 8601 time."))] = None,
+    text: Annotated[str | None, Field(max_length=10_000, description=(
+        "Forget every turn whose content contains this literal text (case-sensitive, "
+        "at least 4 characters), e.g. a leaked secret. Milestone labels and stored stage "
+        "traces that contain it are deleted too."))] = None,
+    reason: Annotated[str | None, Field(max_length=500, description=(
+        "Why (recorded in the tombstones); default 'forgotten on request'."))] = None,
+) -> Annotated[CallToolResult, Forgot]:
+    """Delete turns for good: DESTRUCTIVE, requires confirm=true. Select by exchange_ids,
+    session_id, a since/until time range and/or a literal text; every given filter must
+    match. The turns leave the store and the keyword and vector indexes; the briefs that
+    cited them are rebuilt from their remaining sources (removed when none remain); a
+    tombstone per turn records its id, hashes, time and reason, never its content, so
+    the provenance chain and the audit stay whole. The file is then rewritten (VACUUM)
+    so that the text is not recoverable from it. The forgotten text is never echoed.
+
+    Returns `Forgot N turn(s) ...` or `Nothing forgotten: ...`; the structured result
+    lists ids (first 1000), rebuilt and removed briefs. Takes seconds on a large store
+    (the rewrite). Errors: confirm missing, no filter, an unknown session, a bad time.
+    """
+    out, trace = await _run(ctx, "forget", {
+        "confirm": confirm, "exchange_ids": exchange_ids, "session_id": session_id,
+        "since": since, "until": until, "text": text, "reason": reason}, inline=False)
+    reply = out["reply"]
+    return _result(reply["text"], Forgot(**reply, trace=Trace(**trace)))
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",

@@ -99,6 +99,14 @@ class Store:
             conn.execute("COMMIT")
 
     @contextmanager
+    def exclusive(self) -> Iterator[apsw.Connection]:
+        """This thread's connection with the process's write lock held and no
+        transaction open: for statements that cannot run in one (VACUUM, checkpoints)."""
+        conn = self.connection()
+        with self._write_lock:
+            yield conn
+
+    @contextmanager
     def read(self) -> Iterator[apsw.Connection]:
         """A consistent snapshot for several reads."""
         conn = self.connection()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from store.provenance import chain_hash, session_head
 from store.sql import Row, all_rows, first, one
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "Recorded",
     "brief_ids",
     "count_live",
+    "exchange_from_row",
     "exchanges_by_ids",
     "live_turns",
     "recent_turns",
@@ -63,14 +65,15 @@ class Exchange:
 
 
 UPSERT_SESSION = """
-INSERT INTO sessions(name, created_at, last_at, turns) VALUES (?1, ?2, ?2, 1)
-ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1
+INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?2, ?2, 1, ?3)
+ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1,
+  chain_head = excluded.chain_head
 RETURNING id"""
 FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
 INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
-                      source_key, trace_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
+                      source_key, trace_id, chain_hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
 INSERT_FTS = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 INSERT_VECTOR = (
@@ -100,7 +103,8 @@ def encode_signals(decisions: Sequence[str], blockers: Sequence[str]) -> str | N
     return json.dumps({"d": list(decisions), "b": list(blockers)}, ensure_ascii=False)
 
 
-def _row(row: Row) -> Exchange:
+def exchange_from_row(row: Row) -> Exchange:
+    """An ``Exchange`` from a row of ``SELECT_EXCHANGE``."""
     signals = json.loads(row[8]) if row[8] else {}
     return Exchange(
         id=row[0],
@@ -120,13 +124,17 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
-    exchange id comes back with ``duplicate=True``.
+    exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
+    session's head read here, inside the caller's write transaction.
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
             return Recorded(found[0], found[1], True, count_live(conn, found[1]))
-    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at))[0]
+    _, head = session_head(conn, turn.session)
+    linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
+                        turn.source_key, turn.trace_id)
+    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at, linked))[0]
     exchange_id: int = one(
         conn,
         INSERT_EXCHANGE,
@@ -139,6 +147,7 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
             encode_signals(turn.decisions, turn.blockers),
             turn.source_key,
             turn.trace_id,
+            linked,
         ),
     )[0]
     conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
@@ -160,12 +169,12 @@ def session_row_id(conn: apsw.Connection, session: str) -> int | None:
 
 def live_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The oldest ``limit`` uncompressed turns of a session, oldest first."""
-    return [_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
+    return [exchange_from_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
 
 
 def recent_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
     """The newest ``limit`` uncompressed turns of a session, oldest first."""
-    rows = [_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
+    rows = [exchange_from_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
     rows.reverse()
     return rows
 
@@ -175,7 +184,7 @@ def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exc
         return {}
     marks = ",".join("?" * len(ids))
     sql = SELECT_EXCHANGE + f" WHERE e.id IN ({marks})"
-    return {ex.id: ex for ex in (_row(r) for r in all_rows(conn, sql, ids))}
+    return {ex.id: ex for ex in (exchange_from_row(r) for r in all_rows(conn, sql, ids))}
 
 
 def brief_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, int | None]:

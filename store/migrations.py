@@ -198,11 +198,44 @@ def m004_provider_vectors(conn: apsw.Connection) -> None:
     )
 
 
+def m005_provenance_chain(conn: apsw.Connection) -> None:
+    """The provenance hash chain (store.provenance) and tombstones of forgotten turns.
+
+    Every turn gains ``chain_hash``, every session ``chain_head`` (its newest turn's
+    hash); turns already stored are chained in id order, page by page. ``forgotten``
+    keeps, per forgotten turn, its ids, hashes, time and reason (never its content), so
+    the chain and the audit stay whole after a deletion. ``brief_sources`` gains an
+    index by turn: the audit and forgetting look sources up by turn.
+    """
+    from store.provenance import backfill_chain
+
+    conn.execute(
+        """
+        ALTER TABLE exchanges ADD COLUMN chain_hash BLOB;
+        ALTER TABLE sessions ADD COLUMN chain_head BLOB;
+        CREATE INDEX brief_sources_by_exchange ON brief_sources(exchange_id);
+        CREATE TABLE forgotten(
+          exchange_id INTEGER PRIMARY KEY,
+          session_id INTEGER NOT NULL REFERENCES sessions(id),
+          forgotten_at REAL NOT NULL,
+          reason TEXT NOT NULL,
+          selector TEXT NOT NULL,
+          content_hash BLOB NOT NULL,
+          chain_hash BLOB NOT NULL,
+          brief_id INTEGER
+        );
+        CREATE INDEX forgotten_by_session ON forgotten(session_id, exchange_id);
+        """
+    )
+    backfill_chain(conn)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
     m003_compact_vectors,
     m004_provider_vectors,
+    m005_provenance_chain,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

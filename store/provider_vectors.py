@@ -25,6 +25,7 @@ __all__ = [
     "EMBED_CHARS",
     "PendingTurn",
     "ProviderCache",
+    "forget_provider_caches",
     "pending_turns",
     "provider_cache",
     "provider_through",
@@ -105,3 +106,11 @@ def provider_cache(store: Store, model: str) -> ProviderCache:
         if cache is None:
             cache = caches[model] = ProviderCache(model)
         return cache
+
+
+def forget_provider_caches(store: Store) -> None:
+    """Drop the in-memory copies of ``store``'s provider vectors (after deletions)."""
+    with _CACHES_LOCK:
+        caches = list(_CACHES.get(store, {}).values())
+    for cache in caches:
+        cache.forget()

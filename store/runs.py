@@ -12,7 +12,7 @@ import zstandard
 
 from store.sql import all_rows, first, one
 
-__all__ = ["PRUNE_EVERY", "TraceBuffer", "load_trace", "recent_runs", "save_trace"]
+__all__ = ["PRUNE_EVERY", "TraceBuffer", "decode_trace", "load_trace", "recent_runs", "save_trace"]
 
 PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
 
@@ -43,12 +43,15 @@ def save_trace(conn: apsw.Connection, trace: dict[str, Any], started_at: float,
         conn.execute(PRUNE_RUNS, (seq, retention))
 
 
+def decode_trace(blob: bytes) -> dict[str, Any]:
+    """A stored trace blob as the trace it holds."""
+    trace: dict[str, Any] = json.loads(_decompressor.decompress(bytes(blob)))
+    return trace
+
+
 def load_trace(conn: apsw.Connection, run_id: str) -> dict[str, Any] | None:
     row = first(conn, SELECT_TRACE, (run_id,))
-    if row is None:
-        return None
-    trace: dict[str, Any] = json.loads(_decompressor.decompress(bytes(row[0])))
-    return trace
+    return None if row is None else decode_trace(row[0])
 
 
 def recent_runs(conn: apsw.Connection, limit: int, graph: str | None = None

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodes.context import State, Writes
-from store.exchanges import live_turns
+from store.exchanges import Exchange, live_turns
 from store.milestones import milestone_ids
 
-__all__ = ["EXCERPT_CHARS", "compression_batch"]
+__all__ = ["EXCERPT_CHARS", "batch_records", "compression_batch"]
 
 EXCERPT_CHARS = 240  # what a brief may quote of one turn; the turn itself stays stored
+
+
+def batch_records(turns: Sequence[Exchange], labels: Mapping[int, str]
+                  ) -> list[dict[str, Any]]:
+    """What a brief is made from, per turn (also used to rebuild a brief after some of
+    its sources were forgotten)."""
+    return [
+        {
+            "id": t.id,
+            "hash": t.content_hash.hex(),
+            "role": t.role,
+            "created_at": t.created_at,
+            "excerpt": t.content[:EXCERPT_CHARS],
+            "decisions": t.decisions,
+            "blockers": t.blockers,
+            "milestone": labels.get(t.id),
+        }
+        for t in turns
+    ]
 
 
 def compression_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -21,18 +40,4 @@ def compression_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
         labels = milestone_ids(conn, [t.id for t in turns]) if len(turns) >= limit else {}
     if len(turns) < limit:
         return {"batch": []}
-    return {
-        "batch": [
-            {
-                "id": t.id,
-                "hash": t.content_hash.hex(),
-                "role": t.role,
-                "created_at": t.created_at,
-                "excerpt": t.content[:EXCERPT_CHARS],
-                "decisions": t.decisions,
-                "blockers": t.blockers,
-                "milestone": labels.get(t.id),
-            }
-            for t in turns
-        ]
-    }
+    return {"batch": batch_records(turns, labels)}

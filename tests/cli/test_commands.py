@@ -10,8 +10,9 @@ from stenographer.cli import build_parser
 from tests.cli.conftest import ALPHA, BETA, run_cli
 
 COMMANDS = ["serve", "inspect", "demo", "search", "brief", "guard", "sessions", "stats",
-            "trace", "status", "config", "doctor"]
-READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor"]
+            "trace", "status", "config", "doctor", "audit", "forget"]
+READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor",
+                 "audit"]
 
 
 def test_every_command_is_listed() -> None:

@@ -21,7 +21,9 @@ from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = [
+    "AUDIT",
     "COMPRESSED",
+    "FORGET",
     "GUARD",
     "INGEST",
     "INGEST_LINE",
@@ -50,7 +52,9 @@ GUARD = "stenographer_compact_guard"
 MILESTONE = "stenographer_mark_milestone"
 SEARCH = "stenographer_query_history"
 STATUS = "stenographer_capture_status"
-TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS)
+AUDIT = "stenographer_audit"
+FORGET = "stenographer_forget"
+TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS, AUDIT, FORGET)
 
 # The first line of an ingest reply (kept compatible with the original server).
 INGEST_LINE = re.compile(

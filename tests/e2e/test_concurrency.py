@@ -121,3 +121,14 @@ async def test_two_processes_ingest_into_one_session_at_once(tmp_path: Path):
         ) == len(every)
     finally:
         conn.close()
+    # The hash chain of the shared session was extended by both processes in turn: each
+    # link was made inside its write transaction, so the audit finds it unbroken.
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT))
+    try:
+        out, _ = app.run("contract_audit", {})
+    finally:
+        app.close()
+    assert out["report"]["passed"], out["report"]["text"]

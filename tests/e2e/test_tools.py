@@ -18,7 +18,9 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import Conn, memory_conn
 from tests.e2e.support import (
+    AUDIT,
     COMPRESSED,
+    FORGET,
     GUARD,
     INGEST,
     INGEST_LINE,
@@ -35,7 +37,7 @@ from tests.e2e.support import (
 
 pytestmark = pytest.mark.anyio
 
-READERS = {NOTES, GUARD, SEARCH, STATUS}
+READERS = {NOTES, GUARD, SEARCH, STATUS, AUDIT}
 ROLES = ("user", "assistant", "system", "tool")
 TURN_LIMIT = 8  # STENO_TURN_LIMIT default
 INGEST_NODES = ["validate", "signals", "vector", "store", "reply"]
@@ -68,7 +70,7 @@ def brief_headers(markdown: str) -> dict[int, tuple[str, list[int]]]:
 
 # --- discovery ------------------------------------------------------------------------------
 
-async def test_lists_six_tools_each_described_annotated_and_with_output_schema(conn: Conn):
+async def test_lists_every_tool_described_annotated_and_with_output_schema(conn: Conn):
     tools = {t.name: t for t in (await conn.client.list_tools()).tools}
     assert set(tools) == set(TOOLS)
     for name, tool in tools.items():
@@ -77,7 +79,7 @@ async def test_lists_six_tools_each_described_annotated_and_with_output_schema(c
         assert ann is not None, name
         assert ann.open_world_hint is False, name
         assert ann.read_only_hint is (name in READERS), name
-        assert ann.destructive_hint is False, name
+        assert ann.destructive_hint is (name == FORGET), name
         schema = tool.output_schema
         assert schema and schema["type"] == "object", name
         assert "trace" in schema["properties"] and "trace" in schema["required"], name

@@ -149,6 +149,9 @@ RUNS: dict[str, Case] = {
     "inspect_runs": lambda g, c, s: {"request": {"limit": 5, "all_graphs": True}},
     "sessions": lambda g, c, s: {"request": {}},
     "stats": lambda g, c, s: {"request": {}},
+    "contract_audit": lambda g, c, s: {"request": {}},
+    "forget": lambda g, c, s: {"request": {"exchange_ids": [s["ids"][1]], "confirm": True,
+                                           "reason": "test"}},
 }
 
 def expect(name: str, out: dict[str, Any]) -> None:
@@ -183,6 +186,12 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "stats":
         assert out["stats"]["schema"]["current"] is True
         assert out["stats"]["counts"]["exchanges"] == 4 + TURN_LIMIT
+    elif name == "contract_audit":  # session c holds TURN_LIMIT uncompressed turns
+        failed = {c["name"]: c for c in out["report"]["contracts"] if not c["passed"]}
+        assert set(failed) == {"compression_current"}
+        assert len(failed["compression_current"]["ids"]) == TURN_LIMIT
+    elif name == "forget":
+        assert out["reply"]["count"] == 1 and out["reply"]["briefs_rebuilt"] == [1]
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 

@@ -1,0 +1,23 @@
+"""forget: delete turns by ids, session, time range and/or literal text, for good.
+
+validate (confirm=true required) → resolve the session → forget in one transaction
+(tombstones; turns out of the store and both indexes; affected briefs rebuilt from their
+remaining sources; neighbours re-indexed; traces mentioning the text deleted) → scrub
+the file (index merge, VACUUM, checkpoint) → reply.
+"""
+
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+DEFINITION = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "forget",
+    "channels": channels("request", "forget", "forgotten", "scrubbed", "reply"),
+    "nodes": {
+        "validate": {"type": "checked_forget"},
+        "scope": {"type": "forget_scope"},
+        "forget": {"type": "forgotten_turns"},
+        "scrub": {"type": "scrubbed_store"},
+        "reply": {"type": "forget_reply"},
+    },
+    "edges": chain(START, "validate", "scope", "forget", "scrub", "reply", END),
+}

@@ -1,0 +1,68 @@
+"""Nodes: the audit's scope, then its evidence one bounded page at a time.
+
+The audit reads the store in passes (``PASSES``), each a sequence of pages of at most
+``batch`` records (node config, default ``AUDIT_BATCH``). ``position`` says which pass
+and where in it; the graph loops ``evidence → check`` until no position is left, so a
+store of any size is audited in constant memory. Each page is read in its own snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from store.audit import (
+    brief_page,
+    compression_page,
+    index_page,
+    milestone_page,
+    run_page,
+    turn_page,
+)
+from store.errors import NotFound
+from store.exchanges import session_row_id
+
+__all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
+
+AUDIT_BATCH = 5_000
+PASSES = ("turns", "briefs", "indexes", "milestones", "compression", "runs")
+
+
+def audit_scope(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The session's row id (an unknown session is an error, not a clean audit)."""
+    audit = dict(state.get("audit"))
+    row = None
+    if audit["session"] is not None:
+        with state.ctx.store.read() as conn:
+            row = session_row_id(conn, audit["session"])
+        if row is None:
+            raise NotFound(f"session {audit['session']!r} is not in the store")
+    settings = state.ctx.settings
+    audit.update(session_row=row, turn_limit=settings.turn_limit,
+                 retention=settings.trace_retention)
+    return {"audit": audit, "position": {"pass": PASSES[0], "after": None}, "pages": 0}
+
+
+def audit_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
+    audit, position = state.get("audit"), state.get("position")
+    name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
+                                                                          AUDIT_BATCH))
+    session_row = audit["session_row"]
+    with state.ctx.store.read() as conn:
+        if name == "turns":
+            records, cursor = turn_page(conn, after, limit, session_row)
+        elif name == "briefs":
+            records, cursor = brief_page(conn, after, limit, session_row)
+        elif name == "indexes":
+            records, cursor = index_page(conn, after, limit, session_row)
+        elif name == "milestones":
+            records, cursor = milestone_page(conn, after, limit, session_row)
+        elif name == "compression":
+            records, cursor = compression_page(conn, after, limit, session_row,
+                                               audit["turn_limit"])
+        else:
+            records, cursor = run_page(conn, audit["retention"])
+    return {"batch": {"pass": name, "records": records, "first": after is None,
+                      "next": cursor},
+            "pages": (state.get("pages") or 0) + 1}

@@ -1,0 +1,41 @@
+"""Node: the audit report: per contract pass/fail, counts and the violating ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.audit_contracts import CONTRACTS, empty_findings
+
+__all__ = ["audit_report"]
+
+
+def audit_report(state: State, cfg: Mapping[str, Any]) -> Writes:
+    audit, findings = state.get("audit"), state.get("findings") or empty_findings()
+    contracts = [
+        {"name": name, "description": description,
+         "passed": findings[name]["violations"] == 0, **findings[name]}
+        for name, description in CONTRACTS.items()
+    ]
+    passed = all(c["passed"] for c in contracts)
+    scope = "whole store" if audit["session"] is None else f"session {audit['session']!r}"
+    failed = [c for c in contracts if not c["passed"]]
+    lines = [
+        f"Audit of the {scope}: " + (
+            f"all {len(contracts)} contracts hold" if passed
+            else f"{len(failed)} of {len(contracts)} contracts violated"),
+    ]
+    for c in contracts:
+        mark = "ok  " if c["passed"] else "FAIL"
+        line = f"{mark} {c['name']}: {c['checked']:,} checked"
+        if not c["passed"]:
+            shown = ", ".join(f"#{i}" for i in c["ids"][:20])
+            more = "…" if len(c["ids"]) > 20 or c["violations"] > len(c["ids"]) else ""
+            line += f", {c['violations']:,} violation(s)" + (f": {shown}{more}" if shown
+                                                             else "")
+        lines.append(line)
+        lines.extend(f"     {d}" for d in c["details"][:3] if not c["passed"])
+    return {"report": {"passed": passed, "scope": scope, "session_id": audit["session"],
+                       "pages": state.get("pages") or 0, "contracts": contracts,
+                       "text": "\n".join(lines)}}

@@ -1,0 +1,42 @@
+"""Node: the reply of a forget run (counts and ids; never the forgotten text)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+
+__all__ = ["forget_reply"]
+
+
+def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+    gone, scrubbed = state.get("forgotten"), state.get("scrubbed")
+    count = gone["count"]
+    if not count:
+        text = "Nothing forgotten: no stored turn matches"
+        if gone["milestones_removed"]:
+            text += f" (removed {gone['milestones_removed']} milestone label(s) holding the text)"
+    else:
+        shown = ", ".join(f"#{i}" for i in gone["ids"][:20])
+        text = (f"Forgot {count} turn(s) in {gone['sessions']} session(s): {shown}"
+                + ("…" if count > 20 else ""))
+        parts = []
+        if gone["briefs_rebuilt"]:
+            parts.append("briefs rebuilt " + ", ".join(map(str, gone["briefs_rebuilt"])))
+        if gone["briefs_removed"]:
+            parts.append("briefs removed " + ", ".join(map(str, gone["briefs_removed"])))
+        if gone["milestones_removed"]:
+            parts.append(f"{gone['milestones_removed']} milestone(s) removed")
+        if gone["traces_purged"]:
+            parts.append(f"{gone['traces_purged']} stage trace(s) that mentioned it deleted")
+        parts.append("tombstones record their ids and hashes")
+        if scrubbed["vacuumed"]:
+            parts.append("file rewritten (VACUUM)" + (
+                "" if scrubbed["log_emptied"] else "; the write-ahead log is held by another "
+                "reader and is emptied at its next checkpoint"))
+        else:
+            parts.append("file not rewritten (vacuum=false): freed pages are zeroed, the "
+                         "write-ahead log keeps old pages until its next checkpoint")
+        text += " | " + "; ".join(parts)
+    return {"reply": {"text": text, **gone, **scrubbed}}

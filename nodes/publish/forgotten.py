@@ -1,0 +1,103 @@
+"""Nodes: forget the selected turns (one write transaction), then scrub the file.
+
+In the transaction: tombstones, deletion from the store and both indexes, the briefs
+that cited a forgotten turn rebuilt from their remaining sources (or removed when none
+remain), the keyword entries of the next turns (which borrowed its words) rebuilt, and,
+when forgetting a literal text, the stored stage traces that mention it (a search for
+it, say) deleted. ``secure_delete`` zeroes the freed bytes; ``scrubbed_store`` then
+merges the keyword index and rewrites the file (VACUUM, checkpoint).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import apsw
+
+from nodes.context import State, Writes
+from nodes.extract.brief import brief_text
+from nodes.extract.search_fields import CONTEXT_TURNS
+from nodes.extract.terms import context_terms
+from nodes.load_evidence.compression import batch_records
+from store.forget import (
+    Forgotten,
+    Selection,
+    brief_sources_of,
+    delete_brief,
+    drop_caches,
+    following_turns,
+    forget_turns,
+    preceding_contents,
+    purge_traces,
+    reindex_turn,
+    rewrite_brief,
+    scrub,
+)
+from store.milestones import milestone_ids
+from store.neighbours import NEIGHBOUR_CHARS
+from store.search import dated_terms
+
+__all__ = ["MAX_LISTED", "forgotten_turns", "scrubbed_store"]
+
+MAX_LISTED = 1_000  # forgotten ids listed in the reply (all are counted and tombstoned)
+
+
+def _rebuild_briefs(conn: apsw.Connection, briefs: list[int]) -> tuple[list[int], list[int]]:
+    rebuilt, removed = [], []
+    for brief_id in briefs:
+        turns = brief_sources_of(conn, brief_id)
+        if not turns:
+            delete_brief(conn, brief_id)
+            removed.append(brief_id)
+            continue
+        labels = milestone_ids(conn, [t.id for t in turns])
+        tier, body = brief_text(batch_records(turns, labels))
+        rewrite_brief(conn, brief_id, tier, body, [t.id for t in turns])
+        rebuilt.append(brief_id)
+    return rebuilt, removed
+
+
+def _reindex_followers(conn: apsw.Connection, gone: Forgotten) -> int:
+    followers: set[int] = set()
+    for exchange_id, session_id in gone.turns:
+        followers.update(following_turns(conn, session_id, exchange_id, CONTEXT_TURNS))
+    for exchange_id in sorted(followers):
+        (session_id, created_at, content), before = preceding_contents(
+            conn, exchange_id, CONTEXT_TURNS, NEIGHBOUR_CHARS)
+        reindex_turn(conn, exchange_id, session_id, content,
+                     context_terms(content, before), dated_terms(created_at))
+    return len(followers)
+
+
+def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+    forget = state.get("forget")
+    selection = Selection(ids=tuple(forget["ids"]), session_id=forget["session_row"],
+                          since=forget["since"], until=forget["until"], text=forget["text"])
+    store = state.ctx.store
+    store.traces.flush()  # traces still in memory may mention the text: store them first
+    conn = store.connection()
+    conn.execute("PRAGMA secure_delete=ON")  # zero every freed byte, not only the cheap ones
+    try:
+        with store.write() as conn:
+            gone = forget_turns(conn, selection, forget["reason"], time.time())
+            rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
+            reindexed = _reindex_followers(conn, gone)
+            purged = purge_traces(conn, forget["text"]) if forget["text"] else 0
+    finally:
+        conn.execute("PRAGMA secure_delete=FAST")
+    drop_caches(store)
+    ids = [i for i, _ in gone.turns]
+    return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
+                          "sessions": len(gone.sessions), "briefs_rebuilt": rebuilt,
+                          "briefs_removed": removed, "milestones_removed": gone.milestones,
+                          "reindexed": reindexed, "traces_purged": purged}}
+
+
+def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Rewrite the file when something was forgotten (and the caller did not opt out)."""
+    if not state.get("forgotten")["count"] or not state.get("forget")["vacuum"]:
+        return {"scrubbed": {"vacuumed": False, "log_emptied": False}}
+    emptied = scrub(state.ctx.store)
+    return {"scrubbed": {"vacuumed": True, "log_emptied": emptied}}

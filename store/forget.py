@@ -1,0 +1,238 @@
+"""Forgetting: turns leave the store and both indexes, tombstones keep their hashes.
+
+Everything a forgotten turn left behind is removed in the caller's write transaction:
+its row, keyword and vector index entries, provider vectors (cascade), milestone and
+brief source rows. The briefs that cited it are rewritten by the caller from their
+remaining sources (``brief_sources_of``, ``rewrite_brief``, ``delete_brief``), and the
+keyword entries of the turns right after it, which borrowed its words, are rebuilt
+(``reindex_turn``). ``scrub`` then rewrites the file so that no page still holds the
+text: index merge, ``VACUUM``, WAL checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from store.db import Store
+from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, scope_token
+from store.provider_vectors import forget_provider_caches
+from store.runs import decode_trace
+from store.sql import Row, all_rows, first
+
+__all__ = [
+    "Forgotten",
+    "Selection",
+    "brief_sources_of",
+    "delete_brief",
+    "drop_caches",
+    "following_turns",
+    "forget_turns",
+    "matching_sql",
+    "preceding_contents",
+    "purge_traces",
+    "reindex_turn",
+    "rewrite_brief",
+    "scrub",
+]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which turns to forget: every given filter must hold (at least one is given)."""
+
+    ids: tuple[int, ...] = ()
+    session_id: int | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str | None = None
+
+    @property
+    def selector(self) -> str:
+        """What kind of selection it was (recorded in tombstones; never the text)."""
+        kinds = [name for name, used in (("ids", self.ids), ("session", self.session_id),
+                                         ("range", self.since is not None
+                                          or self.until is not None),
+                                         ("text", self.text)) if used]
+        return "+".join(kinds)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    turns: list[tuple[int, int]]  # (exchange id, session id), by id
+    sessions: list[int]
+    briefs: list[int]  # briefs that cited a forgotten turn
+    milestones: int  # milestones removed (of forgotten turns, or whose label held the text)
+
+
+def matching_sql(sel: Selection) -> tuple[str, list[Any]]:
+    """The statement that lists the selected turns, and its parameters."""
+    where, params = [], []  # type: list[str], list[Any]
+    if sel.ids:
+        where.append(f"e.id IN ({','.join('?' * len(sel.ids))})")
+        params.extend(sel.ids)
+    if sel.session_id is not None:
+        where.append("e.session_id = ?")
+        params.append(sel.session_id)
+    if sel.since is not None:
+        where.append("e.created_at >= ?")
+        params.append(sel.since)
+    if sel.until is not None:
+        where.append("e.created_at < ?")
+        params.append(sel.until)
+    if sel.text is not None:
+        where.append("instr(e.content, ?) > 0")
+        params.append(sel.text)
+    if not where:
+        raise ValueError("a selection needs at least one filter")
+    sql = ("SELECT e.id, e.session_id, e.content_hash, e.chain_hash, e.brief_id "
+           f"FROM exchanges e WHERE {' AND '.join(where)} ORDER BY e.id")
+    return sql, params
+
+
+INSERT_TOMBSTONE = """
+INSERT INTO forgotten(exchange_id, session_id, forgotten_at, reason, selector, content_hash,
+                      chain_hash, brief_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+DELETE_FTS = "DELETE FROM exchanges_fts WHERE rowid = ?"
+DELETE_VECTOR = "DELETE FROM exchange_vectors WHERE rowid = ?"
+DELETE_MILESTONE = "DELETE FROM milestones WHERE exchange_id = ?"
+DELETE_LABELLED = "DELETE FROM milestones WHERE instr(label, ?) > 0"
+DELETE_SOURCE = "DELETE FROM brief_sources WHERE exchange_id = ?"
+DELETE_EXCHANGE = "DELETE FROM exchanges WHERE id = ?"
+UPDATE_SESSION_TURNS = "UPDATE sessions SET turns = max(turns - ?, 0) WHERE id = ?"
+
+
+def forget_turns(conn: apsw.Connection, sel: Selection, reason: str, now: float) -> Forgotten:
+    """Delete the selected turns and leave a tombstone for each. Call inside a write."""
+    sql, params = matching_sql(sel)
+    rows = all_rows(conn, sql, params)
+    per_session: dict[int, int] = {}
+    briefs: set[int] = set()
+    milestones = 0
+    for exchange_id, session_id, content_hash, chain, brief_id in rows:
+        conn.execute(INSERT_TOMBSTONE, (exchange_id, session_id, now, reason, sel.selector,
+                                        content_hash, chain, brief_id))
+        conn.execute(DELETE_FTS, (exchange_id,))
+        conn.execute(DELETE_VECTOR, (exchange_id,))
+        conn.execute(DELETE_MILESTONE, (exchange_id,))
+        milestones += conn.changes()
+        conn.execute(DELETE_SOURCE, (exchange_id,))
+        conn.execute(DELETE_EXCHANGE, (exchange_id,))
+        per_session[session_id] = per_session.get(session_id, 0) + 1
+        if brief_id is not None:
+            briefs.add(int(brief_id))
+    for session_id, count in per_session.items():
+        conn.execute(UPDATE_SESSION_TURNS, (count, session_id))
+    if sel.text is not None:
+        conn.execute(DELETE_LABELLED, (sel.text,))
+        milestones += conn.changes()
+    return Forgotten([(int(r[0]), int(r[1])) for r in rows], sorted(per_session),
+                     sorted(briefs), milestones)
+
+
+SELECT_BRIEF_SOURCE_TURNS = SELECT_EXCHANGE + """
+JOIN brief_sources b ON b.exchange_id = e.id WHERE b.brief_id = ? ORDER BY e.id"""
+UPDATE_BRIEF = """
+UPDATE briefs SET tier = ?, body = ?, first_exchange_id = ?, last_exchange_id = ?, turns = ?
+WHERE id = ?"""
+DELETE_BRIEF = "DELETE FROM briefs WHERE id = ?"
+
+
+def brief_sources_of(conn: apsw.Connection, brief_id: int) -> list[Exchange]:
+    """The brief's remaining source turns, oldest first."""
+    return [exchange_from_row(r) for r in all_rows(conn, SELECT_BRIEF_SOURCE_TURNS,
+                                                   (brief_id,))]
+
+
+def rewrite_brief(conn: apsw.Connection, brief_id: int, tier: str, body: str,
+                  ids: Sequence[int]) -> None:
+    conn.execute(UPDATE_BRIEF, (tier, body, ids[0], ids[-1], len(ids), brief_id))
+
+
+def delete_brief(conn: apsw.Connection, brief_id: int) -> None:
+    """A brief none of whose sources remain."""
+    conn.execute(DELETE_BRIEF, (brief_id,))
+
+
+SELECT_FOLLOWING = """
+SELECT id FROM exchanges WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"""
+SELECT_PRECEDING = """
+SELECT substr(content, 1, ?3) FROM exchanges WHERE session_id = ?1 AND id < ?2
+ORDER BY id DESC LIMIT ?4"""
+SELECT_TURN = "SELECT session_id, created_at, content FROM exchanges WHERE id = ?"
+INSERT_FTS = """
+INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
+
+
+def following_turns(conn: apsw.Connection, session_id: int, after: int, count: int
+                    ) -> list[int]:
+    """The ``count`` stored turns after ``after`` in the session."""
+    return [int(r[0]) for r in all_rows(conn, SELECT_FOLLOWING, (session_id, after, count))]
+
+
+def preceding_contents(conn: apsw.Connection, exchange_id: int, count: int, chars: int
+                       ) -> tuple[Row, list[str]]:
+    """A stored turn ``(session, created_at, content)`` and the heads of the ``count``
+    turns before it in its session, nearest first."""
+    turn = first(conn, SELECT_TURN, (exchange_id,))
+    assert turn is not None, exchange_id
+    before = [str(r[0]) for r in all_rows(conn, SELECT_PRECEDING,
+                                          (turn[0], exchange_id, chars, count))]
+    return turn, before
+
+
+def reindex_turn(conn: apsw.Connection, exchange_id: int, session_id: int, content: str,
+                 context: str, dated: str) -> None:
+    """Replace a turn's keyword index entry (its borrowed context words changed)."""
+    conn.execute(DELETE_FTS, (exchange_id,))
+    conn.execute(INSERT_FTS, (exchange_id, content, context, dated, scope_token(session_id)))
+
+
+SELECT_RUN_PAGE = "SELECT seq, trace FROM runs WHERE seq > ? ORDER BY seq LIMIT ?"
+DELETE_RUN = "DELETE FROM runs WHERE seq = ?"
+_RUN_PAGE = 200
+
+
+def purge_traces(conn: apsw.Connection, text: str) -> int:
+    """Delete the stored stage traces that mention ``text`` (e.g. a search for it).
+    Call inside a write; reads a page of traces at a time."""
+    after, purged = 0, 0
+    while True:
+        page = all_rows(conn, SELECT_RUN_PAGE, (after, _RUN_PAGE))
+        for seq, blob in page:
+            if text in json.dumps(decode_trace(blob), ensure_ascii=False):
+                conn.execute(DELETE_RUN, (seq,))
+                purged += 1
+        if len(page) < _RUN_PAGE:
+            return purged
+        after = page[-1][0]
+
+
+OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
+
+
+def drop_caches(store: Store) -> None:
+    """Forget this process's in-memory vector copies (they still hold deleted turns)."""
+    store.vectors.forget()
+    forget_provider_caches(store)
+
+
+def scrub(store: Store) -> bool:
+    """Rewrite the file without the deleted pages; True when the write-ahead log was
+    emptied too (a reader in another process can hold it until it finishes).
+
+    The keyword index keeps deleted entries until its segments merge ('optimize');
+    ``VACUUM`` rebuilds the file from live rows only; the TRUNCATE checkpoint copies
+    it back and empties the log, which still held the old pages.
+    """
+    with store.write() as conn:
+        conn.execute(OPTIMIZE_FTS)
+    with store.exclusive() as conn:
+        conn.execute("VACUUM")
+        row = first(conn, "PRAGMA wal_checkpoint(TRUNCATE)")
+    return row is not None and row[0] == 0

@@ -1,0 +1,232 @@
+"""The contract audit on real store files: an untouched store passes; each tampering
+done by raw SQL from another connection is named by exactly its contract and ids; a
+store of the previous schema is chained by the migration and passes; small pages give
+the same verdict as one big page."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+import sqlite_vec
+
+from graphs.contract_audit import DEFINITION
+from stenographer.app import App, open_app
+from stenographer.settings import Settings
+from store.errors import NotFound
+from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
+from store.provenance import GENESIS, chain_hash
+
+TURN_LIMIT = 4
+
+
+def ingest(app: App, session: str, content: str) -> int:
+    out, _ = app.run("ingest", {"role": "user", "content": content, "session_id": session})
+    return int(out["reply"]["exchange_id"])
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    """Two interleaved sessions: `a` with 10 turns (2 briefs), `b` with 6 (1 brief)."""
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT))
+    for i in range(10):
+        ingest(app, "a", f"Decision: step {i} of plan alpha." if i % 3 == 0 else f"a note {i}")
+        if i < 6:
+            ingest(app, "b", f"b note {i} about the parser")
+    app.run("milestone", {"session_id": "a", "exchange_id": 1, "label": "kick-off"})
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def audit(app: App, **request: Any) -> dict[str, Any]:
+    out, _ = app.run("contract_audit", request)
+    report: dict[str, Any] = out["report"]
+    return report
+
+
+def failures(report: dict[str, Any]) -> dict[str, list[int]]:
+    return {c["name"]: sorted(c["ids"]) for c in report["contracts"] if not c["passed"]}
+
+
+def raw(app: App) -> apsw.Connection:
+    """Another connection to the same file, as a tamperer would open it."""
+    conn = apsw.Connection(str(app.store.path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    return conn
+
+
+def turns_of(app: App, session: str) -> list[tuple[int, int | None]]:
+    return [(r[0], r[1]) for r in app.store.connection().execute(
+        "SELECT e.id, e.brief_id FROM exchanges e JOIN sessions s ON s.id = e.session_id "
+        "WHERE s.name = ? ORDER BY e.id", (session,))]
+
+
+def test_an_untouched_store_passes_every_contract(app: App):
+    report = audit(app)
+    assert report["passed"] and failures(report) == {}
+    checked = {c["name"]: c["checked"] for c in report["contracts"]}
+    assert checked["turn_hashes"] == 16 and checked["keyword_index"] == 16
+    assert checked["brief_sources"] == 12 and checked["milestones"] == 1
+    assert "all 9 contracts hold" in report["text"]
+    scoped = audit(app, session_id="b")
+    assert scoped["passed"] and scoped["contracts"][0]["checked"] == 6
+
+
+def test_editing_a_turns_text_is_named_by_turn_hashes(app: App):
+    target = turns_of(app, "a")[5][0]
+    raw(app).execute("UPDATE exchanges SET content = 'nothing happened' WHERE id = ?",
+                     (target,))
+    report = audit(app)
+    assert failures(report) == {"turn_hashes": [target]}
+    assert f"#{target}" in report["text"]
+
+
+def test_editing_a_turns_metadata_breaks_its_chain_link(app: App):
+    target = turns_of(app, "b")[2][0]
+    raw(app).execute("UPDATE exchanges SET role = 'assistant' WHERE id = ?", (target,))
+    assert failures(audit(app)) == {"hash_chain": [target]}
+
+
+def test_deleting_a_source_turn_is_named_with_its_id(app: App):
+    turns = turns_of(app, "a")
+    target, brief = turns[2]
+    assert brief is not None
+    raw(app).execute("DELETE FROM exchanges WHERE id = ?", (target,))
+    assert failures(audit(app)) == {
+        "brief_sources": [target],  # the brief cites a turn that is gone
+        "hash_chain": [turns[3][0]],  # the next turn no longer links
+        "keyword_index": [target],  # index rows without their turn
+        "vector_index": [target],
+    }
+
+
+def test_deleting_the_newest_turn_is_caught_by_the_session_head(app: App):
+    turns = turns_of(app, "b")
+    conn = raw(app)
+    conn.execute("DELETE FROM exchanges WHERE id = ?", (turns[-1][0],))
+    conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (turns[-1][0],))
+    conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (turns[-1][0],))
+    assert failures(audit(app)) == {"hash_chain": [turns[-2][0]]}
+
+
+def test_duplicating_a_brief_source_is_named_by_compressed_once(app: App):
+    turns = turns_of(app, "a")
+    target, brief = turns[1]
+    other = turns[5][1]
+    assert brief is not None and other is not None and other != brief
+    raw(app).execute("INSERT INTO brief_sources(brief_id, exchange_id, content_hash) "
+                     "SELECT ?, id, content_hash FROM exchanges WHERE id = ?", (other, target))
+    report = audit(app)
+    assert failures(report) == {"compressed_once": [target]}
+    assert any("is a source of 2 brief(s)" in d for c in report["contracts"]
+               for d in c["details"])
+
+
+def test_dropping_a_keyword_row_is_named_by_keyword_index(app: App):
+    target = turns_of(app, "b")[4][0]
+    raw(app).execute("DELETE FROM exchanges_fts WHERE rowid = ?", (target,))
+    report = audit(app)
+    assert failures(report) == {"keyword_index": [target]}
+    assert failures(audit(app, session_id="b")) == {"keyword_index": [target]}
+    assert failures(audit(app, session_id="a")) == {}
+
+
+def test_dropping_a_vector_and_a_dangling_milestone(app: App):
+    a, b = turns_of(app, "a"), turns_of(app, "b")
+    conn = raw(app)
+    conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (a[7][0],))
+    conn.execute("UPDATE milestones SET session_id = (SELECT id FROM sessions WHERE name = 'b')")
+    assert failures(audit(app)) == {"vector_index": [a[7][0]], "milestones": [a[0][0]]}
+    assert b  # session b is untouched
+
+
+def test_a_full_batch_left_uncompressed_is_named(app: App):
+    """What a crash between an ingest and its compression leaves, until a server starts."""
+    patient = open_app(Settings(data_dir=app.settings.data_dir, turn_limit=1_000))
+    try:
+        ids = [ingest(patient, "c", f"pending {i}") for i in range(TURN_LIMIT)]
+    finally:
+        patient.close()
+    assert failures(audit(app)) == {"compression_current": ids}
+    assert app.finish_compression() != []
+    assert audit(app)["passed"]
+
+
+def test_an_unknown_session_is_an_error(app: App):
+    with pytest.raises(NotFound, match="not in the store"):
+        audit(app, session_id="nope")
+
+
+def test_small_pages_give_the_same_report(app: App):
+    """Cursors between pages lose and repeat nothing: a 3-record page size over a tampered
+    store names the same violations as the default."""
+    conn = raw(app)
+    a = turns_of(app, "a")
+    conn.execute("UPDATE exchanges SET content = 'x' WHERE id = ?", (a[8][0],))
+    conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (a[0][0],))
+    small = copy.deepcopy(DEFINITION)
+    small["nodes"]["evidence"]["batch"] = 3
+    app.graphs.compile(small, app.graphs.max_steps["contract_audit"])
+    try:
+        paged = audit(app)
+    finally:
+        app.graphs.compile(DEFINITION, app.graphs.max_steps["contract_audit"])
+    whole = audit(app)
+    assert paged["pages"] > 3 * whole["pages"]
+    strip = [{k: v for k, v in c.items()} for c in whole["contracts"]]
+    assert [{k: v for k, v in c.items()} for c in paged["contracts"]] == strip
+    assert failures(whole) == {"turn_hashes": [a[8][0]], "keyword_index": [a[0][0]]}
+
+
+def test_a_previous_schema_store_is_chained_by_the_migration(tmp_path: Path):
+    """Schema 4 had no chain: migration 5 chains the stored turns in session order, and
+    the audit of the upgraded store passes."""
+    path = tmp_path / "steno.db"
+    conn = apsw.Connection(str(path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.execute(CREATE_MIGRATIONS_TABLE)
+    for version, step in enumerate(MIGRATIONS[:4], start=1):
+        step(conn)
+        conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
+    conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns) "
+                 "VALUES (1, 'x', 0, 0, 3), (2, 'y', 0, 0, 2)")
+    for n, session in enumerate([1, 2, 1, 2, 1], start=1):
+        content = f"old turn {n}"
+        conn.execute("INSERT INTO exchanges(id, session_id, role, created_at, content, "
+                     "content_hash, source_key) VALUES (?, ?, 'user', ?, ?, ?, ?)",
+                     (n, session, 1_700_000_000.0 + n, content,
+                      hashlib.sha256(content.encode()).digest(), f"k{n}" if n == 3 else None))
+        conn.execute("INSERT INTO exchanges_fts(rowid, body, context, dated, scope) "
+                     "VALUES (?, ?, '', '', ?)", (n, content, f"s{session}"))
+        conn.execute("INSERT INTO exchange_vectors(rowid, session_id, embedding) "
+                     "VALUES (?, ?, vec_int8(?))", (n, session, bytes(128)))
+    conn.close()
+
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT))
+    try:
+        assert audit(app)["passed"]
+        rows = app.store.connection().execute(
+            "SELECT e.chain_hash, e.content_hash, s.name, e.role, e.created_at, e.source_key, "
+            "s.chain_head FROM exchanges e JOIN sessions s ON s.id = e.session_id "
+            "WHERE s.name = 'x' ORDER BY e.id").fetchall()
+        previous = GENESIS
+        for chain, content_hash, name, role, created_at, source_key, _ in rows:
+            previous = chain_hash(previous, content_hash, name, role, created_at, source_key,
+                                  None)
+            assert chain == previous
+        assert rows[-1][-1] == previous  # the session head
+        # New turns link to the migrated head.
+        ingest(app, "x", "a new turn")
+        assert audit(app)["passed"]
+    finally:
+        app.close()
