@@ -68,6 +68,8 @@ def decisions(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[st
     def is_decision(probe: str) -> bool:
         if probe.rstrip(_QUESTION_TAIL).endswith("?"):
             return False
+        if not extras and not may_hold_decision(probe):  # the screen, sentence by sentence
+            return False
         return _has_live_cue(probe, patterns.decision, patterns.decision_negation, None)
 
     return _matching_sentences(text, is_decision)
@@ -86,6 +88,8 @@ def blockers(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str
 
     def is_blocker(probe: str) -> bool:
         if probe.rstrip(_QUESTION_TAIL).endswith("?") and patterns.yes_no_question.match(probe):
+            return False
+        if not extras and not may_hold_blocker(probe):  # the screen, sentence by sentence
             return False
         return _has_live_cue(
             probe, patterns.blocker, patterns.blocker_negation, patterns.blocker_resolution
