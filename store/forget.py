@@ -22,7 +22,7 @@ from store.db import Store
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, scope_token
 from store.provider_vectors import forget_provider_caches
 from store.runs import decode_trace
-from store.sql import Row, all_rows, first
+from store.sql import Row, all_rows, first, id_list, where
 
 __all__ = [
     "Forgotten",
@@ -71,26 +71,16 @@ class Forgotten:
 
 def matching_sql(sel: Selection) -> tuple[str, list[Any]]:
     """The statement that lists the selected turns, and its parameters."""
-    where, params = [], []  # type: list[str], list[Any]
-    if sel.ids:
-        where.append(f"e.id IN ({','.join('?' * len(sel.ids))})")
-        params.extend(sel.ids)
-    if sel.session_id is not None:
-        where.append("e.session_id = ?")
-        params.append(sel.session_id)
-    if sel.since is not None:
-        where.append("e.created_at >= ?")
-        params.append(sel.since)
-    if sel.until is not None:
-        where.append("e.created_at < ?")
-        params.append(sel.until)
-    if sel.text is not None:
-        where.append("instr(e.content, ?) > 0")
-        params.append(sel.text)
-    if not where:
+    in_ids, params = id_list("e.id", sel.ids) if sel.ids else ("", [])
+    found, values = where(
+        ("e.session_id = ?", sel.session_id), ("e.created_at >= ?", sel.since),
+        ("e.created_at < ?", sel.until), ("instr(e.content, ?) > 0", sel.text))
+    conditions = [c for c in (in_ids, *found) if c]
+    params += values
+    if not conditions:
         raise ValueError("a selection needs at least one filter")
     sql = ("SELECT e.id, e.session_id, e.content_hash, e.chain_hash, e.brief_id "
-           f"FROM exchanges e WHERE {' AND '.join(where)} ORDER BY e.id")
+           f"FROM exchanges e WHERE {' AND '.join(conditions)} ORDER BY e.id")
     return sql, params
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 
 from store.exchanges import scope_token
-from store.sql import all_rows
+from store.sql import all_rows, id_list, where
 
 __all__ = [
     "BM25_WEIGHTS",
@@ -113,7 +113,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     The inner query ranks by BM25 (the filters joined in); the outer one multiplies the
     best ``POOL`` times LIMIT by the length prior and keeps LIMIT.
     """
-    where = ["exchanges_fts MATCH ?1"]
+    clauses = ["exchanges_fts MATCH ?1"]
     params: list[object] = []
     join = ""
     if flt.role is not None or flt.since is not None or flt.until is not None or (
@@ -122,19 +122,19 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
             params.append(flt.role)
-            where.append(f"f.role = ?{len(params) + 2}")
+            clauses.append(f"f.role = ?{len(params) + 2}")
         if flt.since is not None:
             params.append(flt.since)
-            where.append(f"f.created_at >= ?{len(params) + 2}")
+            clauses.append(f"f.created_at >= ?{len(params) + 2}")
         if flt.until is not None:
             params.append(flt.until)
-            where.append(f"f.created_at < ?{len(params) + 2}")
+            clauses.append(f"f.created_at < ?{len(params) + 2}")
         if flt.compressed_only:
-            where.append("f.brief_id IS NOT NULL")
+            clauses.append("f.brief_id IS NOT NULL")
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     inner = (
         f"SELECT exchanges_fts.rowid AS id, bm25(exchanges_fts, {weights}) AS raw"
-        " FROM exchanges_fts" + join + " WHERE " + " AND ".join(where)
+        " FROM exchanges_fts" + join + " WHERE " + " AND ".join(clauses)
         + f" ORDER BY raw LIMIT ?2 * {POOL}"
     )
     sql = (
@@ -174,21 +174,10 @@ def ids_matching(
     """Which of ``ids`` pass the filter (used for vector hits)."""
     if not ids:
         return set()
-    where = [f"id IN ({','.join('?' * len(ids))})"]
-    params: list[object] = list(ids)
-    if flt.session_id is not None:
-        where.append("session_id = ?")
-        params.append(flt.session_id)
-    if flt.role is not None:
-        where.append("role = ?")
-        params.append(flt.role)
-    if flt.since is not None:
-        where.append("created_at >= ?")
-        params.append(flt.since)
-    if flt.until is not None:
-        where.append("created_at < ?")
-        params.append(flt.until)
-    if flt.compressed_only:
-        where.append("brief_id IS NOT NULL")
-    sql = "SELECT id FROM exchanges WHERE " + " AND ".join(where)
-    return {int(r[0]) for r in all_rows(conn, sql, params)}
+    in_ids, params = id_list("id", ids)
+    clauses, values = where(
+        ("session_id = ?", flt.session_id), ("role = ?", flt.role),
+        ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
+        ("brief_id IS NOT NULL", flt.compressed_only))
+    sql = "SELECT id FROM exchanges WHERE " + " AND ".join([in_ids, *clauses])
+    return {int(r[0]) for r in all_rows(conn, sql, params + values)}

@@ -9,7 +9,7 @@ import apsw
 
 from store.errors import StoreError
 
-__all__ = ["Row", "all_rows", "first", "one"]
+__all__ = ["Row", "all_rows", "first", "id_list", "one", "where"]
 
 Row = tuple[Any, ...]
 
@@ -30,3 +30,22 @@ def one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row:
 
 def all_rows(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     return [tuple(r) for r in conn.execute(sql, params)]
+
+
+def id_list(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """``column IN (?, ?, ...)`` and its parameters."""
+    return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
+
+
+def where(*conditions: tuple[str, Any]) -> tuple[list[str], list[Any]]:
+    """The conditions whose value is not None, each with one ``?`` for its value; a
+    condition paired with True has no parameter (``("brief_id IS NOT NULL", True)``)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for clause, value in conditions:
+        if value is None or value is False:
+            continue
+        clauses.append(clause)
+        if value is not True:
+            params.append(value)
+    return clauses, params
