@@ -26,7 +26,9 @@ from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.fusion import fused_hits
 from nodes.extract.query_terms import keyword_query
+from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
+from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
@@ -65,6 +67,7 @@ NODE_TYPES: dict[str, NodeFn] = {
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
+        redacted_turn, nafe_flags,
     )
 }
 

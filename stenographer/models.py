@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 __all__ = [
     "BriefRef",
     "CaptureStatus",
+    "Flag",
     "GuardResult",
     "HistoryPage",
     "Hit",
@@ -56,6 +57,12 @@ class BriefRef(BaseModel):
     turns: int
 
 
+class Flag(BaseModel):
+    signature: str = Field(description=(
+        "NARRATIVE_RESCUE, MORAL_OVERRIDE, AUTHORITY_DRIFT or INTENT_INFERENCE"))
+    span: str = Field(description="The matched text (at most 200 characters).")
+
+
 class Ingested(BaseModel):
     text: str = Field(description="The reply line, also the first text content.")
     exchange_id: int
@@ -66,7 +73,14 @@ class Ingested(BaseModel):
     decisions: list[str]
     blockers: list[str]
     compressed: list[BriefRef] = Field(description="Briefs made by this ingest, if any.")
-    trace_id: str | None = None
+    trace_id: str | None = Field(default=None, description=(
+        "The turn's correlation id: the one sent, else the session's (VT-YYYYMMDD-xxxxxxxx)."))
+    redacted: int = Field(default=0, description=(
+        "Secrets replaced by [REDACTED:<kind>] before the turn was stored."))
+    redacted_kinds: list[str] = Field(default_factory=list)
+    nafe: list[str] = Field(default_factory=list, description=(
+        "NAFE reasoning-drift signatures flagged in this assistant turn (heuristic)."))
+    flags: list[Flag] = Field(default_factory=list)
     trace: TraceOut
 
 
@@ -81,6 +95,8 @@ class Hit(BaseModel):
     blockers: list[str]
     brief_id: int | None = Field(description="The brief that holds this turn, if compressed.")
     trace_id: str | None = None
+    flags: list[str] = Field(default_factory=list, description=(
+        "NAFE signatures flagged in this turn, if any."))
 
 
 class HistoryPage(BaseModel):

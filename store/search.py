@@ -18,6 +18,7 @@ from store.exchanges import scope_token
 from store.sql import all_rows
 
 __all__ = [
+    "ANY_FLAG",
     "BM25_WEIGHTS",
     "LENGTH_PRIOR",
     "FtsSyntaxError",
@@ -62,6 +63,22 @@ class HitFilter:
     since: float | None = None
     until: float | None = None
     compressed_only: bool = False
+    trace_id: str | None = None
+    flag: str | None = None  # a NAFE signature, or "NAFE" for any (store.signal_flags)
+
+
+ANY_FLAG = "NAFE"
+
+
+def _flag_condition(flt: HitFilter, id_column: str, params: list[object],
+                    numbered: int | None) -> str:
+    """An EXISTS over the turn's flags; ``numbered``: offset of ?N parameters, else ?."""
+    sql = f"EXISTS (SELECT 1 FROM signal_flags g WHERE g.exchange_id = {id_column}"
+    if flt.flag != ANY_FLAG:
+        params.append(flt.flag)
+        sql += f" AND g.signature = ?{len(params) + numbered}" if numbered is not None \
+            else " AND g.signature = ?"
+    return sql + ")"
 
 
 def fts_phrase(text: str) -> str:
@@ -117,7 +134,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     params: list[object] = []
     join = ""
     if flt.role is not None or flt.since is not None or flt.until is not None or (
-        flt.compressed_only
+        flt.compressed_only or flt.trace_id is not None or flt.flag is not None
     ):
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
@@ -131,6 +148,11 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
             where.append(f"f.created_at < ?{len(params) + 2}")
         if flt.compressed_only:
             where.append("f.brief_id IS NOT NULL")
+        if flt.trace_id is not None:
+            params.append(flt.trace_id)
+            where.append(f"f.trace_id = ?{len(params) + 2}")
+        if flt.flag is not None:
+            where.append(_flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     inner = (
         f"SELECT exchanges_fts.rowid AS id, bm25(exchanges_fts, {weights}) AS raw"
@@ -190,5 +212,10 @@ def ids_matching(
         params.append(flt.until)
     if flt.compressed_only:
         where.append("brief_id IS NOT NULL")
+    if flt.trace_id is not None:
+        where.append("trace_id = ?")
+        params.append(flt.trace_id)
+    if flt.flag is not None:
+        where.append(_flag_condition(flt, "exchanges.id", params, None))
     sql = "SELECT id FROM exchanges WHERE " + " AND ".join(where)
     return {int(r[0]) for r in all_rows(conn, sql, params)}
