@@ -189,6 +189,27 @@ def _private_keys(text: str, rank: int) -> list[Span]:
     return spans
 
 
+def _assignment_windows(lowered: str) -> list[tuple[int, int]]:
+    """Where an assignment to a secret-like name can be: around each secret word (found
+    by substring search), as far as a name and a value reach; overlapping ones merged.
+    Scanning only these keeps the assignment regex off the rest of a long turn."""
+    reach_back, reach_on = 64, 64 + 16 + 256
+    windows: list[tuple[int, int]] = []
+    for word in _ASSIGNMENT_WORDS:
+        at = lowered.find(word)
+        while at != -1:
+            windows.append((max(0, at - reach_back), at + reach_on))
+            at = lowered.find(word, at + len(word))
+    windows.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in windows:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def _group_spans(pattern: re.Pattern[str], text: str, kind: str, rank: int,
                  keep: Callable[[re.Match[str]], bool]) -> list[Span]:
     return [Span(m.start("secret"), m.end("secret"), kind, rank)
@@ -217,13 +238,18 @@ def _bearer(m: re.Match[str]) -> bool:
 
 _COMPILED = tuple((kind, needles, re.compile(source) if source else None)
                   for kind, needles, source in _SHAPES)
+# One pass over the turn finds whether any shape's needle is in it (most turns hold none).
+_ANY_NEEDLE = re.compile("|".join(
+    re.escape(n) for n in sorted({n for _, needles, _ in _SHAPES for n in needles}, key=len,
+                                 reverse=True)) + "|PRIVATE KEY")
 
 
 def find_secrets(text: str, extra: Sequence[re.Pattern[str]] = ()) -> list[Span]:
     """Secrets in ``text``, in text order, not overlapping (the earliest, then the
     longest, then the most specific detector wins)."""
     spans: list[Span] = []
-    for rank, (kind, needles, pattern) in enumerate(_COMPILED):
+    shapes = _COMPILED if _ANY_NEEDLE.search(text) is not None else ()
+    for rank, (kind, needles, pattern) in enumerate(shapes):
         if pattern is None:
             spans.extend(_private_keys(text, rank))
         elif _needed(text, needles):
@@ -243,9 +269,9 @@ def find_secrets(text: str, extra: Sequence[re.Pattern[str]] = ()) -> list[Span]
             spans.extend(_group_spans(_BEARER, text, "auth_header", rank + 2, _bearer))
     if "=" in text or ":" in text:
         lowered = lowered if lowered is not None else text.lower()
-        if any(word in lowered for word in _ASSIGNMENT_WORDS):
-            spans.extend(_group_spans(_ASSIGNMENT, text, "secret_assignment", rank + 3,
-                                      _assignment))
+        for start, end in _assignment_windows(lowered):
+            spans.extend(Span(m.start("secret"), m.end("secret"), "secret_assignment", rank + 3)
+                         for m in _ASSIGNMENT.finditer(text, start, end) if _assignment(m))
     for pattern in extra:
         for m in pattern.finditer(text):
             start, end = (m.start(1), m.end(1)) if pattern.groups else (m.start(), m.end())
