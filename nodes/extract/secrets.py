@@ -92,8 +92,12 @@ _SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
      r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,4096}+\.eyJ[A-Za-z0-9_-]{8,8192}+"
      r"\.[A-Za-z0-9_-]{8,2048}+(?![A-Za-z0-9_-])"),
 )
-# Shapes whose body must also look random (an English phrase after "sk-" is not a key).
-_CHECK_RANDOM = frozenset({"openai_key", "anthropic_key", "pypi_token"})
+# Shapes whose match must also look random: an English phrase after "sk-" or "xoxo-" is
+# not a key. (AWS key ids are exempt: the documented example AKIA...EXAMPLE is a real
+# shape that people paste, and redacting it costs nothing.)
+_CHECK_RANDOM = frozenset({"openai_key", "anthropic_key", "pypi_token", "slack_token",
+                           "github_token", "gitlab_token", "stripe_key", "npm_token",
+                           "huggingface_token"})
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\r\n]{0,20000}+")
@@ -128,7 +132,8 @@ _PLACEHOLDER_WORD = re.compile(
 _PLACEHOLDER_VALUES = frozenset(
     "password passwd pass pw pwd secret token none null true false hidden masked dummy "
     "test undefined".split())
-_SYMBOLS = frozenset("!@#$%^&*+/=~?|:")
+# "/" and "." are left out: "io.example/subscriptionId" is a name, not a secret.
+_SYMBOLS = frozenset("!@#$%^&*+=~?|:")
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
 

@@ -6,10 +6,13 @@ whole file (bench/flag_quality.py prints the same figures).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.extraction_quality import load_cases
 from bench.flag_quality import load_nafe_cases, score_nafe
 from nodes.extract.nafe import MAX_FLAGS, MAX_SPAN_CHARS, SIGNATURES, nafe_flags_in
 
@@ -114,3 +117,12 @@ def test_flags_are_bounded_on_any_text(text: str) -> None:
 def test_many_cues_are_capped() -> None:
     flags = nafe_flags_in("Trust me. " * 1_000)
     assert len(flags) == MAX_FLAGS
+
+
+def test_ordinary_agent_sentences_are_not_flagged() -> None:
+    """Out of sample: the 243 decision/blocker cases (agent turns about software work)
+    and the README's lines; none reads as reasoning drift."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    texts = [c.text for c in load_cases()] + readme.splitlines()
+    flagged = [(t, [f.span for f in nafe_flags_in(t)]) for t in texts if nafe_flags_in(t)]
+    assert flagged == []

@@ -7,10 +7,13 @@ leave nothing of the secret.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bench.extraction_quality import load_cases
 from bench.flag_quality import SecretCase, load_secret_cases, score_secrets
 from nodes.extract.secrets import KINDS, MARK, compile_extra, find_secrets, redact
 
@@ -134,3 +137,15 @@ def test_redaction_never_raises_and_only_replaces_spans(text: str) -> None:
         rebuilt.append(text[pos : span.start] + MARK.format(kind=span.kind))
         pos = span.end
     assert out.text == "".join(rebuilt) + text[pos:]
+
+
+def test_ordinary_project_text_is_left_alone() -> None:
+    """Out of sample: the README, the decision/blocker cases and this project's own
+    source hold no credentials, so nothing in them may be redacted."""
+    root = Path(__file__).resolve().parents[3]
+    texts = [(root / "README.md").read_text(encoding="utf-8")]
+    texts += [c.text for c in load_cases()]
+    for package in ("stenographer", "graphs", "nodes", "store"):
+        texts += [p.read_text(encoding="utf-8") for p in sorted((root / package).rglob("*.py"))]
+    found = [(s.kind, text[s.start : s.end]) for text in texts for s in find_secrets(text)]
+    assert found == []
