@@ -40,7 +40,9 @@ from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.fusion import fused_hits
 from nodes.extract.query_terms import keyword_query
+from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
+from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
@@ -86,6 +88,7 @@ NODE_TYPES: dict[str, NodeFn] = {
         search_fields, provider_candidates, embedded_backlog, answered_hits,
         checked_audit, audit_scope, audit_batch, audit_findings, audit_report,
         checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
+        redacted_turn, nafe_flags,
     )
 }
 

@@ -7,6 +7,7 @@ graph runner's adapter supplies it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,6 +35,8 @@ class Knobs(Protocol):
     def trace_retention(self) -> int: ...
     @property
     def vector_dim(self) -> int: ...
+    @property
+    def redact_secrets(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class RunContext:
     store: Store
     settings: Knobs
     patterns: SignalPatterns = DEFAULT_PATTERNS
+    secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
 
 
 class State(Protocol):

@@ -9,6 +9,7 @@ from graphs.registry import build_graphs
 from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
+from nodes.extract.secrets import compile_extra
 from stenographer.settings import Settings
 from store.audit import overdue_sessions
 from store.db import Store
@@ -56,5 +57,6 @@ def open_app(settings: Settings | None = None) -> App:
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
     store = Store(settings.db_path, synchronous=settings.synchronous,
                   vector_dim=settings.vector_dim)
-    ctx = RunContext(store=store, settings=settings, patterns=patterns)
+    ctx = RunContext(store=store, settings=settings, patterns=patterns,
+                     secret_patterns=compile_extra(settings.secret_patterns))
     return App(settings=settings, store=store, ctx=ctx, graphs=graphs())

@@ -24,6 +24,10 @@ __all__ = ["EXIT_EMPTY", "EXIT_ERROR", "EXIT_OK", "build_parser", "main"]
 EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130
 _waterfall = waterfall  # the name stenographer.demo imports
+# nodes.evaluate_contracts.query_input.FLAG_FILTERS, spelled out so that parsing the
+# command line does not compile the extraction patterns (a test keeps them equal).
+FLAG_FILTERS = ("NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT",
+                "INTENT_INFERENCE")
 
 EPILOG = """\
 exit codes:
@@ -117,7 +121,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     out, trace = _run("search", {
         "query": args.query, "session_id": args.session, "cross_session": args.all,
         "limit": args.limit, "mode": args.mode, "role": args.role, "since": args.since,
-        "until": args.until, "cursor": args.cursor})
+        "until": args.until, "cursor": args.cursor, "trace_id": args.trace_id,
+        "flag": args.flag})
     if args.json:
         _print_json({"hits": out["hits"], "total": out["total"] or 0,
                      "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
@@ -325,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", help="ISO 8601 time")
     p.add_argument("--until", help="ISO 8601 time")
     p.add_argument("--cursor", help="next_cursor of the previous page")
+    p.add_argument("--trace-id", help="only turns with this trace id (VT-YYYYMMDD-xxxxxxxx)")
+    p.add_argument("--flag", choices=FLAG_FILTERS,
+                   help="only turns with this NAFE flag (NAFE: any of the four)")
 
     p = _sub(sub, "brief", "running notes of a session (as stenographer_get_brief)",
              cmd_brief, json_flag=True)

@@ -12,6 +12,7 @@ __all__ = [
     "AuditReport",
     "BriefRef",
     "CaptureStatus",
+    "Flag",
     "Forgot",
     "GuardResult",
     "HistoryPage",
@@ -82,6 +83,13 @@ class BriefRef(BaseModel):
     turns: int
 
 
+class Flag(BaseModel):
+    signature: str = Field(description=(
+        "NARRATIVE_RESCUE, MORAL_OVERRIDE, AUTHORITY_DRIFT or INTENT_INFERENCE"))
+    span: str = Field(description="The matched text (at most 200 characters).")
+
+
+FlagOut = Annotated[Flag, shape_only(Flag, "A flag")]
 BriefRefOut = Annotated[BriefRef, shape_only(BriefRef, "A brief")]
 
 
@@ -95,7 +103,14 @@ class Ingested(BaseModel):
     decisions: list[str]
     blockers: list[str]
     compressed: list[BriefRefOut] = Field(description="Briefs made by this ingest, if any.")
-    trace_id: str | None = None
+    trace_id: str | None = Field(default=None, description=(
+        "The turn's correlation id: the one sent, else the session's (VT-YYYYMMDD-xxxxxxxx)."))
+    redacted: int = Field(default=0, description=(
+        "Secrets replaced by [REDACTED:<kind>] before the turn was stored."))
+    redacted_kinds: list[str] = Field(default_factory=list)
+    nafe: list[str] = Field(default_factory=list, description=(
+        "NAFE reasoning-drift signatures flagged in this assistant turn (heuristic)."))
+    flags: list[FlagOut] = Field(default_factory=list)
     trace: TraceOut
 
 
@@ -110,6 +125,8 @@ class Hit(BaseModel):
     blockers: list[str]
     brief_id: int | None = Field(description="The brief that holds this turn, if compressed.")
     trace_id: str | None = None
+    flags: list[str] = Field(default_factory=list, description=(
+        "NAFE signatures flagged in this turn, if any."))
 
 
 HitOut = Annotated[Hit, shape_only(Hit, "One hit")]

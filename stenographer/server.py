@@ -145,12 +145,15 @@ async def ingest_exchange(
         description="Who spoke: user, assistant, system or tool.")],
     content: Annotated[str, Field(min_length=1, description=(
         "The turn's full text, verbatim (1 to STENO_MAX_CONTENT_CHARS characters, "
-        "default 1,000,000). Secrets are stored as sent."))],
+        "default 1,000,000). Credentials in it (cloud keys, tokens, private keys, URL "
+        "passwords, bearer headers, secret assignments) are stored as [REDACTED:<kind>] "
+        "unless STENO_REDACT_SECRETS=off."))],
     session_id: SessionId,
     ctx: Context[AppLoader],
     trace_id: Annotated[str | None, Field(description=(
         "Optional correlation id in the form VT-YYYYMMDD-xxxxxxxx (8 digits, 8 lowercase "
-        "hex digits)."))] = None,
+        "hex digits), e.g. from omega_preload_context. Omitted: the session's trace id, "
+        "created once per session in that form."))] = None,
     source_key: Annotated[str | None, Field(max_length=500, description=(
         "Optional idempotency key (e.g. transcript file + line). A key already stored "
         "is not stored again: the reply says 'Already captured' with the existing id."))] = None,
@@ -160,15 +163,19 @@ async def ingest_exchange(
 ) -> Annotated[CallToolResult, Ingested]:
     """Record one conversation turn in the memory. Call it for every turn, in order.
 
-    It stores the text verbatim, extracts decisions and blockers (regex, no model),
+    It redacts credentials, stores the text, extracts decisions and blockers (regex, no
+    model), flags NAFE reasoning-drift signatures in assistant turns (NARRATIVE_RESCUE,
+    MORAL_OVERRIDE, AUTHORITY_DRIFT, INTENT_INFERENCE: heuristic notes, never blockers),
     indexes the turn for keyword and vector search, and when the session has
     STENO_TURN_LIMIT (default 8) uncompressed turns, compresses the oldest into a brief
     that cites them (the turns stay stored and searchable).
 
-    Returns one line: `Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B)`,
-    plus `| Compressed K turns → brief <id> (tier-A/B)` when compression ran, or
+    Returns one line: `Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B;
+    trace:<trace id>)`, with `; redacted: R` after the blockers when secrets were
+    replaced and `; ⚠ NAFE:<SIG>[,<SIG>]` before the trace when flags were raised, plus
+    `| Compressed K turns → brief <id> (tier-A/B)` when compression ran, or
     `Already captured #<id> ...` for a repeated source_key; the structured result adds
-    the extracted sentences and the stage trace (~2-4 KB).
+    the extracted sentences, the flags with their spans and the stage trace (~2-4 KB).
     Side effects: writes to the local store only. Errors: an invalid role, empty or
     oversized content, invalid text (lone surrogates) or a malformed trace_id or
     created_at is rejected with a message saying what is valid; nothing is stored.
@@ -264,20 +271,28 @@ async def query_history(
         "Only turns at or after this ISO 8601 time."))] = None,
     until: Annotated[str | None, Field(description=(
         "Only turns before this ISO 8601 time."))] = None,
+    trace_id: Annotated[str | None, Field(max_length=40, description=(
+        "Only turns with this trace id (VT-YYYYMMDD-xxxxxxxx), e.g. to correlate with "
+        "other tools of the same task."))] = None,
+    flag: Annotated[Literal["NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT",
+                            "INTENT_INFERENCE"] | None, Field(description=(
+        "Only assistant turns flagged with this NAFE reasoning-drift signature (NAFE: "
+        "any of the four)."))] = None,
 ) -> Annotated[CallToolResult, HistoryPage]:
     """Search every recorded exchange of a session (compressed ones included), best
-    first. Each hit cites its provenance: exchange id, session, role, time, score,
-    snippet, extracted decisions and blockers, and the brief that holds it.
+    first. Each hit cites its provenance: exchange id, session, role, time, trace id,
+    score, snippet, extracted decisions and blockers, NAFE flags, and the brief that
+    holds it.
 
     Use it to find specific turns; stenographer_get_brief summarises a session.
     Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
     candidates per query); text within 8000 characters. Read-only. Errors: a missing
-    session_id without cross_session, a bad cursor, or an invalid time.
+    session_id without cross_session, a bad cursor, an invalid time or trace_id.
     """
     out, trace = await _run(ctx, "search", {
         "query": query, "session_id": session_id, "cross_session": cross_session,
         "limit": limit, "cursor": cursor, "mode": mode, "role": role, "since": since,
-        "until": until})
+        "until": until, "trace_id": trace_id, "flag": flag})
     model = HistoryPage(text=out["text"], hits=out["hits"], total=out["total"] or 0,
                         next_cursor=out["next_cursor"], notes=out["notes"] or [],
                         trace=Trace(**trace))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
+from nodes.extract.secrets import compile_extra
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -76,6 +77,9 @@ class Settings:
     synchronous: str = DEFAULT_SYNCHRONOUS
     decision_patterns: tuple[str, ...] = ()
     blocker_patterns: tuple[str, ...] = ()
+    # Secret redaction at ingest (nodes.extract.secrets): on by default; extra regexes.
+    redact_secrets: bool = True
+    secret_patterns: tuple[str, ...] = ()
     # HTTP transport (stenographer.http). The token never appears in repr() or logs.
     http_token: str | None = field(default=None, repr=False)
     http_token_file: Path | None = None  # where the token was read from, if a file
@@ -109,6 +113,8 @@ class Settings:
             synchronous=sync,
             decision_patterns=_patterns(env.get("STENO_DECISION_PATTERNS")),
             blocker_patterns=_patterns(env.get("STENO_BLOCKER_PATTERNS")),
+            redact_secrets=_switch(env, "STENO_REDACT_SECRETS", True),
+            secret_patterns=_secret_patterns(env.get("STENO_SECRET_PATTERNS")),
             http_token=_http_token(env),
             http_token_file=_token_file(env),
             allowed_hosts=_allowlist(env, "STENO_ALLOWED_HOSTS", _HOST_RE,
@@ -124,6 +130,28 @@ def _patterns(raw: str | None) -> tuple[str, ...]:
     if not raw:
         return ()
     return tuple(line.strip() for line in raw.splitlines() if line.strip())
+
+
+_ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in _ON + _OFF:
+        raise SettingsError(f"{name}={raw!r} is not valid (on or off)")
+    return raw in _ON
+
+
+def _secret_patterns(raw: str | None) -> tuple[str, ...]:
+    """STENO_SECRET_PATTERNS: extra secret regexes, one per line, checked at start."""
+    sources = _patterns(raw)
+    try:
+        compile_extra(sources)
+    except ValueError as ex:
+        raise SettingsError(f"STENO_SECRET_PATTERNS: {ex}") from None
+    return sources
 
 
 # --- HTTP transport -------------------------------------------------------------------------

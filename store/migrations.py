@@ -228,6 +228,32 @@ def m005_provenance_chain(conn: apsw.Connection) -> None:
         """
     )
     backfill_chain(conn)
+def m006_signal_flags(conn: apsw.Connection) -> None:
+    """NAFE reasoning-drift flags and per-session trace ids (issue #8 items 1-2).
+
+    ``signal_flags`` holds one row per flag with the matched span and its offsets in the
+    stored text; rows follow their turn when it is deleted (forgetting). ``session_id``
+    is kept on the row so the running notes list a session's flags by index.
+    ``sessions.trace_id`` is the id a turn gets when its ingest names none (created
+    once per session); turns are found by trace id through ``exchanges_by_trace``.
+    """
+    conn.execute(
+        """
+        CREATE TABLE signal_flags(
+          exchange_id INTEGER NOT NULL REFERENCES exchanges(id) ON DELETE CASCADE,
+          session_id INTEGER NOT NULL REFERENCES sessions(id),
+          signature TEXT NOT NULL,
+          span_start INTEGER NOT NULL,
+          span_end INTEGER NOT NULL,
+          span TEXT NOT NULL,
+          PRIMARY KEY (exchange_id, signature, span_start)
+        ) WITHOUT ROWID;
+        CREATE INDEX signal_flags_by_session ON signal_flags(session_id, exchange_id);
+        CREATE INDEX signal_flags_by_signature ON signal_flags(signature, exchange_id);
+        ALTER TABLE sessions ADD COLUMN trace_id TEXT;
+        CREATE INDEX exchanges_by_trace ON exchanges(trace_id, id) WHERE trace_id IS NOT NULL;
+        """
+    )
 
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
@@ -236,6 +262,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m003_compact_vectors,
     m004_provider_vectors,
     m005_provenance_chain,
+    m006_signal_flags,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -18,6 +18,7 @@ from store.exchanges import scope_token
 from store.sql import all_rows, id_list, where
 
 __all__ = [
+    "ANY_FLAG",
     "BM25_WEIGHTS",
     "LENGTH_PRIOR",
     "FtsSyntaxError",
@@ -62,6 +63,22 @@ class HitFilter:
     since: float | None = None
     until: float | None = None
     compressed_only: bool = False
+    trace_id: str | None = None
+    flag: str | None = None  # a NAFE signature, or "NAFE" for any (store.signal_flags)
+
+
+ANY_FLAG = "NAFE"
+
+
+def _flag_condition(flt: HitFilter, id_column: str, params: list[object],
+                    numbered: int | None) -> str:
+    """An EXISTS over the turn's flags; ``numbered``: offset of ?N parameters, else ?."""
+    sql = f"EXISTS (SELECT 1 FROM signal_flags g WHERE g.exchange_id = {id_column}"
+    if flt.flag != ANY_FLAG:
+        params.append(flt.flag)
+        sql += f" AND g.signature = ?{len(params) + numbered}" if numbered is not None \
+            else " AND g.signature = ?"
+    return sql + ")"
 
 
 def fts_phrase(text: str) -> str:
@@ -117,7 +134,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     params: list[object] = []
     join = ""
     if flt.role is not None or flt.since is not None or flt.until is not None or (
-        flt.compressed_only
+        flt.compressed_only or flt.trace_id is not None or flt.flag is not None
     ):
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
@@ -131,6 +148,11 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
             clauses.append(f"f.created_at < ?{len(params) + 2}")
         if flt.compressed_only:
             clauses.append("f.brief_id IS NOT NULL")
+        if flt.trace_id is not None:
+            params.append(flt.trace_id)
+            clauses.append(f"f.trace_id = ?{len(params) + 2}")
+        if flt.flag is not None:
+            clauses.append(_flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     inner = (
         f"SELECT exchanges_fts.rowid AS id, bm25(exchanges_fts, {weights}) AS raw"
@@ -178,6 +200,9 @@ def ids_matching(
     clauses, values = where(
         ("session_id = ?", flt.session_id), ("role = ?", flt.role),
         ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
-        ("brief_id IS NOT NULL", flt.compressed_only))
+        ("brief_id IS NOT NULL", flt.compressed_only), ("trace_id = ?", flt.trace_id))
+    params += values
+    if flt.flag is not None:
+        clauses.append(_flag_condition(flt, "exchanges.id", params, None))
     sql = "SELECT id FROM exchanges WHERE " + " AND ".join([in_ids, *clauses])
-    return {int(r[0]) for r in all_rows(conn, sql, params + values)}
+    return {int(r[0]) for r in all_rows(conn, sql, params)}

@@ -1,9 +1,10 @@
 """ingest: record one turn.
 
-validate → load the two turns before it (once, for both readers below) → extract
-decisions/blockers → extract the vector → extract the keyword index's search fields
-(neighbouring turns' words, date) → publish (turn, keyword and vector
-index, one transaction) → compress when the session reached STENO_TURN_LIMIT
+validate → redact secrets and hash the turn as it will be stored → load the two turns
+before it (once, for both readers below) → extract decisions/blockers → NAFE
+reasoning-drift flags (assistant turns) → extract the vector → extract the keyword
+index's search fields (neighbouring turns' words, date) → publish (turn, flags, keyword
+and vector index, one transaction) → compress when the session reached STENO_TURN_LIMIT
 uncompressed turns → render the reply.
 """
 
@@ -13,13 +14,15 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "ingest",
-    "channels": channels("request", "turn", "previous", "decisions", "blockers", "vector",
-                         "fields", "recorded", "compression_due", "session_row", "reply",
-                         append=("briefs",)),
+    "channels": channels("request", "turn", "redacted", "previous", "decisions", "blockers",
+                         "flags", "vector", "fields", "recorded", "compression_due",
+                         "session_row", "reply", append=("briefs",)),
     "nodes": {
         "validate": {"type": "checked_turn"},
+        "redact": {"type": "redacted_turn"},
         "previous": {"type": "previous_turns"},
         "signals": {"type": "turn_signals"},
+        "flags": {"type": "nafe_flags"},
         "vector": {"type": "turn_vector"},
         "fields": {"type": "search_fields"},
         "store": {"type": "stored_turn"},
@@ -28,7 +31,8 @@ DEFINITION = {
                      "output_map": {"briefs": "briefs"}},
         "reply": {"type": "ingest_reply"},
     },
-    "edges": chain(START, "validate", "previous", "signals", "vector", "fields", "store")
+    "edges": chain(START, "validate", "redact", "previous", "signals", "flags", "vector",
+                   "fields", "store")
     + chain("compress", "reply") + chain("reply", END),
     "conditional_edges": [
         {"from": "store", "condition": "compression_due",

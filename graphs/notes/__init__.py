@@ -1,6 +1,7 @@
 """notes: the running notes of a session (stenographer_get_brief).
 
-validate → milestones, briefs and recent live turns → Markdown within the budget.
+validate → milestones, NAFE reasoning-drift flags, briefs and recent live turns →
+Markdown within the budget.
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
@@ -9,7 +10,7 @@ DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "notes",
     "channels": channels("request", "session", "session_row", "max_chars", "milestones",
-                         "briefs", "live", "markdown"),
+                         "flags", "briefs", "live", "markdown"),
     "nodes": {
         "validate": {"type": "checked_notes"},
         "evidence": {"type": "notes_evidence"},

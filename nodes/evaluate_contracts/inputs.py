@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -12,17 +13,21 @@ from store.errors import InvalidInput
 __all__ = [
     "MAX_SESSION_ID_CHARS",
     "ROLES",
+    "TRACE_ID_FORM",
     "check_int",
     "check_session_id",
     "check_text",
     "check_time",
+    "check_trace_id",
     "iso",
+    "new_trace_id",
 ]
 
 ROLES = ("user", "assistant", "system", "tool")
 MAX_SESSION_ID_CHARS = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+TRACE_ID_FORM = re.compile(r"VT-\d{8}-[0-9a-f]{8}")
 
 
 def check_text(name: str, value: Any, *, max_chars: int, allow_empty: bool = False) -> str:
@@ -82,3 +87,20 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
 def iso(seconds: float) -> str:
     """Epoch seconds as an ISO 8601 UTC string (seconds precision)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_trace_id(value: Any) -> str | None:
+    """A trace id in the form VT-YYYYMMDD-xxxxxxxx (8 lowercase hex digits), or None."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and TRACE_ID_FORM.fullmatch(value)):
+        raise InvalidInput(
+            f"trace_id={str(value)[:40]!r} is not valid; the form is VT-YYYYMMDD-xxxxxxxx "
+            "(8 digits, then 8 lowercase hex digits), e.g. VT-20261130-1a2b3c4d"
+        )
+    return value
+
+
+def new_trace_id(seconds: float) -> str:
+    """A fresh trace id dated ``seconds`` (UTC): VT-YYYYMMDD- and 8 random hex digits."""
+    return f"VT-{datetime.fromtimestamp(seconds, UTC):%Y%m%d}-{os.urandom(4).hex()}"

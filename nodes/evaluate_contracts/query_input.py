@@ -15,7 +15,9 @@ from nodes.evaluate_contracts.inputs import (
     check_session_id,
     check_text,
     check_time,
+    check_trace_id,
 )
+from nodes.extract.nafe import SIGNATURES
 from store.errors import InvalidInput, NotFound
 from store.exchanges import session_row_id
 from store.milestones import exchange_session
@@ -33,10 +35,12 @@ __all__ = [
 MAX_QUERY_CHARS = 2_000
 MODES = ("hybrid", "keyword", "semantic")
 MAX_LABEL_CHARS = 200
+FLAG_FILTERS = ("NAFE", *SIGNATURES)  # NAFE: any of the four signatures
 
 
 def _fingerprint(req: Mapping[str, Any]) -> str:
-    keys = ("query", "session_id", "cross_session", "mode", "role", "since", "until")
+    keys = ("query", "session_id", "cross_session", "mode", "role", "since", "until",
+            "trace_id", "flag")
     raw = json.dumps([req.get(k) for k in keys], default=str)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -94,6 +98,11 @@ def checked_query(state: State, cfg: Mapping[str, Any]) -> Writes:
     since, until = check_time("since", req.get("since")), check_time("until", req.get("until"))
     if since is not None and until is not None and since >= until:
         raise InvalidInput("since must be earlier than until")
+    trace_id = check_trace_id(req.get("trace_id") or None)
+    flag = req.get("flag") or None
+    if flag is not None and flag not in FLAG_FILTERS:
+        raise InvalidInput(f"flag={str(flag)[:40]!r} is not valid; valid: "
+                           f"{', '.join(FLAG_FILTERS)} (NAFE: any of the four)")
     after = None
     if req.get("cursor"):
         after = list(decode_cursor(req, str(req["cursor"])))
@@ -108,6 +117,8 @@ def checked_query(state: State, cfg: Mapping[str, Any]) -> Writes:
             "since": since,
             "until": until,
             "after": after,
+            "trace_id": trace_id,
+            "flag": flag,
         }
     }
 

@@ -8,8 +8,10 @@ from typing import Any
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.query_input import encode_cursor
+from nodes.extract.nafe import SIGNATURES
 from nodes.extract.terms import content_words
 from store.exchanges import exchanges_by_ids
+from store.signal_flags import flags_by_exchange
 
 __all__ = ["SNIPPET_CHARS", "hit_page", "snippet"]
 
@@ -36,6 +38,7 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
     page = ranked[: query["limit"]]
     with state.ctx.store.read() as conn:
         rows = exchanges_by_ids(conn, [i for i, _ in page])
+        flags = flags_by_exchange(conn, [i for i, _ in page])
     terms = content_words(query["text"] or "")
     hits = []
     for exchange_id, score in page:
@@ -53,6 +56,8 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
             "blockers": ex.blockers,
             "brief_id": ex.brief_id,
             "trace_id": ex.trace_id,
+            "flags": [sig for sig in SIGNATURES
+                      if any(f.signature == sig for f in flags.get(ex.id, ()))],
         })
     more = len(ranked) > len(page) and bool(page)
     req = state.get("request") or {}

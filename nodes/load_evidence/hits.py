@@ -40,6 +40,8 @@ def hit_filter(query: Mapping[str, Any], cfg: Mapping[str, Any]) -> HitFilter:
         since=query["since"],
         until=query["until"],
         compressed_only=bool(cfg.get("compressed_only", False)),
+        trace_id=query.get("trace_id"),
+        flag=query.get("flag"),
     )
 
 
@@ -65,8 +67,10 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
 
 def _nearest(store: Store, cache: MatrixCache, vec: npt.NDArray[np.float32],
              flt: HitFilter) -> list[list[Any]]:
-    """KNN within the session, then the other filters (role, time, compressed)."""
-    filtered = bool(flt.role or flt.since or flt.until or flt.compressed_only)
+    """KNN within the session, then the other filters (role, time, compressed, trace id,
+    flag)."""
+    filtered = bool(flt.role or flt.since or flt.until or flt.compressed_only or flt.trace_id
+                    or flt.flag)
     wide = CANDIDATES * _FILTERED_WIDTH if filtered else CANDIDATES
     with store.read() as conn:
         hits = cache.knn(conn, vec, wide, flt.session_id)

@@ -10,10 +10,12 @@ from nodes.evaluate_contracts.inputs import iso
 from store.briefs import Brief, briefs_by_ids, session_briefs
 from store.exchanges import Exchange, brief_ids, recent_turns
 from store.milestones import session_milestones
+from store.signal_flags import session_flags
 
 __all__ = ["guard_evidence", "notes_evidence"]
 
 MAX_ITEMS = 50  # of each kind; the renderer then fits them into the character budget
+MAX_FLAGS = 20  # NAFE flags listed in the running notes (the newest)
 TURN_CHARS = 600
 
 
@@ -34,14 +36,17 @@ def _brief(b: Brief, score: float | None = None) -> dict[str, Any]:
 def notes_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
     row = state.get("session_row")
     if row is None:
-        return {"milestones": [], "briefs": [], "live": []}
+        return {"milestones": [], "flags": [], "briefs": [], "live": []}
     with state.ctx.store.read() as conn:
         milestones = session_milestones(conn, row, MAX_ITEMS)
+        flags = session_flags(conn, row, MAX_FLAGS)
         briefs = session_briefs(conn, row, MAX_ITEMS)
         live = recent_turns(conn, row, MAX_ITEMS)
     return {
         "milestones": [{"exchange_id": m.exchange_id, "label": m.label, "role": m.role,
                         "excerpt": m.excerpt, "brief_id": m.brief_id} for m in milestones],
+        "flags": [{"exchange_id": f.exchange_id, "signature": f.signature, "span": f.span}
+                  for f in flags],
         "briefs": [_brief(b) for b in briefs],
         "live": [_turn(t) for t in live],
     }

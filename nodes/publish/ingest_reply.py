@@ -1,4 +1,9 @@
-"""Node: the ingest reply, whose first line stays compatible with the original server."""
+"""Node: the ingest reply, whose first line stays compatible with the original server.
+
+``Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B[; redacted: R]
+[; ⚠ NAFE:<SIG>[,<SIG>]]; trace:<id>)`` as the original wrote it (NAFE and trace
+inside the parentheses), then ``| Compressed K turns → brief <id> (tier-X)``.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,33 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.extract.nafe import SIGNATURES
 
 __all__ = ["ingest_reply"]
+
+
+def _signatures(flags: list[dict[str, Any]]) -> list[str]:
+    """The flagged signatures, once each, in the stable SIGNATURES order."""
+    present = {f["signature"] for f in flags}
+    return [sig for sig in SIGNATURES if sig in present]
 
 
 def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     turn, rec = state.get("turn"), state.get("recorded")
     decisions, blockers = state.get("decisions") or [], state.get("blockers") or []
     briefs = state.get("briefs") or []
+    flags, redacted = state.get("flags") or [], state.get("redacted") or []
     if rec["duplicate"]:
         text = f"Already captured #{rec['exchange_id']} (source_key {turn['source_key']!r})"
-        decisions, blockers = [], []
+        decisions, blockers, flags, redacted = [], [], [], []
     else:
+        nafe = _signatures(flags)
         text = (
             f"Ingested [{turn['role']}] #{rec['exchange_id']} ({len(turn['content'])} chars; "
-            f"decisions: {len(decisions)}; blockers: {len(blockers)})"
+            f"decisions: {len(decisions)}; blockers: {len(blockers)}"
+            + (f"; redacted: {len(redacted)}" if redacted else "")
+            + (f"; ⚠ NAFE:{','.join(nafe)}" if nafe else "")
+            + f"; trace:{rec['trace_id']})"
         )
         for b in briefs:
             text += f" | Compressed {b['turns']} turns → brief {b['id']} (tier-{b['tier']})"
@@ -35,6 +52,10 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             "decisions": decisions,
             "blockers": blockers,
             "compressed": briefs,
-            "trace_id": turn["trace_id"],
+            "trace_id": rec["trace_id"],
+            "redacted": len(redacted),
+            "redacted_kinds": sorted(set(redacted)),
+            "nafe": _signatures(flags),
+            "flags": [{"signature": f["signature"], "span": f["span"]} for f in flags],
         }
     }

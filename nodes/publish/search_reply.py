@@ -24,8 +24,10 @@ def search_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         budget.add("Note: no turns have been recorded in this session.")
     for h in hits:
         where = f" brief {h['brief_id']}" if h["brief_id"] is not None else ""
+        trace = f" trace:{h['trace_id']}" if h.get("trace_id") else ""
+        flags = f" ⚠ NAFE:{','.join(h['flags'])}" if h.get("flags") else ""
         budget.add(f"#{h['exchange_id']} [{h['role']}] {h['session_id']} {h['created_at']}"
-                   f" score {h['score']:.4f}{where}")
+                   f" score {h['score']:.4f}{where}{trace}{flags}")
         budget.add(f"  {h['snippet']}")
         for d in h["decisions"][:3]:
             budget.add(f"  decision: {d}")

@@ -62,6 +62,12 @@ def notes_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
         where = f" (brief {m['brief_id']})" if m["brief_id"] else ""
         budget.add(f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]{where}: "
                    f"{_flat(m['excerpt'], 160)}", reserve=reserve)
+    flags = state.get("flags") or []
+    if flags:  # only when there are any: most sessions have none
+        budget.add("## Reasoning-drift flags (NAFE, heuristic — not blockers)", reserve=reserve)
+        for f in flags:
+            budget.add(f"- #{f['exchange_id']} {f['signature']}: “{_flat(f['span'], 120)}”",
+                       reserve=reserve)
     budget.add("## Compressed briefs", reserve=reserve)
     briefs = state.get("briefs") or []
     if not briefs:

@@ -1,4 +1,5 @@
-"""Node: store the validated turn with its signals and index entries, in one transaction."""
+"""Node: store the validated turn with its signals, flags and index entries, in one
+transaction; a turn that names no trace id gets its session's."""
 
 from __future__ import annotations
 
@@ -6,29 +7,42 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import new_trace_id
+from store.correlation import exchange_trace, keep_session_trace, session_trace
 from store.exchanges import NewTurn, record_turn
+from store.signal_flags import StoredFlag, record_flags
 
 __all__ = ["stored_turn"]
 
 
 def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
     turn, fields = state.get("turn"), state.get("fields") or {}
-    new = NewTurn(
-        session=turn["session"],
-        role=turn["role"],
-        content=turn["content"],
-        content_hash=bytes.fromhex(turn["content_hash"]),
-        created_at=turn["created_at"],
-        vector=bytes.fromhex(state.get("vector")),
-        decisions=tuple(state.get("decisions") or ()),
-        blockers=tuple(state.get("blockers") or ()),
-        source_key=turn["source_key"],
-        trace_id=turn["trace_id"],
-        context=fields.get("context", ""),  # the keyword index's other columns
-        dated=fields.get("dated", ""),
-    )
+    flags = [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
+             for f in state.get("flags") or ()]
     with state.ctx.store.write() as conn:
+        known = None if turn["trace_id"] else session_trace(conn, turn["session"])
+        trace_id = turn["trace_id"] or known or new_trace_id(turn["created_at"])
+        new = NewTurn(
+            session=turn["session"],
+            role=turn["role"],
+            content=turn["content"],
+            content_hash=bytes.fromhex(turn["content_hash"]),
+            created_at=turn["created_at"],
+            vector=bytes.fromhex(state.get("vector")),
+            decisions=tuple(state.get("decisions") or ()),
+            blockers=tuple(state.get("blockers") or ()),
+            source_key=turn["source_key"],
+            trace_id=trace_id,
+            context=fields.get("context", ""),  # the keyword index's other columns
+            dated=fields.get("dated", ""),
+        )
         rec = record_turn(conn, new)
+        if rec.duplicate:
+            trace_id = exchange_trace(conn, rec.exchange_id)
+        else:
+            if known is None:
+                keep_session_trace(conn, rec.session_id, trace_id)
+            record_flags(conn, rec.exchange_id, rec.session_id, flags)
     due = not rec.duplicate and rec.live_turns >= state.ctx.settings.turn_limit
     return {
         "recorded": {
@@ -36,6 +50,7 @@ def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
             "session_row": rec.session_id,
             "duplicate": rec.duplicate,
             "live_turns": rec.live_turns,
+            "trace_id": trace_id,
         },
         "compression_due": due,
         "session_row": rec.session_id,

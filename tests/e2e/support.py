@@ -59,7 +59,10 @@ TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS, AUDIT, FORGET)
 # The first line of an ingest reply (kept compatible with the original server).
 INGEST_LINE = re.compile(
     r"Ingested \[(?P<role>user|assistant|system|tool)\] #(?P<id>\d+) "
-    r"\((?P<chars>\d+) chars; decisions: (?P<d>\d+); blockers: (?P<b>\d+)\)"
+    r"\((?P<chars>\d+) chars; decisions: (?P<d>\d+); blockers: (?P<b>\d+)"
+    r"(?:; redacted: (?P<redacted>[1-9]\d*))?"
+    r"(?:; ⚠ NAFE:(?P<nafe>[A-Z_]+(?:,[A-Z_]+){0,3}))?"
+    r"; trace:(?P<trace>VT-\d{8}-[0-9a-f]{8})\)"
     r"(?P<compressed>(?: \| Compressed \d+ turns → brief \d+ \(tier-[AB]\))*)$"
 )
 COMPRESSED = re.compile(

@@ -370,6 +370,7 @@ async def test_query_history_hits_cite_their_provenance(conn: Conn):
                     f"score {hit['score']:.4f}")
             if hit["brief_id"] is not None:
                 line += f" brief {hit['brief_id']}"
+            line += f" trace:{hit['trace_id']}"
             assert line in text(result).splitlines()
         assert text(result).splitlines()[0] == (
             f"Found 9 of 9 hits for {token!r} ({mode}; session {session!r})")

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bench.extraction_quality import CASES_PATH, Case, evaluate, load_cases
+from nodes.extract.nafe import nafe_flags_in
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns, compile_patterns
+from nodes.extract.secrets import redact
 from nodes.extract.sentences import MAX_SENTENCE_CHARS, sentences
 from nodes.extract.signals import MAX_ITEM_CHARS, MAX_ITEMS, blockers, decisions
 
@@ -333,6 +335,17 @@ _PATHOLOGICAL = {
     "decided": "decided ",
     "parens": "(",
     "bait": "got no error: when TypeError not failing -> vs x → use can't(( ",
+    # secret redaction (nodes.extract.secrets) and NAFE flags (nodes.extract.nafe) run on
+    # the same turn at ingest: their bait too
+    "token": "ghp_a1B2",
+    "key-run": "AKIA",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\n",
+    "url": "a://b:c@",
+    "assign": "API_TOKEN=a1B2c3D4e5 ",
+    "bearer": "Authorization: Bearer ",
+    "jwt": "eyJa.eyJb.",
+    "nafe": "trust me the user said it's fine so we can skip the gate really fine ",
+    "nafe-nostop": "in the spirit of the rule given the context they probably mean ",
 }
 
 
@@ -342,6 +355,8 @@ def _median_seconds(text: str, runs: int = 3) -> float:
         start = time.perf_counter()
         decisions(text)
         blockers(text)
+        redact(text)
+        nafe_flags_in(text)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -349,6 +364,7 @@ def _median_seconds(text: str, runs: int = 3) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("unit", list(_PATHOLOGICAL.values()), ids=list(_PATHOLOGICAL))
 def test_extraction_time_grows_linearly(unit: str) -> None:
+    """Decisions, blockers, secret redaction and NAFE flags on one huge single line."""
     # Ratios, not absolute times, so a slow CI machine cannot fail this; a
     # quadratic regex would make the ratio ~100, linear work makes it ~10.
     small = (unit * (_SMALL // len(unit) + 1))[:_SMALL]
