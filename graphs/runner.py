@@ -30,7 +30,7 @@ __all__ = ["Graphs", "Trace"]
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
 _SUMMARY_CHARS = 80
-_TOKEN = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
+_HELD = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
 _SHORT = 64  # strings up to this length cross the engine as they are
 
 
@@ -60,9 +60,9 @@ class _Held:
 
     def _hold(self, run_id: str, value: Any) -> Any:
         if value is None or isinstance(value, (bool, int, float)) or (
-                isinstance(value, str) and len(value) <= _SHORT and not value.startswith(_TOKEN)):
+                isinstance(value, str) and len(value) <= _SHORT and not value.startswith(_HELD)):
             return value
-        token = f"{_TOKEN}{next(self._serial)}"
+        token = f"{_HELD}{next(self._serial)}"
         self.values[token] = value
         self.by_run.setdefault(run_id, []).append(token)
         return token
@@ -77,7 +77,7 @@ class _Held:
     def read(self, value: Any) -> Any:
         """The real value behind what the engine returned for a channel."""
         if isinstance(value, str):
-            return self.values[value] if value.startswith(_TOKEN) else value
+            return self.values[value] if value.startswith(_HELD) else value
         if isinstance(value, list) and value and isinstance(value[0], str):
             return [self.read(item) for item in value]
         return value

@@ -12,7 +12,7 @@ import apsw
 
 from tests.cli.conftest import REPO_ROOT, TIMEOUT, cli_env, run_cli, seed
 
-SECRET = "xoxb-2417-LeakedSlackToken"
+SECRET = "Quartermain-Zebulon-7731"  # not a credential shape: redaction would have caught one
 
 
 def test_audit_exit_codes_and_json(tmp_path: Path):

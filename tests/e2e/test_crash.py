@@ -80,7 +80,17 @@ def test_acknowledged_ingests_survive_sigkill_and_the_audit_passes(tmp_path: Pat
                              "params": {"name": INGEST, "arguments": {
                                  "role": "user", "content": contents[rid],
                                  "session_id": f"crash-{rng.randrange(3)}"}}})
-            time.sleep(rng.uniform(0.02, 0.8))
+            # The moment is set by the server's progress, not by the clock (a fast machine
+            # would finish every burst first): after a random number of replies, plus a
+            # random fraction of one ingest, so kills land between and inside calls.
+            seen = 0
+            target = rng.randrange(1, BURST)
+            while seen < target:
+                message = server.next_message(30.0)
+                assert message is not None, f"round {round_}: no reply within 30 s"
+                server.pending.append(message)
+                seen += message.get("id") in contents
+            time.sleep(rng.uniform(0.0, 0.004))
             server.proc.kill()  # SIGKILL: no clean-up of any kind
             server.proc.wait(timeout=10)
             answered = 0

@@ -18,7 +18,9 @@ from store.errors import InvalidInput, NotFound
 from store.exchanges import scope_token
 
 TURN_LIMIT = 4
-SECRET = "AKIAZ7Q3XJ5TLEAKED42"  # never stored outside the test's turns
+# Not a credential shape (redaction at ingest would have caught one): a name that must
+# leave the record, such as a customer's, is what forgetting is for.
+SECRET = "Quartermain-Zebulon-7731"  # never stored outside the test's turns
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def brief_row(app: App, brief_id: int) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
-def test_forgetting_a_leaked_secret_leaves_no_byte_of_it(app: App):
+def test_forgetting_a_leaked_name_leaves_no_byte_of_it(app: App):
     ids = []
     for i in range(10):
         content = (f"Decision: rotate the deploy key {SECRET} now." if i in (2, 5)
@@ -77,7 +79,7 @@ def test_forgetting_a_leaked_secret_leaves_no_byte_of_it(app: App):
     assert SECRET in briefs_before[1][1]  # the tier-A brief quotes the decision
     assert SECRET.encode() in file_bytes(app)
 
-    reply = forget(app, text=SECRET, reason="leaked AWS key")
+    reply = forget(app, text=SECRET, reason="leaked customer name")
     assert reply["count"] == 3 and reply["ids"] == [ids[2], ids[5], ids[-1] + 1]
     assert reply["briefs_rebuilt"] == [1, 2] and reply["milestones_removed"] == 1
     assert reply["traces_purged"] >= 1 and reply["vacuumed"] and reply["log_emptied"]
@@ -105,7 +107,7 @@ def test_forgetting_a_leaked_secret_leaves_no_byte_of_it(app: App):
         "SELECT exchange_id, reason, selector, content_hash FROM forgotten ORDER BY 1"
     ).fetchall()
     assert [r[0] for r in rows] == reply["ids"]
-    assert {(r[1], r[2]) for r in rows} == {("leaked AWS key", "text")}
+    assert {(r[1], r[2]) for r in rows} == {("leaked customer name", "text")}
     assert rows[0][3] == hashlib.sha256(
         f"Decision: rotate the deploy key {SECRET} now.".encode()).digest()
     assert audit_passes(app)
