@@ -32,6 +32,8 @@ from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
+from nodes.load_evidence.bus_events import shutdown_event
+from nodes.load_evidence.bus_status import bus_status
 from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
@@ -47,6 +49,7 @@ from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
+from nodes.publish.shutdown import acknowledged_shutdown
 from nodes.publish.traces import persist_trace
 from nodes.publish.turn import stored_turn
 
@@ -68,6 +71,7 @@ NODE_TYPES: dict[str, NodeFn] = {
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
         redacted_turn, nafe_flags,
+        shutdown_event, acknowledged_shutdown, bus_status,
     )
 }
 
@@ -77,6 +81,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "compress_again": lambda s: "again" if s.get("again") else "done",
     "search_mode": lambda s: str(s.get("query")["mode"]),
     "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
+    "bus_event_found": lambda s: "yes" if s.get("event") is not None else "no",
 }
 
 DEFINITIONS: list[dict[str, Any]] = [

@@ -16,6 +16,7 @@ __all__ = [
     "Ingested",
     "MilestoneMarked",
     "NotesResult",
+    "Shutdown",
     "Stage",
     "Trace",
 ]
@@ -63,6 +64,16 @@ class Flag(BaseModel):
     span: str = Field(description="The matched text (at most 200 characters).")
 
 
+class Shutdown(BaseModel):
+    exchange_id: int = Field(description="The system turn that records the event.")
+    event_id: int | str = Field(description="The event's id on the coordination bus.")
+    source: str = Field(description="The tool that announced the shutdown.")
+    at: str = Field(description="When the bus says it happened (ISO 8601, UTC).")
+    new: bool
+    acknowledged: bool = Field(description=(
+        "The receipt was written on the bus (else a later ingest writes it)."))
+
+
 class Ingested(BaseModel):
     text: str = Field(description="The reply line, also the first text content.")
     exchange_id: int
@@ -81,6 +92,9 @@ class Ingested(BaseModel):
     nafe: list[str] = Field(default_factory=list, description=(
         "NAFE reasoning-drift signatures flagged in this assistant turn (heuristic)."))
     flags: list[Flag] = Field(default_factory=list)
+    shutdowns: list[Shutdown] = Field(default_factory=list, description=(
+        "CLAEG terminal-shutdown events of this session recorded from the coordination "
+        "bus by this call, each as a system turn marked milestone TERMINAL_SHUTDOWN."))
     trace: TraceOut
 
 
