@@ -43,8 +43,8 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         )
         for b in briefs:
             text += f" | Compressed {b['turns']} turns → brief {b['id']} (tier-{b['tier']})"
-    shutdowns = [s for s in state.get("shutdowns") or [] if s["new"]]
-    for s in shutdowns:
+    shutdowns = state.get("shutdowns") or []
+    for s in (s for s in shutdowns if s["new"]):  # else only its receipt was late
         text += (f" | CLAEG terminal shutdown from {s['source']} at {s['at']} → "
                  f"#{s['exchange_id']} (milestone)")
     return {
