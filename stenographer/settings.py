@@ -93,8 +93,10 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
     # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
     embeddings: EmbeddingConfig | None = None
-    # Coordination bus (VERITAS_SHARED_DIR; None: off) and its busy timeout.
-    shared_dir: Path | None = field(default_factory=lambda: DEFAULT_SHARED_DIR.expanduser())
+    # Coordination bus directory and its busy timeout. None: no bus. ``from_env`` applies
+    # the documented default (DEFAULT_SHARED_DIR); settings built in code name the
+    # directory they want, so embedding code and tests never touch ~/.veritas-shared.
+    shared_dir: Path | None = None
     bus_timeout_ms: int = DEFAULT_BUS_TIMEOUT_MS
 
     @property
