@@ -13,10 +13,17 @@ read-write without create for receipts, with a short busy timeout. After a failu
 minute; a missing file costs one ``stat`` and is not backed off, so a bus that appears
 is used at the next ingest. ``Bus.health`` is what ``stenographer_capture_status``
 reports; ``Bus.probe`` checks the file live.
+
+The bus holds every tool's events and has no index on ``task_id`` (it is not ours to
+add one): a scan of 20,000 events takes ~8 ms, too much for every ingest. So a process
+keeps an index of the shutdown events it has not seen acknowledged, by task, and reads
+only the events added since (a rowid range); a full scan runs at the first call, when
+the file was replaced or shrank, and once a minute (writers that choose their own ids).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,12 +42,20 @@ BUS_FILE = "coordination.sqlite"
 CONSUMER = "omega-stenographer"
 SHUTDOWN = "CLAEG_TERMINAL_SHUTDOWN"
 RETRY_S, MAX_RETRY_S = 1.0, 60.0
+RESCAN_S = 60.0
+MAX_ASKED = 200  # rowids per read of a task's events
 
-SELECT_PENDING = """
-SELECT e.id, e.task_id, e.payload, e.created_at FROM events e
-WHERE e.task_id = ?1 AND e.event_type = ?2
+SELECT_TOP = "SELECT max(rowid) FROM events"
+SELECT_UNACKNOWLEDGED = """
+SELECT e.rowid, e.task_id FROM events e
+WHERE e.rowid > ?1 AND e.event_type = ?2
+  AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.consumer = ?3 AND r.event_id = e.id)"""
+# {rowids} is a list of integer placeholders (?4, ?5, ...) built by _events_sql.
+SELECT_EVENTS = """
+SELECT e.rowid, e.id, e.task_id, e.payload, e.created_at FROM events e
+WHERE e.rowid IN ({rowids}) AND e.task_id = ?1 AND e.event_type = ?2
   AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.consumer = ?3 AND r.event_id = e.id)
-ORDER BY e.created_at, e.id LIMIT ?4"""
+ORDER BY e.created_at, e.rowid"""
 COUNT_PENDING = """
 SELECT count(*) FROM events e WHERE e.event_type = ?1
   AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.consumer = ?2 AND r.event_id = e.id)"""
@@ -53,6 +68,7 @@ WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE consumer = ?1 AND event_id = ?2)"
 
 @dataclass(frozen=True)
 class BusEvent:
+    rowid: int
     id: int | str  # as the bus stores it; receipts name it the same way
     task_id: str
     payload: str | None
@@ -88,12 +104,31 @@ def _classify(ex: apsw.Error) -> BusUnavailable:
     return BusUnavailable("unusable", f"{type(ex).__name__}: {ex}")
 
 
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def _events_sql(count: int) -> str:
+    return SELECT_EVENTS.format(rowids=", ".join(f"?{i}" for i in range(4, 4 + count)))
+
+
+@dataclass
+class _Index:
+    """Shutdown events not seen acknowledged, by task (rowids), up to rowid ``scanned``."""
+
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file scanned
+    scanned: int = -1  # -1: never scanned
+    full_at: float = 0.0  # monotonic time of the last full scan
+    waiting: dict[str, set[int]] | None = None
 
 
 class Bus:
@@ -106,7 +141,9 @@ class Bus:
         self.consumer = consumer
         self.health = BusHealth()
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # health
+        self._poll_lock = threading.Lock()  # the index; one poll at a time
+        self._index = _Index()
 
     # --- calls on the ingest path ---------------------------------------------------
 
@@ -115,14 +152,46 @@ class Bus:
         empty when the bus is missing, failing or backing off (never raises)."""
         if not self._due():
             return []
-        try:
-            with self._open(write=False) as conn:
-                rows = all_rows(conn, SELECT_PENDING, (task_id, SHUTDOWN, self.consumer, limit))
-        except BusUnavailable as ex:
-            self._failed(ex)
-            return []
+        with self._poll_lock:
+            try:
+                with self._open(write=False) as conn:
+                    conn.execute("BEGIN")  # one snapshot for the scan and the reads
+                    try:
+                        found = self._read_pending(conn, task_id, limit)
+                    finally:
+                        conn.execute("COMMIT")
+            except BusUnavailable as ex:
+                self._failed(ex)
+                return []
         self._succeeded()
-        return [BusEvent(r[0], str(r[1]), _text(r[2]), r[3]) for r in rows]
+        return found
+
+    def _read_pending(self, conn: apsw.Connection, task_id: str, limit: int
+                      ) -> list[BusEvent]:
+        index, now = self._index, self._clock()
+        top = int(one(conn, SELECT_TOP)[0] or 0)
+        identity = _identity(self.path)
+        if (index.waiting is None or identity != index.identity or top < index.scanned
+                or now - index.full_at >= RESCAN_S):
+            index.identity, index.scanned, index.full_at, index.waiting = identity, 0, now, {}
+        assert index.waiting is not None
+        for rowid, task in all_rows(conn, SELECT_UNACKNOWLEDGED,
+                                    (index.scanned, SHUTDOWN, self.consumer)):
+            index.waiting.setdefault(str(task), set()).add(int(rowid))
+        index.scanned = max(index.scanned, top)
+        mine = sorted(index.waiting.get(task_id, ()))
+        if not mine:
+            return []
+        asked, later = mine[:MAX_ASKED], mine[MAX_ASKED:]
+        rows = all_rows(conn, _events_sql(len(asked)),
+                        (task_id, SHUTDOWN, self.consumer, *asked))
+        # Those still without a receipt stay (it is written by a later node, or fails).
+        waiting = {int(r[0]) for r in rows} | set(later)
+        if waiting:
+            index.waiting[task_id] = waiting
+        else:
+            del index.waiting[task_id]
+        return [BusEvent(int(r[0]), r[1], str(r[2]), _text(r[3]), r[4]) for r in rows[:limit]]
 
     def acknowledge(self, event_id: int | str) -> bool:
         """Write this consumer's receipt for an event (once); False if the bus refused."""
@@ -182,6 +251,8 @@ class Bus:
             yield conn
         except apsw.Error as ex:
             raise _classify(ex) from ex
+        except OSError as ex:  # e.g. the file went away between two calls
+            raise BusUnavailable("unusable", f"cannot read {self.path}: {ex}") from ex
         except (ValueError, TypeError) as ex:  # e.g. text that is not UTF-8
             raise BusUnavailable("unusable", f"{type(ex).__name__}: {ex}") from ex
         finally:

@@ -178,3 +178,82 @@ def test_the_bus_is_read_only_for_reads(shared: Path, clock: Clock):
     bus.pending_shutdowns("s1", 20)
     bus.probe()
     assert path.read_bytes() == before
+
+
+# --- the index of unacknowledged events (incremental reads) ---------------------------
+
+
+def test_events_added_later_are_found_by_the_incremental_read(shared: Path, clock: Clock):
+    path = make_bus(shared)
+    for i in range(50):
+        emit(path, f"other-{i % 5}")
+    bus = bus_at(shared, clock)
+    assert bus.pending_shutdowns("s1", 20) == []  # the full scan
+    late = emit(path, "s1")
+    emit(path, "s1", "STENO_EXCHANGE")
+    assert [e.id for e in bus.pending_shutdowns("s1", 20)] == [late]
+    assert [e.id for e in bus.pending_shutdowns("s1", 20)] == [late]  # until acknowledged
+    assert bus.acknowledge(late)
+    assert bus.pending_shutdowns("s1", 20) == []
+
+
+def test_a_receipt_written_by_another_process_drops_the_event(shared: Path, clock: Clock):
+    path = make_bus(shared)
+    event = emit(path, "s1")
+    mine, other = bus_at(shared, clock), bus_at(shared, clock)
+    assert [e.id for e in mine.pending_shutdowns("s1", 20)] == [event]
+    assert other.acknowledge(event)
+    assert mine.pending_shutdowns("s1", 20) == []
+
+
+def test_a_replaced_or_shrunk_bus_is_scanned_again(shared: Path, clock: Clock):
+    path = make_bus(shared)
+    for _ in range(5):
+        emit(path, "s1", created_at="2026-11-29T00:00:00Z")
+    bus = bus_at(shared, clock)
+    assert len(bus.pending_shutdowns("s1", 20)) == 5
+    for _ in range(5):
+        bus.acknowledge(bus.pending_shutdowns("s1", 1)[0].id)
+    assert bus.pending_shutdowns("s1", 20) == []
+
+    path.unlink()  # recreated by its owner: a new file whose ids start at 1 again
+    fresh = emit(make_bus(shared), "s1", created_at="2026-11-30T00:00:00Z")
+    assert fresh == 1
+    assert [e.created_at for e in bus.pending_shutdowns("s1", 20)] == ["2026-11-30T00:00:00Z"]
+
+    conn = apsw.Connection(str(path))  # emptied in place (same file): fewer rows than seen
+    conn.execute("DELETE FROM receipts; DELETE FROM events")
+    conn.close()
+    emit(path, "s1", created_at="2026-12-01T00:00:00Z")
+    assert [e.created_at for e in bus.pending_shutdowns("s1", 20)] == ["2026-12-01T00:00:00Z"]
+
+
+def test_events_below_the_read_mark_are_found_by_the_periodic_scan(shared: Path,
+                                                                    clock: Clock):
+    """A writer that picks its own ids may add an event below the rows already read."""
+    from store.bus import RESCAN_S
+
+    path = make_bus(shared)
+    emit(path, "s1", "NOISE")
+    conn = apsw.Connection(str(path))
+    conn.execute("INSERT INTO events(id, task_id, event_type, payload, created_at) "
+                 "VALUES (100, 'x', 'NOISE', '{}', '2026-11-30')")
+    bus = bus_at(shared, clock)
+    assert bus.pending_shutdowns("s1", 20) == []
+    conn.execute("INSERT INTO events(id, task_id, event_type, payload, created_at) VALUES "
+                 "(50, 's1', 'CLAEG_TERMINAL_SHUTDOWN', '{}', '2026-11-30')")
+    conn.close()
+    assert bus.pending_shutdowns("s1", 20) == []  # below the mark: not read yet
+    clock.now += RESCAN_S
+    assert [e.id for e in bus.pending_shutdowns("s1", 20)] == [50]
+
+
+def test_many_events_of_a_task_come_oldest_first_in_pages(shared: Path, clock: Clock):
+    path = make_bus(shared)
+    ids = [emit(path, "s1", created_at=f"2026-11-30T06:{59 - i:02d}:00Z") for i in range(30)]
+    bus = bus_at(shared, clock)
+    page = bus.pending_shutdowns("s1", 20)
+    assert [e.id for e in page] == list(reversed(ids))[:20]  # by time, not by id
+    for event in page:
+        bus.acknowledge(event.id)
+    assert [e.id for e in bus.pending_shutdowns("s1", 20)] == list(reversed(ids))[20:]
