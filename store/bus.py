@@ -87,7 +87,7 @@ class BusHealth:
     failures: int = 0  # consecutive
     retry_at: float = 0.0  # monotonic; calls before it are skipped
     skipped: int = 0  # calls skipped during back-offs
-    acknowledged: int = 0  # receipts written by this process
+    acknowledged: int = 0  # receipts written by this process (not those found written)
 
 
 class BusUnavailable(Exception):
@@ -200,6 +200,7 @@ class Bus:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     conn.execute(INSERT_RECEIPT, (self.consumer, event_id))
+                    written = conn.changes()
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
@@ -208,7 +209,7 @@ class Bus:
             self._failed(ex)
             return False
         with self._lock:
-            self.health.acknowledged += 1
+            self.health.acknowledged += written
         self._succeeded()
         return True
 

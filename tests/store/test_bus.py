@@ -257,3 +257,11 @@ def test_many_events_of_a_task_come_oldest_first_in_pages(shared: Path, clock: C
     for event in page:
         bus.acknowledge(event.id)
     assert [e.id for e in bus.pending_shutdowns("s1", 20)] == list(reversed(ids))[20:]
+
+
+def test_the_health_counts_only_receipts_this_process_wrote(shared: Path, clock: Clock):
+    path = make_bus(shared)
+    event = emit(path, "s1")
+    first, second = bus_at(shared, clock), bus_at(shared, clock)
+    assert first.acknowledge(event) and second.acknowledge(event) and first.acknowledge(event)
+    assert (first.snapshot()["acknowledged"], second.snapshot()["acknowledged"]) == (1, 0)
