@@ -82,7 +82,9 @@ def shutdown_of(event: dict[str, Any], now: float | None = None) -> Shutdown:
     """The turn and milestone recording one bus event (a ``store.bus.BusEvent`` as a dict)."""
     payload = _payload(event["payload"])
     fields = payload if isinstance(payload, dict) else {}
-    source = _line(fields.get("source") or "unknown", MAX_SOURCE_CHARS) or "unknown"
+    # No "|" in the source: the ingest reply separates its clauses with it.
+    source = _line(str(fields.get("source") or "unknown").replace("|", "/"),
+                   MAX_SOURCE_CHARS) or "unknown"
     at = event_time(event["created_at"], time.time() if now is None else now)
     when = iso(at)
     reason_key = next((k for k in ("reason", "message", "detail")

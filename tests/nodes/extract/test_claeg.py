@@ -57,6 +57,8 @@ def test_the_turn_says_what_the_bus_said():
     ([1, 2], "unknown", "Payload: [1, 2]"),
     ({"source": "a\nb\x00c" + "x" * 200}, "a b c" + "x" * 74 + "…", None),
     ({"source": 42, "message": "stopped"}, "42", "Reason: stopped"),
+    ({"source": "a | b"}, "a / b", None),
+    ({"source": "   "}, "unknown", None),
 ])
 def test_odd_payloads_still_make_a_turn(payload: Any, source: str, fragment: str | None):
     s = shutdown_of(event(payload), NOW)
