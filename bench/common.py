@@ -173,7 +173,9 @@ def server_params(data_dir: Path, extra_env: Mapping[str, str] | None = None
     """``python -m stenographer`` (stdio) on a store in ``data_dir``, from the repo root."""
     pythonpath = os.pathsep.join(
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = {"OMEGA_STENOGRAPHER_DIR": str(data_dir), "PYTHONPATH": pythonpath}
+    env = {"OMEGA_STENOGRAPHER_DIR": str(data_dir), "PYTHONPATH": pythonpath,
+           # the coordination bus: none unless a benchmark names one (never the user's ~)
+           "VERITAS_SHARED_DIR": str(data_dir / "veritas-shared")}
     env.update(extra_env or {})
     return StdioServerParameters(command=sys.executable, args=["-m", "stenographer"],
                                  env=env, cwd=str(REPO_ROOT))

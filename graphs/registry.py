@@ -47,6 +47,8 @@ from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
 from nodes.load_evidence.audit_evidence import audit_batch, audit_scope
+from nodes.load_evidence.bus_events import shutdown_event
+from nodes.load_evidence.bus_status import bus_status
 from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.forget_scope import forget_scope
 from nodes.load_evidence.hit_rows import hit_page
@@ -66,6 +68,7 @@ from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
+from nodes.publish.shutdown import acknowledged_shutdown
 from nodes.publish.traces import persist_trace
 from nodes.publish.turn import stored_turn
 
@@ -89,6 +92,7 @@ NODE_TYPES: dict[str, NodeFn] = {
         checked_audit, audit_scope, audit_batch, audit_findings, audit_report,
         checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
         redacted_turn, nafe_flags,
+        shutdown_event, acknowledged_shutdown, bus_status,
     )
 }
 
@@ -99,6 +103,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "search_mode": lambda s: str(s.get("query")["mode"]),
     "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
     "audit_more": lambda s: "more" if s.get("position") is not None else "done",
+    "bus_event_found": lambda s: "yes" if s.get("event") is not None else "no",
 }
 
 DEFINITIONS: list[dict[str, Any]] = [

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
+from store.bus import Bus
 from store.db import Store
 
 __all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes"]
@@ -41,12 +42,14 @@ class Knobs(Protocol):
 
 @dataclass(frozen=True)
 class RunContext:
-    """Shared by every run of a process: the store, the settings, compiled patterns."""
+    """Shared by every run of a process: the store, the settings, compiled patterns,
+    the coordination bus."""
 
     store: Store
     settings: Knobs
     patterns: SignalPatterns = DEFAULT_PATTERNS
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
+    bus: Bus | None = None  # the coordination bus (VERITAS_SHARED_DIR); None: off
 
 
 class State(Protocol):

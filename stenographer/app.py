@@ -12,6 +12,7 @@ from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.settings import Settings
 from store.audit import overdue_sessions
+from store.bus import Bus
 from store.db import Store
 
 __all__ = ["App", "open_app"]
@@ -57,6 +58,8 @@ def open_app(settings: Settings | None = None) -> App:
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
     store = Store(settings.db_path, synchronous=settings.synchronous,
                   vector_dim=settings.vector_dim)
+    bus = None if settings.bus_path is None else Bus(settings.bus_path,
+                                                     timeout_ms=settings.bus_timeout_ms)
     ctx = RunContext(store=store, settings=settings, patterns=patterns,
-                     secret_patterns=compile_extra(settings.secret_patterns))
+                     secret_patterns=compile_extra(settings.secret_patterns), bus=bus)
     return App(settings=settings, store=store, ctx=ctx, graphs=graphs())

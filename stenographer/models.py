@@ -20,6 +20,7 @@ __all__ = [
     "Ingested",
     "MilestoneMarked",
     "NotesResult",
+    "Shutdown",
     "Stage",
     "Trace",
 ]
@@ -89,8 +90,19 @@ class Flag(BaseModel):
     span: str = Field(description="The matched text (at most 200 characters).")
 
 
+class Shutdown(BaseModel):
+    exchange_id: int = Field(description="The system turn that records the event.")
+    event_id: int | str = Field(description="The event's id on the coordination bus.")
+    source: str = Field(description="The tool that announced the shutdown.")
+    at: str = Field(description="When the bus says it happened (ISO 8601, UTC).")
+    new: bool
+    acknowledged: bool = Field(description=(
+        "The receipt was written on the bus (else a later ingest writes it)."))
+
+
 FlagOut = Annotated[Flag, shape_only(Flag, "A flag")]
 BriefRefOut = Annotated[BriefRef, shape_only(BriefRef, "A brief")]
+ShutdownOut = Annotated[Shutdown, shape_only(Shutdown, "A shutdown event")]
 
 
 class Ingested(BaseModel):
@@ -111,6 +123,9 @@ class Ingested(BaseModel):
     nafe: list[str] = Field(default_factory=list, description=(
         "NAFE reasoning-drift signatures flagged in this assistant turn (heuristic)."))
     flags: list[FlagOut] = Field(default_factory=list)
+    shutdowns: list[ShutdownOut] = Field(default_factory=list, description=(
+        "CLAEG terminal-shutdown events of this session recorded from the coordination "
+        "bus by this call, each as a system turn marked milestone TERMINAL_SHUTDOWN."))
     trace: TraceOut
 
 

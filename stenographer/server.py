@@ -168,12 +168,17 @@ async def ingest_exchange(
     MORAL_OVERRIDE, AUTHORITY_DRIFT, INTENT_INFERENCE: heuristic notes, never blockers),
     indexes the turn for keyword and vector search, and when the session has
     STENO_TURN_LIMIT (default 8) uncompressed turns, compresses the oldest into a brief
-    that cites them (the turns stay stored and searchable).
+    that cites them (the turns stay stored and searchable). When the coordination bus
+    (VERITAS_SHARED_DIR) holds CLAEG_TERMINAL_SHUTDOWN events for this session_id not yet
+    recorded, each is first recorded once as a system turn marked milestone
+    TERMINAL_SHUTDOWN and acknowledged on the bus; a missing or busy bus is skipped.
 
     Returns one line: `Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B;
     trace:<trace id>)`, with `; redacted: R` after the blockers when secrets were
     replaced and `; ⚠ NAFE:<SIG>[,<SIG>]` before the trace when flags were raised, plus
-    `| Compressed K turns → brief <id> (tier-A/B)` when compression ran, or
+    `| Compressed K turns → brief <id> (tier-A/B)` when compression ran,
+    `| CLAEG terminal shutdown from <source> at <time> → #<id> (milestone)` per shutdown
+    event recorded, or
     `Already captured #<id> ...` for a repeated source_key; the structured result adds
     the extracted sentences, the flags with their spans and the stage trace (~2-4 KB).
     Side effects: writes to the local store only. Errors: an invalid role, empty or
@@ -302,8 +307,10 @@ async def query_history(
 @mcp.tool(name="stenographer_capture_status", annotations=READ)
 async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, CaptureStatus]:
     """Automatic capture progress (transcript watchers: files, offsets, last success,
-    errors), delivery status (sync outbox: pending, delivered, last error) and store
-    counts (sessions, exchanges, briefs, size). Read-only; about 1 KB.
+    errors), delivery status (sync outbox: pending, delivered, last error), the
+    coordination bus (state: ok, missing, locked, corrupt, unusable; shutdown events
+    unacknowledged and recorded; this process's last error and back-off) and store
+    counts (sessions, exchanges, briefs, size). Read-only; about 1.5 KB.
     """
     out, trace = await _run(ctx, "status", {})
     return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],

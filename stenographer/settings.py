@@ -15,11 +15,14 @@ from typing import TypeVar
 
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
 from nodes.extract.secrets import compile_extra
+from store.bus import BUS_FILE
 
 __all__ = [
+    "DEFAULT_BUS_TIMEOUT_MS",
     "DEFAULT_DATA_DIR",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_CONTENT_CHARS",
+    "DEFAULT_SHARED_DIR",
     "DEFAULT_TOP_K",
     "DEFAULT_TRACE_RETENTION",
     "DEFAULT_TURN_LIMIT",
@@ -37,6 +40,9 @@ DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
 DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
 DEFAULT_GRAPH_WORKERS = 1
+# The coordination bus of the Omega/VERITAS tools: <dir>/coordination.sqlite (store.bus).
+DEFAULT_SHARED_DIR = Path("~/.veritas-shared")
+DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an ingest this once
 
 
 _N = TypeVar("_N", int, float)
@@ -87,10 +93,19 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
     # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
     embeddings: EmbeddingConfig | None = None
+    # Coordination bus directory and its busy timeout. None: no bus. ``from_env`` applies
+    # the documented default (DEFAULT_SHARED_DIR); settings built in code name the
+    # directory they want, so embedding code and tests never touch ~/.veritas-shared.
+    shared_dir: Path | None = None
+    bus_timeout_ms: int = DEFAULT_BUS_TIMEOUT_MS
 
     @property
     def db_path(self) -> Path:
         return self.data_dir / "steno.db"
+
+    @property
+    def bus_path(self) -> Path | None:
+        return None if self.shared_dir is None else self.shared_dir / BUS_FILE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -122,7 +137,17 @@ class Settings:
             allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
                                        "http(s)://host[:port], e.g. http://steno.lan:8765"),
             embeddings=_embeddings(env),
+            shared_dir=_shared_dir(env),
+            bus_timeout_ms=_int(env, "STENO_BUS_TIMEOUT_MS", DEFAULT_BUS_TIMEOUT_MS, 0, 2_000),
         )
+
+
+def _shared_dir(env: Mapping[str, str]) -> Path | None:
+    """VERITAS_SHARED_DIR: the directory of the tools' shared coordination.sqlite, or off."""
+    raw = env.get("VERITAS_SHARED_DIR", "").strip()
+    if raw.lower() in _OFF:
+        return None
+    return Path(raw or str(DEFAULT_SHARED_DIR)).expanduser().resolve()
 
 
 def _patterns(raw: str | None) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""status: store counts, capture and delivery progress (stenographer_capture_status)."""
+"""status: store counts, capture and delivery progress, and the coordination bus
+(stenographer_capture_status)."""
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
@@ -6,6 +7,6 @@ DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "status",
     "channels": channels("request", "status", "text"),
-    "nodes": {"status": {"type": "capture_status"}},
-    "edges": chain(START, "status", END),
+    "nodes": {"status": {"type": "capture_status"}, "bus": {"type": "bus_status"}},
+    "edges": chain(START, "status", "bus", END),
 }

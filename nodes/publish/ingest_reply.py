@@ -2,7 +2,9 @@
 
 ``Ingested [<role>] #<id> (<N> chars; decisions: D; blockers: B[; redacted: R]
 [; ⚠ NAFE:<SIG>[,<SIG>]]; trace:<id>)`` as the original wrote it (NAFE and trace
-inside the parentheses), then ``| Compressed K turns → brief <id> (tier-X)``.
+inside the parentheses), then ``| Compressed K turns → brief <id> (tier-X)``, then
+``| CLAEG terminal shutdown from <source> at <time> → #<id> (milestone)`` for each
+shutdown event of the session that this ingest recorded from the coordination bus.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         )
         for b in briefs:
             text += f" | Compressed {b['turns']} turns → brief {b['id']} (tier-{b['tier']})"
+    shutdowns = state.get("shutdowns") or []
+    for s in (s for s in shutdowns if s["new"]):  # else only its receipt was late
+        text += (f" | CLAEG terminal shutdown from {s['source']} at {s['at']} → "
+                 f"#{s['exchange_id']} (milestone)")
     return {
         "reply": {
             "text": text,
@@ -57,5 +63,6 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             "redacted_kinds": sorted(set(redacted)),
             "nafe": _signatures(flags),
             "flags": [{"signature": f["signature"], "span": f["span"]} for f in flags],
+            "shutdowns": shutdowns,
         }
     }

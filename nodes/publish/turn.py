@@ -1,5 +1,7 @@
 """Node: store the validated turn with its signals, flags and index entries, in one
-transaction; a turn that names no trace id gets its session's."""
+transaction; a turn that names no trace id gets its session's. A turn that comes with a
+``milestone`` label (a CLAEG shutdown event) is flagged in the same transaction, so no
+compression can take it as an ordinary turn in between."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace, keep_session_trace, session_trace
 from store.exchanges import NewTurn, record_turn
+from store.milestones import mark_milestone
 from store.signal_flags import StoredFlag, record_flags
 
 __all__ = ["stored_turn"]
@@ -43,6 +46,9 @@ def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
             if known is None:
                 keep_session_trace(conn, rec.session_id, trace_id)
             record_flags(conn, rec.exchange_id, rec.session_id, flags)
+            if turn.get("milestone"):
+                mark_milestone(conn, rec.session_id, rec.exchange_id, turn["milestone"],
+                               turn["created_at"])
     due = not rec.duplicate and rec.live_turns >= state.ctx.settings.turn_limit
     return {
         "recorded": {

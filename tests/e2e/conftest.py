@@ -79,6 +79,7 @@ async def memory_conn(mode: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch
         if key.startswith("STENO_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("OMEGA_STENOGRAPHER_DIR", str(data_dir))
+    monkeypatch.setenv("VERITAS_SHARED_DIR", str(data_dir / "veritas-shared"))  # not ~
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     async with Client(mcp, mode=mode, raise_exceptions=True,

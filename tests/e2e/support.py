@@ -31,6 +31,7 @@ __all__ = [
     "NOTES",
     "REPO_ROOT",
     "SEARCH",
+    "SHUTDOWN",
     "STATUS",
     "TOOLS",
     "RawServer",
@@ -63,15 +64,22 @@ INGEST_LINE = re.compile(
     r"(?:; redacted: (?P<redacted>[1-9]\d*))?"
     r"(?:; ⚠ NAFE:(?P<nafe>[A-Z_]+(?:,[A-Z_]+){0,3}))?"
     r"; trace:(?P<trace>VT-\d{8}-[0-9a-f]{8})\)"
-    r"(?P<compressed>(?: \| Compressed \d+ turns → brief \d+ \(tier-[AB]\))*)$"
+    r"(?P<compressed>(?: \| Compressed \d+ turns → brief \d+ \(tier-[AB]\))*)"
+    r"(?P<shutdowns>(?: \| CLAEG terminal shutdown from [^|]+ at "
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ → #\d+ \(milestone\))*)$"
 )
+SHUTDOWN = re.compile(
+    r"CLAEG terminal shutdown from (?P<source>[^|]+) at (?P<at>\S+) → #(?P<id>\d+) "
+    r"\(milestone\)")
 COMPRESSED = re.compile(
     r"Compressed (?P<turns>\d+) turns → brief (?P<id>\d+) \(tier-(?P<tier>[AB])\)")
 
 
 def server_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
-    """What an MCP host passes: the data directory and the import path, nothing else."""
-    return {"OMEGA_STENOGRAPHER_DIR": str(data_dir), "PYTHONPATH": str(REPO_ROOT), **extra}
+    """What an MCP host passes: the data directory and the import path, nothing else;
+    the coordination bus is looked for inside the data directory, never in ~."""
+    return {"OMEGA_STENOGRAPHER_DIR": str(data_dir), "PYTHONPATH": str(REPO_ROOT),
+            "VERITAS_SHARED_DIR": str(Path(data_dir) / "veritas-shared"), **extra}
 
 
 def stdio_params(data_dir: Path | str, **extra: str) -> StdioServerParameters:

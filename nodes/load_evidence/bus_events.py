@@ -1,0 +1,45 @@
+"""Node: the next CLAEG terminal-shutdown event of the ingesting session that this
+store has not acknowledged, as the system turn that records it (issue #8 item 3).
+
+The first call of a run reads the bus once (``store.bus.Bus.pending_shutdowns``: bounded
+busy timeout, back-off after failures, never raises); the loop then takes the events
+one by one. Without a bus (``VERITAS_SHARED_DIR=off``) there is nothing to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.extract.claeg import shutdown_of
+
+__all__ = ["MAX_EVENTS", "shutdown_event"]
+
+MAX_EVENTS = 20  # per ingest; more wait for the next ingest of the session
+
+
+def shutdown_event(state: State, cfg: Mapping[str, Any]) -> Writes:
+    session = state.get("caller")["session"]
+    pending = state.get("pending")
+    if pending is None:
+        bus = state.ctx.bus
+        found = [] if bus is None else bus.pending_shutdowns(session, MAX_EVENTS)
+        pending = [asdict(e) for e in found]
+    if not pending:
+        return {"pending": [], "event": None}
+    shutdown = shutdown_of(pending[0])
+    return {
+        "pending": pending[1:],
+        "event": {"id": shutdown.event_id, "source": shutdown.source, "at": shutdown.at},
+        "turn": {
+            "session": session,
+            "role": "system",
+            "content": shutdown.content,
+            "created_at": shutdown.at,
+            "source_key": shutdown.source_key,
+            "trace_id": None,  # the session's, as for any turn that names none
+            "milestone": shutdown.label,
+        },
+    }
