@@ -6,11 +6,19 @@ from collections.abc import Callable
 from typing import Any
 
 from graphs import compress, guard, ingest, milestone, notes, search, status, trace
+from graphs import graphrag as graphrag_graphs
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
 from graphs.runner import Graphs
 from nodes.context import NodeFn
+from nodes.evaluate_contracts.graph_input import (
+    checked_community_ref,
+    checked_export,
+    checked_graph_batch,
+    checked_graph_query,
+    graph_batch_contract,
+)
 from nodes.evaluate_contracts.inspector_input import (
     checked_brief_ref,
     checked_exchange_ref,
@@ -25,12 +33,29 @@ from nodes.evaluate_contracts.query_input import (
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.fusion import fused_hits
+from nodes.extract.graph_records import graph_records
+from nodes.extract.graph_views import (
+    community_sentences,
+    detected_communities,
+    ranked_neighbourhood,
+)
 from nodes.extract.query_terms import keyword_query
 from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.answers import answered_hits
 from nodes.load_evidence.compression import compression_batch
+from nodes.load_evidence.graph_evidence import (
+    community_evidence,
+    community_list,
+    export_rows,
+    graph_batch_turns,
+    graph_neighbourhood,
+    graph_seeds,
+    graph_stats,
+    graph_support,
+    whole_graph_evidence,
+)
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
@@ -40,6 +65,16 @@ from nodes.load_evidence.status import capture_status, recent_traces, stored_tra
 from nodes.load_evidence.store_stats import store_stats
 from nodes.publish.brief import claimed_brief
 from nodes.publish.embeddings import embedded_backlog
+from nodes.publish.graph_publish import (
+    communities_text,
+    community_text,
+    exported_graph,
+    graph_query_text,
+    graph_reset,
+    graph_stats_text,
+    published_communities,
+    published_graph_batch,
+)
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
@@ -65,6 +100,14 @@ NODE_TYPES: dict[str, NodeFn] = {
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
+        # GraphRAG (graphs/graphrag)
+        checked_graph_batch, graph_batch_turns, graph_records, graph_batch_contract,
+        published_graph_batch, whole_graph_evidence, detected_communities,
+        published_communities, checked_graph_query, graph_seeds, graph_neighbourhood,
+        ranked_neighbourhood, graph_support, graph_query_text, graph_stats, graph_stats_text,
+        community_list, communities_text, checked_community_ref, community_evidence,
+        community_sentences, community_text, checked_export, export_rows, exported_graph,
+        graph_reset,
     )
 }
 
@@ -81,6 +124,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
+    *graphrag_graphs.DEFINITIONS,
 ]
 
 

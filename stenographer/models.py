@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 __all__ = [
     "BriefRef",
     "CaptureStatus",
+    "GraphQueryResult",
     "GuardResult",
     "HistoryPage",
     "Hit",
@@ -117,4 +118,47 @@ class MilestoneMarked(BaseModel):
 class CaptureStatus(BaseModel):
     text: str
     status: dict[str, object]
+    trace: TraceOut
+
+
+class GraphEntity(BaseModel):
+    key: str = Field(description="Normalised name that merges aliases.")
+    label: str
+    kind: str = Field(description="url, file, issue, package, code, speaker, name or phrase.")
+    score: float = Field(description="Personalised PageRank from the query's entities.")
+    turns: int = Field(description="Turns that name it.")
+    community: int | None
+    turn_ids: list[int] = Field(description="Newest supporting turns (up to 5).")
+
+
+class GraphRelation(BaseModel):
+    source: str
+    target: str
+    kind: str = Field(description="co_occurs, decides, blocks, fixes or replaces.")
+    turns: int
+    turn_ids: list[int]
+
+
+class GraphCommunity(BaseModel):
+    id: int
+    size: int
+    label: str
+
+
+class GraphTurn(BaseModel):
+    exchange_id: int
+    session_id: str
+    role: str
+    created_at: str
+    score: float
+    snippet: str
+    brief_id: int | None
+
+
+class GraphQueryResult(BaseModel):
+    text: str
+    entities: list[GraphEntity]
+    relations: list[GraphRelation]
+    communities: list[GraphCommunity]
+    turns: list[GraphTurn]
     trace: TraceOut

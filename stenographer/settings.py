@@ -36,6 +36,9 @@ DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
 DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
 DEFAULT_GRAPH_WORKERS = 1
+DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
+DEFAULT_GRAPHRAG_BATCH = 1_000  # turns per GraphRAG extraction batch
+DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
 
 
 _N = TypeVar("_N", int, float)
@@ -83,6 +86,10 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
     # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
     embeddings: EmbeddingConfig | None = None
+    # GraphRAG batch extraction (`stenographer graphrag`).
+    graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
+    graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
+    graphrag_resolution: float = DEFAULT_GRAPHRAG_RESOLUTION
 
     @property
     def db_path(self) -> Path:
@@ -116,6 +123,10 @@ class Settings:
             allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
                                        "http(s)://host[:port], e.g. http://steno.lan:8765"),
             embeddings=_embeddings(env),
+            graphrag_seed=_int(env, "STENO_GRAPHRAG_SEED", DEFAULT_GRAPHRAG_SEED, 0, 2**32 - 1),
+            graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
+            graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",
+                                       DEFAULT_GRAPHRAG_RESOLUTION, 0.01, 100.0),
         )
 
 

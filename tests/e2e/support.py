@@ -22,6 +22,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = [
     "COMPRESSED",
+    "GRAPH_QUERY",
     "GUARD",
     "INGEST",
     "INGEST_LINE",
@@ -50,7 +51,8 @@ GUARD = "stenographer_compact_guard"
 MILESTONE = "stenographer_mark_milestone"
 SEARCH = "stenographer_query_history"
 STATUS = "stenographer_capture_status"
-TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS)
+GRAPH_QUERY = "stenographer_graph_query"
+TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS, GRAPH_QUERY)
 
 # The first line of an ingest reply (kept compatible with the original server).
 INGEST_LINE = re.compile(

@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from tests.e2e.conftest import Conn, memory_conn
 from tests.e2e.support import (
     COMPRESSED,
+    GRAPH_QUERY,
     GUARD,
     INGEST,
     INGEST_LINE,
@@ -35,7 +36,7 @@ from tests.e2e.support import (
 
 pytestmark = pytest.mark.anyio
 
-READERS = {NOTES, GUARD, SEARCH, STATUS}
+READERS = {NOTES, GUARD, SEARCH, STATUS, GRAPH_QUERY}
 ROLES = ("user", "assistant", "system", "tool")
 TURN_LIMIT = 8  # STENO_TURN_LIMIT default
 INGEST_NODES = ["validate", "signals", "vector", "store", "reply"]
@@ -68,7 +69,7 @@ def brief_headers(markdown: str) -> dict[int, tuple[str, list[int]]]:
 
 # --- discovery ------------------------------------------------------------------------------
 
-async def test_lists_six_tools_each_described_annotated_and_with_output_schema(conn: Conn):
+async def test_lists_seven_tools_each_described_annotated_and_with_output_schema(conn: Conn):
     tools = {t.name: t for t in (await conn.client.list_tools()).tools}
     assert set(tools) == set(TOOLS)
     for name, tool in tools.items():
