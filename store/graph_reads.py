@@ -49,28 +49,24 @@ BY_KEYS = _ENTITY + " WHERE key IN (SELECT value FROM json_each(?1))"
 IN_SESSION = """ AND EXISTS (SELECT 1 FROM graph_entity_turns t
   WHERE t.session_id = ?2 AND t.entity_id = graph_entities.id)"""
 BY_IDS = _ENTITY + " WHERE id IN (SELECT value FROM json_each(?))"
+# The most observed edges at one end of an entity: an index walk, newest id first on ties.
 NEIGHBOURS = """
-SELECT id, src, dst, kind, turns FROM (
-  SELECT e.id, e.src, e.dst, e.kind, e.turns,
-         row_number() OVER (PARTITION BY f.value ORDER BY e.turns DESC, e.id) AS r
-  FROM json_each(?1) f JOIN graph_edges e ON e.{end} = f.value
-  WHERE ?2 IS NULL OR EXISTS (SELECT 1 FROM graph_edge_turns t
-                              WHERE t.edge_id = e.id AND t.session_id = ?2))
-WHERE r <= ?3"""
+SELECT e.id, e.src, e.dst, e.kind, e.turns FROM graph_edges e
+WHERE e.{end} = ?1 AND (?2 IS NULL OR EXISTS (
+  SELECT 1 FROM graph_edge_turns t WHERE t.edge_id = e.id AND t.session_id = ?2))
+ORDER BY e.turns DESC LIMIT ?3"""
+_NEIGHBOURS = {end: NEIGHBOURS.format(end=end) for end in ("src", "dst")}
+# The newest supporting turns of one edge or entity: a walk down its primary key (or, in
+# a session, down the session index).
 EDGE_SUPPORT = """
-SELECT edge_id, exchange_id FROM (
-  SELECT edge_id, exchange_id,
-         row_number() OVER (PARTITION BY edge_id ORDER BY exchange_id DESC) AS r
-  FROM graph_edge_turns WHERE edge_id IN (SELECT value FROM json_each(?1))
-    AND (?2 IS NULL OR session_id = ?2))
-WHERE r <= ?3"""
+SELECT exchange_id FROM graph_edge_turns WHERE edge_id = ?1 AND (?2 IS NULL OR session_id = ?2)
+ORDER BY exchange_id DESC LIMIT ?3"""
 ENTITY_SUPPORT = """
-SELECT entity_id, exchange_id FROM (
-  SELECT entity_id, exchange_id,
-         row_number() OVER (PARTITION BY entity_id ORDER BY exchange_id DESC) AS r
-  FROM graph_entity_turns WHERE entity_id IN (SELECT value FROM json_each(?1))
-    AND (?2 IS NULL OR session_id = ?2))
-WHERE r <= ?3"""
+SELECT exchange_id FROM graph_entity_turns WHERE entity_id = ?1
+ORDER BY exchange_id DESC LIMIT ?3"""
+ENTITY_SUPPORT_IN_SESSION = """
+SELECT exchange_id FROM graph_entity_turns WHERE session_id = ?2 AND entity_id = ?1
+ORDER BY exchange_id DESC LIMIT ?3"""
 TURN_ENTITIES = """
 SELECT entity_id, exchange_id FROM graph_entity_turns
 WHERE exchange_id IN (SELECT value FROM json_each(?1))
@@ -146,17 +142,18 @@ def neighbour_edges(conn: apsw.Connection, ids: Sequence[int], session_id: int |
                     per_node: int) -> list[Row]:
     """Edges (id, src, dst, kind, turns) at ``ids``: the ``per_node`` most observed on
     each side of each entity, supported in the session when one is given."""
-    params = (json.dumps(list(ids)), session_id, per_node)
-    rows = {r[0]: r for end in ("src", "dst")
-            for r in all_rows(conn, NEIGHBOURS.format(end=end), params)}
+    rows = {r[0]: r for entity_id in ids for end in ("src", "dst")
+            for r in all_rows(conn, _NEIGHBOURS[end], (entity_id, session_id, per_node))}
     return [rows[k] for k in sorted(rows)]
 
 
 def _support(conn: apsw.Connection, sql: str, ids: Sequence[int], session_id: int | None,
              per_item: int) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for item, exchange_id in all_rows(conn, sql, (json.dumps(list(ids)), session_id, per_item)):
-        out.setdefault(int(item), []).append(int(exchange_id))
+    for item in ids:
+        found = [int(r[0]) for r in conn.execute(sql, (item, session_id, per_item))]
+        if found:
+            out[int(item)] = found
     return out
 
 
@@ -168,7 +165,8 @@ def edge_support(conn: apsw.Connection, ids: Sequence[int], session_id: int | No
 
 def entity_support(conn: apsw.Connection, ids: Sequence[int], session_id: int | None,
                    per_entity: int) -> dict[int, list[int]]:
-    return _support(conn, ENTITY_SUPPORT, ids, session_id, per_entity)
+    sql = ENTITY_SUPPORT if session_id is None else ENTITY_SUPPORT_IN_SESSION
+    return _support(conn, sql, ids, session_id, per_entity)
 
 
 def turn_entities(conn: apsw.Connection, exchange_ids: Sequence[int],

@@ -234,7 +234,8 @@ def m007_graphrag(conn: apsw.Connection) -> None:
           PRIMARY KEY (entity_id, exchange_id)
         ) WITHOUT ROWID;
         CREATE INDEX graph_entity_turns_by_exchange ON graph_entity_turns(exchange_id);
-        CREATE INDEX graph_entity_turns_by_session ON graph_entity_turns(session_id, entity_id);
+        CREATE INDEX graph_entity_turns_by_session
+          ON graph_entity_turns(session_id, entity_id, exchange_id);
         CREATE TABLE graph_edges(
           id INTEGER PRIMARY KEY,
           src INTEGER NOT NULL,
@@ -243,7 +244,8 @@ def m007_graphrag(conn: apsw.Connection) -> None:
           turns INTEGER NOT NULL DEFAULT 0,
           UNIQUE (src, dst, kind)
         );
-        CREATE INDEX graph_edges_by_dst ON graph_edges(dst, src);
+        CREATE INDEX graph_edges_by_src_turns ON graph_edges(src, turns);
+        CREATE INDEX graph_edges_by_dst_turns ON graph_edges(dst, turns);
         CREATE TABLE graph_edge_turns(
           edge_id INTEGER NOT NULL,
           exchange_id INTEGER NOT NULL,

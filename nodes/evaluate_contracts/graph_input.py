@@ -8,6 +8,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
+from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
 from store.exchanges import session_row_id
 
@@ -78,14 +79,19 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
     turns, previous = data["turns"]
     text = {t.id: t.content for t in turns}
     text.update({t.id: t.content for t in previous.values() if t is not None})
+    folded: dict[int, str] = {}
     records = data["records"]
     surfaces: dict[str, set[str]] = {}
     for key, surface, _kind in records.aliases:
         surfaces.setdefault(key, set()).add(surface.casefold())
     named: dict[int, set[str]] = {}
     for key, exchange_id, _ in records.entity_turns:
-        content = text.get(exchange_id)
-        if content is None or not any(s in content.casefold() for s in surfaces[key]):
+        if exchange_id not in text:
+            raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id} outside "
+                             "the batch", exchange_id=exchange_id)
+        if exchange_id not in folded:
+            folded[exchange_id] = text[exchange_id].casefold()
+        if not any(s in folded[exchange_id] for s in surfaces[key]):
             raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id}, which "
                              "does not name it", exchange_id=exchange_id)
         named.setdefault(exchange_id, set()).add(key)
@@ -93,16 +99,12 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
         if exchange_id not in text:
             raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
                              f"#{exchange_id} outside the batch", exchange_id=exchange_id)
-        if (src, dst, kind) not in records.edges or not {src, dst} & named.get(
-                exchange_id, _window_keys(exchange_id, text)):
+        if exchange_id not in named:  # the window's turn before the batch
+            named[exchange_id] = {m[0] for m in mentions(text[exchange_id])}
+        if (src, dst, kind) not in records.edges or not {src, dst} & named[exchange_id]:
             raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
                              f"#{exchange_id}, which names neither end",
                              exchange_id=exchange_id)
     return {"provenance": {"entity_turns": len(records.entity_turns),
                            "edge_turns": len(records.edge_turns), "checked": True}}
 
-
-def _window_keys(exchange_id: int, text: Mapping[int, str]) -> set[str]:
-    from nodes.extract.entities import mentions
-
-    return {m[0] for m in mentions(text[exchange_id])}

@@ -1,22 +1,25 @@
 """Entities named in a turn, found without a model (GraphRAG, issue #6).
 
-Kinds, in the order they claim text (a later kind never overlaps an earlier one):
+One pass over the whitespace-separated tokens of the text (plus two screened regexes
+for backticks and package installs/imports) finds, per token:
 
 * ``url``      ``https://host/path``
 * ``file``     paths with a slash, or names with a known source/document extension
-* ``issue``    ``#123``, ``issue 123``, ``PR #7``, ``ABC-42``
+* ``issue``    ``#123``, ``issue 123``, ``PR 7``, ``ABC-42``
 * ``package``  what follows ``pip install``/``npm install``/... and ``import``/``from``
-* ``code``     backticked text, ``call()``, ``snake_case``, ``camelCase``, ``PascalCase``
+* ``code``     backticked text, ``call()``, ``snake_case``, ``camelCase``, ``PascalCase``,
+  ``dotted.module``
 * ``speaker``  the ``Name:`` that opens a turn
-* ``name``     runs of capitalised words ("Claude Desktop", "Caroline")
+* ``name``     runs of capitalised words ("Claude Desktop", "Caroline"); a sentence's
+  capitalised first word alone is read as the start of a phrase
 * ``phrase``   a pure-Python noun-phrase heuristic: runs of up to three content words
-  between stop words and punctuation ("pottery class", "deploy pipeline")
+  with nothing but a space between them ("pottery class", "deploy pipeline")
 
 Aliases merge through the key (``entity_key``): case folded, ``-``/``_``/space runs made
-one space ("sqlite-vec" = "sqlite_vec" = "SQLite vec"), the last word's plural dropped
-of a common-noun phrase dropped ("pottery classes" = "pottery class"). URLs and paths keep their
-own text, lower-cased. Every regex is a bounded or possessive-free single pass, so the
-cost is linear in the text; a turn yields at most ``MAX_MENTIONS`` distinct entities.
+one space ("sqlite-vec" = "sqlite_vec" = "SQLite vec"), the last word's plural of a
+common-noun phrase dropped ("pottery classes" = "pottery class"). URLs and paths keep
+their own text, lower-cased. The cost is linear in the text (a huge turn is scanned up
+to ``MAX_SCAN_CHARS``); a turn yields at most ``MAX_MENTIONS`` distinct entities.
 """
 
 from __future__ import annotations
@@ -35,36 +38,34 @@ KINDS = ("url", "file", "issue", "package", "code", "speaker", "name", "phrase")
 
 # (key, surface, kind, start offset)
 Mention = tuple[str, str, str, int]
+Found = tuple[str, str, str, int, int]  # key, surface, kind, start, end
 
-_EXT = (r"py|pyi|md|rst|txt|js|mjs|ts|tsx|jsx|json|jsonl|ya?ml|toml|ini|cfg|sql|rs|go|java"
-        r"|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|bash|html|css|scss|lock|csv|xml|proto|dockerfile")
-# Each pattern runs only when a cheap screen (a character it needs) passes.
-_URL = re.compile(r"\bhttps?://[^\s<>\"'`()\[\]{}]{1,300}", re.I)
-_PATH = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]{1,60}/){1,12}[\w.-]{1,80}(?![\w/])")
-_FILE_EXT = re.compile(r"[\w-]{1,80}\.(?:" + _EXT + r")\b", re.I)
-_HASH_ISSUE = re.compile(r"(?:\b(?:issue|ticket|bug|pr|pull request|mr|gh)[ -]?)?#(\d{1,7})\b",
-                         re.I)
-_WORD_ISSUE = re.compile(r"\b(?:issue|ticket|bug|pr|mr|gh)[ -](\d{1,7})\b", re.I)
-_TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9}-\d{1,6})\b")
+_EXT = (r"py|pyi|md|rst|txt|js|mjs|ts|tsx|jsx|json|jsonl|yaml|yml|toml|ini|cfg|sql|rs|go"
+        r"|java|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|bash|html|css|scss|lock|csv|xml|proto"
+        r"|dockerfile")
+_EXTS = frozenset(_EXT.split("|"))
+_TICKET = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{1,6}")
 _PACKAGE = re.compile(
     r"\b(?:pip3? install|uv (?:add|pip install)|poetry add|npm (?:install|i)|yarn add"
     r"|pnpm add|cargo add|go get|gem install|brew install|apt(?:-get)? install)"
     r"((?: {1,4}[\w@./=<>~^-]{1,80}){1,6})"
     r"|^[ \t]{0,8}(?:from|import)[ \t]{1,4}([A-Za-z_][\w.]{0,80})", re.M)
 _BACKTICK = re.compile(r"`([^`\n]{1,80})`")
-_CALL = re.compile(r"\b([A-Za-z_][\w.]{0,60})\(\)")
-_SNAKE = re.compile(r"\b[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}\b")
-_HUMPED = re.compile(r"\b[a-z]{1,30}(?:[A-Z][a-z0-9]{1,30}){1,6}\b"
-                     r"|\b[A-Z][a-z0-9]{1,30}(?:[A-Z][a-z0-9]{0,30}){1,6}\b")
+_SNAKE = re.compile(r"[a-z][a-z0-9]{0,30}(?:_[a-z0-9]{1,30}){1,6}")
+_HUMPED = re.compile(r"[a-z]{1,30}(?:[A-Z][a-z0-9]{1,30}){1,6}"
+                     r"|[A-Z][a-z0-9]{1,30}(?:[A-Z][a-z0-9]{0,30}){1,6}")
+_DOTTED = re.compile(r"[a-z_][a-z0-9_]{1,40}(?:\.[a-z_][a-z0-9_]{1,40}){1,5}")
+_IDENT = re.compile(r"[A-Za-z_][\w.]{0,60}")
 _SPEAKER = re.compile(r"\A[ \t]{0,8}([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):[ \t]")
-_CAPITALISED = re.compile(
-    r"\b[A-Z][\w'’-]{0,40}(?:(?: (?:of|the|de|da|van|von|and|for|on))? [A-Z][\w'’-]{0,40}){0,5}")
-# A word and what follows it up to the next word.
-_WORD_GAP = re.compile(r"([A-Za-z][A-Za-z'’-]{0,40})([^A-Za-z]*)")
+_TOKEN = re.compile(r"\S+")
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{0,40}")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{0,40}")
-_SENTENCE_MARKS = frozenset(".!?:;\n\"“(")
 _SEPARATORS = re.compile(r"[\s_\-.·/]+")
+_LEAD = "([{<\"'“‘`*"
+_TAIL = ".,;:!?'\"’”)]}>*`"
 _TRIM = ".,;:!?'\"’)]}>*"
+_TERMINAL = frozenset(".!?:;")
+_ISSUE_WORDS = frozenset("issue ticket bug pr mr gh".split())
 
 # Words that never start or make a noun phrase on their own: function words, pronouns,
 # conversational fillers, common verbs and adjectives.
@@ -96,6 +97,8 @@ _NON_NOUN = STOP_WORDS | frozenset(
     via per etc vs also just like
     """.split())
 _CONNECTORS = frozenset("of the de da van von and for on".split())
+
+
 
 
 def _singular(word: str) -> str:
@@ -131,136 +134,74 @@ def entity_key(surface: str, kind: str) -> str:
             return surface.upper()
         digits = re.search(r"\d+\Z", surface)
         return "#" + (digits.group() if digits else surface)
+    if surface.endswith("()"):
+        surface = surface[:-2]
     # Only common-noun phrases lose a plural: "Postgres" and "sqlite_utils" keep theirs.
     return _norm_words(surface, singular=kind == "phrase")
 
 
-def _taken(mask: bytearray, start: int, end: int) -> bool:
-    return mask.find(1, start, end) != -1
+def _special(core: str) -> str | None:
+    """The kind of a token that is more than a word (a URL, path, file, ticket, code)."""
+    if "://" in core:
+        return "url" if core[:4].lower() == "http" else None
+    if "/" in core:
+        return "file" if "//" not in core and any(c.isalpha() for c in core) else None
+    if "." in core:
+        base, _, ext = core.rpartition(".")
+        if base and ext.lower() in _EXTS and base[-1] != "." and base[0] not in "-.":
+            return "file"
+        if _DOTTED.fullmatch(core):
+            return "code"
+    if core[0] == "#":
+        return "issue" if core[1:].isdigit() and len(core) <= 8 else None
+    if "-" in core and core[0].isupper() and _TICKET.fullmatch(core):
+        return "issue"
+    if core.endswith("()"):
+        return "code" if _IDENT.fullmatch(core[:-2]) else None
+    if "_" in core and _SNAKE.fullmatch(core):
+        return "code"
+    if not core.islower() and not core.isupper() and _HUMPED.fullmatch(core):
+        return "code"
+    return None
 
 
-def _claim(mask: bytearray, start: int, end: int) -> None:
-    mask[start:end] = b"\x01" * (end - start)
-
-
-def _files(text: str) -> Iterator[tuple[str, str, int, int]]:
-    if "/" in text:
-        for m in _PATH.finditer(text):
-            start = m.start()
-            if start and (text[start - 1].isalnum() or text[start - 1] in "/.:-_"):
-                continue
-            surface = m.group().rstrip(_TRIM)
-            if "//" not in surface and any(c.isalpha() for c in surface):
-                yield surface, "file", start, start + len(surface)
-    if "." in text:
-        for m in _FILE_EXT.finditer(text):
-            start = m.start()
-            if start and (text[start - 1].isalnum() or text[start - 1] in "/._-"):
-                continue
-            yield m.group(), "file", start, m.end()
-
-
-def _issues(text: str) -> Iterator[tuple[str, str, int, int]]:
-    if "#" in text:
-        for m in _HASH_ISSUE.finditer(text):
-            if m.start() and not m.group()[0].isalpha() and text[m.start() - 1] in "&#\\":
-                continue
-            yield m.group(), "issue", m.start(), m.end()
-    if not any(c.isdigit() for c in text):
-        return
-    for m in _WORD_ISSUE.finditer(text):
-        yield m.group(), "issue", m.start(), m.end()
-    if "-" in text:
-        for m in _TICKET.finditer(text):
-            yield m.group(1), "issue", m.start(), m.end()
-
-
-def _code(text: str) -> Iterator[tuple[str, str, int, int]]:
+def _claimed_spans(text: str) -> Iterator[tuple[str, str, int, int]]:
+    """Backticked names and installed or imported packages (screened: rare)."""
     if "`" in text:
         for m in _BACKTICK.finditer(text):
             surface = m.group(1).strip()
-            if " " in surface:
-                if len(surface.split()) > 4:
-                    continue  # a backticked command line, not a name
-                yield surface, "code", m.start(1), m.end(1)
-            elif surface:
-                yield surface, "file" if "/" in surface else "code", m.start(1), m.end(1)
-    if "()" in text:
-        for m in _CALL.finditer(text):
-            yield m.group(1), "code", m.start(1), m.end(1)
-    if "_" in text:
-        for m in _SNAKE.finditer(text):
-            yield m.group(), "code", m.start(), m.end()
-    for m in _HUMPED.finditer(text):
-        yield m.group(), "code", m.start(), m.end()
-
-
-def _spans(text: str) -> Iterator[tuple[str, str, int, int]]:
-    """(surface, kind, start, end) candidates in claiming order."""
-    if "://" in text:
-        for m in _URL.finditer(text):
-            surface = m.group().rstrip(_TRIM)
-            yield surface, "url", m.start(), m.start() + len(surface)
-    yield from _files(text)
-    yield from _issues(text)
+            if surface and len(surface.split()) <= 4:
+                kind = "file" if "/" in surface and " " not in surface else "code"
+                start = m.start(1) + len(m.group(1)) - len(m.group(1).lstrip())
+                yield surface, kind, start, start + len(surface)
     if "install" in text or "import" in text:
         for m in _PACKAGE.finditer(text):
             if m.group(1):
                 offset = m.start(1)
                 for word in re.finditer(r"[^\s]+", m.group(1)):
-                    name = re.split(r"[=<>~^@]", word.group().lstrip("@"), maxsplit=1)[0]
-                    if name and not word.group().startswith("-"):
-                        yield name, "package", offset + word.start(), offset + word.end()
+                    raw = word.group()
+                    name = re.split(r"[=<>~^@]", raw.lstrip("@"), maxsplit=1)[0]
+                    if name and not raw.startswith("-"):
+                        start = offset + word.start() + len(raw) - len(raw.lstrip("@"))
+                        yield name, "package", start, start + len(name)
             else:
                 root = m.group(2).split(".")[0]
                 yield root, "package", m.start(2), m.start(2) + len(root)
-    yield from _code(text)
 
 
-def _sentence_start(text: str, pos: int) -> bool:
-    i = pos - 1
-    while i >= 0 and text[i] in " \t":
-        i -= 1
-    return i < 0 or text[i] in _SENTENCE_MARKS
+class _Scanner:
+    """One pass over the whitespace-separated tokens of a text."""
 
+    def __init__(self, text: str, mask: bytearray | None) -> None:
+        self.text = text
+        self.mask = mask
+        self.found: list[Found] = []
+        self.words: list[tuple[str, int, int]] = []  # phrase run: lower, start, end
+        self.names: list[tuple[str, int, int]] = []  # capitalised run
+        self.names_at_sentence_start = False
 
-def _names(text: str, mask: bytearray, first_words: list[int]
-           ) -> Iterator[tuple[str, int, int]]:
-    """Runs of capitalised words. A sentence's capitalised first word on its own is
-    left to the phrase heuristic (its offset goes to ``first_words``): "Pottery classes
-    are fun" is a phrase, "Sunset Park is nice" a name."""
-    for m in _CAPITALISED.finditer(text):
-        start, words = m.start(), m.group().split(" ")
-        if _sentence_start(text, start):
-            if words[0].casefold().strip("'’") in _NON_NOUN:
-                start += len(words[0]) + 1
-                words = words[1:]
-            elif len(words) == 1:
-                first_words.append(start)
-                continue
-        while words and words[-1].casefold() in _CONNECTORS:
-            words.pop()
-        while words and words[0].casefold() in _CONNECTORS:
-            start += len(words[0]) + 1
-            words = words[1:]
-        if not words or (len(words) == 1 and (
-                len(words[0]) < 2 or words[0].casefold().strip("'’") in _NON_NOUN)):
-            continue
-        surface = " ".join(words).rstrip("'’")
-        end = start + len(surface)
-        if not _taken(mask, start, end):
-            yield surface, start, end
-
-
-def _phrases(text: str, mask: bytearray, first_words: list[int]
-             ) -> Iterator[tuple[str, int, int]]:
-    """Runs of content words with single spaces between them: no stop word, filler,
-    punctuation or already claimed text inside. The last three words of a run are
-    kept (the head noun comes last); a lone word needs four letters."""
-    run: list[tuple[str, int, int]] = []
-    allowed_capitals = set(first_words)
-
-    def flush() -> Iterator[tuple[str, int, int]]:
+    def flush_phrase(self) -> None:
+        run = self.words
         while run and (run[0][0].endswith(("ly", "ed")) or len(run[0][0]) < 3):
             run.pop(0)
         while run and (run[-1][0].endswith(("ly", "ed")) or len(run[-1][0]) < 3):
@@ -268,51 +209,127 @@ def _phrases(text: str, mask: bytearray, first_words: list[int]
         if run:
             tail = run[-3:]
             if len(tail) > 1 or len(tail[0][0]) >= 4:
-                yield text[tail[0][1]:tail[-1][2]], tail[0][1], tail[-1][2]
+                surface = self.text[tail[0][1]:tail[-1][2]]
+                self.found.append((entity_key(surface, "phrase"), surface, "phrase",
+                                   tail[0][1], tail[-1][2]))
         run.clear()
 
-    claimed = mask.find(1) != -1
-    for m in _WORD_GAP.finditer(text):
-        word = m.group(1)
-        start, end = m.start(1), m.end(1)
-        lower = word.lower()
-        if (lower in _NON_NOUN or "'" in word or "’" in word
-                or not (word.islower() or start in allowed_capitals)
-                or (claimed and _taken(mask, start, end))):
-            if run:
-                yield from flush()
-            continue
-        run.append((lower, start, end))
-        if m.group(2) != " " and run:
-            yield from flush()
-    if run:
-        yield from flush()
+    def flush_names(self, next_is_word: bool) -> None:
+        """End a capitalised run. A sentence's capitalised first word alone goes to the
+        phrase run ("Pottery classes are fun"); two or more make a name ("Sunset Park
+        is nice")."""
+        run = self.names
+        while run and run[-1][0].casefold() in _CONNECTORS:
+            run.pop()
+        if run and self.names_at_sentence_start:
+            first = run[0][0].casefold().strip("'’")
+            if first in _NON_NOUN:
+                run.pop(0)
+            elif len(run) == 1:
+                self.flush_phrase()
+                self.words.append((first, run[0][1], run[0][2]))
+                if not next_is_word:
+                    self.flush_phrase()
+                run.clear()
+                return
+        while run and run[0][0].casefold() in _CONNECTORS:
+            run.pop(0)
+        if run and not (len(run) == 1 and (len(run[0][0]) < 2
+                                          or run[0][0].casefold().strip("'’") in _NON_NOUN)):
+            surface = self.text[run[0][1]:run[-1][2]].rstrip("'’")
+            self.found.append((entity_key(surface, "name"), surface, "name", run[0][1],
+                               run[0][1] + len(surface)))
+        run.clear()
+
+    def flush(self) -> None:
+        if self.names:
+            self.flush_names(False)
+        if self.words:
+            self.flush_phrase()
+
+    def scan(self, start_at: int) -> list[Found]:
+        text, mask = self.text, self.mask
+        sentence_start, prev_end, prev_start, prev_lower = True, -2, 0, ""
+        for m in _TOKEN.finditer(text, start_at):
+            token, start = m.group(), m.start()
+            core = token.lstrip(_LEAD)
+            cstart = start + len(token) - len(core)
+            stripped = core.rstrip(_TAIL)
+            tail = core[len(stripped):]
+            if stripped.endswith("(") and tail.startswith(")"):  # call()
+                stripped, tail = stripped + ")", tail[1:]
+            core, cend = stripped, cstart + len(stripped)
+            joined = start == prev_end + 1 and text[prev_end] == " " and start == cstart
+            prev_end = start + len(token)
+            if not core or (mask is not None and mask.find(1, cstart, cend) != -1):
+                self.flush()
+                prev_lower = ""
+                if tail:
+                    sentence_start = any(c in _TERMINAL for c in tail)
+                continue
+            if core.isalpha():
+                # camelCase is code; "PostgreSQL" and "GitHub" stay names
+                kind = "code" if core[0].islower() and not core.islower() else None
+            else:
+                kind = _special(core)
+            if prev_lower in _ISSUE_WORDS and joined and (
+                    (kind == "issue" and core[0] == "#") or (kind is None and core.isdigit())):
+                # "issue 42", "PR #7": the word belongs to the id
+                for run in (self.words, self.names):
+                    if run and run[-1][0].lower() == prev_lower:
+                        run.pop()
+                kind, cstart, core = "issue", prev_start, text[prev_start:cend]
+            prev_start, prev_lower = cstart, core.lower()
+            if kind is not None:
+                self.flush()
+                self.found.append((entity_key(core, kind), core, kind, cstart, cend))
+            elif _PLAIN_WORD.fullmatch(core):
+                if not joined:
+                    self.flush()
+                lower = prev_lower
+                if core[0].isupper():
+                    if self.words and not self.names:
+                        self.flush_phrase()
+                    if not self.names:
+                        self.names_at_sentence_start = sentence_start
+                    self.names.append((core, cstart, cend))
+                elif self.names and lower in _CONNECTORS and not tail:
+                    self.names.append((core, cstart, cend))
+                else:
+                    if self.names:
+                        self.flush_names(True)
+                    if lower in _NON_NOUN or "'" in core or "’" in core:
+                        self.flush_phrase()
+                    else:
+                        self.words.append((lower, cstart, cend))
+            else:
+                self.flush()
+            if tail:
+                self.flush()
+            sentence_start = bool(tail) and any(c in _TERMINAL for c in tail)
+        self.flush()
+        return self.found
 
 
 def mentions_and_occurrences(text: str) -> tuple[list[Mention], list[tuple[str, int, int]]]:
     """The distinct entities of ``text`` (first mention of each, in text order; at most
-    ``MAX_MENTIONS``) and every occurrence of them as ``(key, start, end)``.
-
-    A huge turn is scanned up to ``MAX_SCAN_CHARS``.
-    """
+    ``MAX_MENTIONS``) and every occurrence of them as ``(key, start, end)``."""
     text = text[:MAX_SCAN_CHARS]
-    mask = bytearray(len(text) + 1)
-    found: list[tuple[str, str, str, int, int]] = []
+    found: list[Found] = []
+    mask: bytearray | None = None
+    start_at = 0
     speaker = _SPEAKER.match(text)
     if speaker:
-        _claim(mask, speaker.start(1), speaker.end(1))
         found.append((entity_key(speaker.group(1), "speaker"), speaker.group(1), "speaker",
                       speaker.start(1), speaker.end(1)))
-    for surface, kind, start, end in _spans(text):
-        if end > start and not _taken(mask, start, end):
-            _claim(mask, start, end)
+        start_at = speaker.end(1) + 1
+    for surface, kind, start, end in _claimed_spans(text):
+        if mask is None:
+            mask = bytearray(len(text) + 1)
+        if end > start and mask.find(1, start, end) == -1:
+            mask[start:end] = b"\x01" * (end - start)
             found.append((entity_key(surface, kind), surface, kind, start, end))
-    first_words: list[int] = []
-    for surface, start, end in _names(text, mask, first_words):
-        _claim(mask, start, end)
-        found.append((entity_key(surface, "name"), surface, "name", start, end))
-    for surface, start, end in _phrases(text, mask, first_words):
-        found.append((entity_key(surface, "phrase"), surface, "phrase", start, end))
+    found += _Scanner(text, mask).scan(start_at)
     found.sort(key=lambda m: m[3])
     seen: set[str] = set()
     out: list[Mention] = []

@@ -56,7 +56,8 @@ def pair_weights(edges: Sequence[tuple[int, int, str, int]], turns: Mapping[int,
 
 
 def pagerank(n: int, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray,
-             personal: np.ndarray | None = None, damping: float = DAMPING) -> np.ndarray:
+             personal: np.ndarray | None = None, damping: float = DAMPING,
+             tolerance: float = _TOLERANCE) -> np.ndarray:
     """PageRank of an undirected weighted graph of ``n`` nodes given by its edge list
     (each pair once); ``personal`` (non-negative, any scale) personalises it."""
     if n == 0:
@@ -73,7 +74,7 @@ def pagerank(n: int, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray,
     for _ in range(_ITERATIONS):
         spread = np.bincount(dst, weights=rank[src] * share, minlength=n)
         new = damping * (spread + rank[dangling].sum() * teleport) + (1 - damping) * teleport
-        if np.abs(new - rank).sum() < _TOLERANCE:
+        if np.abs(new - rank).sum() < tolerance:
             rank = new
             break
         rank = new

@@ -87,7 +87,8 @@ def ranked_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
     for entity_id in seeds:
         if entity_id in index:
             personal[index[entity_id]] = np.log1p(total / max(1, entities[entity_id][4]))
-    rank = pagerank(len(keys), *_arrays(weights), personal=personal, damping=QUERY_DAMPING)
+    rank = pagerank(len(keys), *_arrays(weights), personal=personal, damping=QUERY_DAMPING,
+                    tolerance=1e-6)
     ids = {i: entity_id for entity_id, i in index.items()}
     order = sorted(range(len(keys)), key=lambda i: (-rank[i], keys[i]))[:query["limit"]]
     top = [(ids[i], float(rank[i])) for i in order]

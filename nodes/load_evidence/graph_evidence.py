@@ -37,8 +37,8 @@ __all__ = ["community_evidence", "community_list", "export_rows", "graph_batch_t
            "whole_graph_evidence"]
 
 MAX_SEEDS = 32
-PER_NODE = 40  # edges followed per entity and hop
-MAX_NODES = 3_000
+PER_NODE = 25  # edges followed per entity end and hop (the most observed)
+MAX_NODES = 1_500
 
 
 def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
