@@ -140,7 +140,7 @@ def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
         names = entities_by_ids(conn, sorted({int(r[1]) for r in relations}
                                              | {int(r[2]) for r in relations}))
         support = edge_support(conn, [int(r[0]) for r in relations], None, 3)
-        member_support = entity_support(conn, [int(m[0]) for m in members[:8]], None, 6)
+        member_support = entity_support(conn, [int(m[0]) for m in members], None, 5)
         turn_ids = sorted({t for ids in (*support.values(), *member_support.values())
                            for t in ids})
         turns = exchanges_by_ids(conn, turn_ids)
