@@ -21,8 +21,10 @@ LoCoMo mode: every conversation is ingested through the ``ingest`` graph (as
 bench/locomo.py does over stdio: speaker A user, B assistant, "<speaker>: <text>",
 session dates), the graph is extracted, and each question of categories 1-4 is asked
 through the ``search`` graph (session-scoped, hybrid); its evidence recall@10/@5 is
-compared with a ranking that fuses the graph's supporting turns for the question into
-the search ranking (reciprocal-rank fusion, graph list weighted ``--graph-weight``).
+compared with rankings that fuse the graph's supporting turns for the question into the
+search ranking: reciprocal-rank fusion (graph list weighted ``--graph-weight``), a bonus
+for search candidates the graph supports, and the graph's two best new turns in places
+9-10.
 """
 
 from __future__ import annotations
@@ -193,7 +195,14 @@ def run_locomo(path: Path, weights: list[float]) -> dict[str, Any]:
     report: dict[str, Any] = {"search": recall(lambda s, g: s),
                               "graph_only": recall(lambda s, g: g)}
     for w in weights:
-        report[f"fused_w{w}"] = recall(lambda s, g, w=w: _rrf((s, 1.0), (g, w)))
+        report[f"fused_rrf_w{w}"] = recall(lambda s, g, w=w: _rrf((s, 1.0), (g, w)))
+    # The graph only reorders the search's own candidates (a bonus for turns it supports).
+    report["boost_within_search"] = recall(
+        lambda s, g: sorted(s, key=lambda t: (-(1 / (RRF_K + s.index(t) + 1)
+                                                + (0.5 / RRF_K if t in g else 0.0)), t)))
+    # The last two of the top 10 are the graph's best turns that search did not rank.
+    report["graph_fills_last_2"] = recall(
+        lambda s, g: s[:8] + [t for t in g if t not in s[:8]][:2] + s[8:])
     return report
 
 

@@ -287,3 +287,51 @@ def test_community_view_lists_entities_relations_and_sentences_citing_turns(app:
         assert sentence["exchange_id"] in ids
         assert sentence["text"] in " ".join(content[sentence["exchange_id"]].split())
     assert f"Community #{first['id']}" in out["text"]
+
+
+def test_session_and_since_limit_what_a_run_reads(app: App):
+    for session, day, text in [("s1", "01", "Redis and Kafka."), ("s1", "02", "Kafka again."),
+                               ("s1", "03", "Redis later."), ("s2", "10", "Postgres here."),
+                               ("s2", "11", "Postgres there.")]:
+        app.run("ingest", {"role": "user", "content": text, "session_id": session,
+                           "created_at": f"2026-01-{day}T10:00:00Z"})
+    out, _ = app.run("graphrag_batch", {"session_id": "s2"})
+    assert out["published"]["turns"] == 2 and out["published"]["remaining"] == 0
+    assert app.run("graphrag_stats", {})[0]["stats"]["pending"] == 3
+    out, _ = app.run("graphrag_batch", {"since": "2026-01-03"})
+    assert out["published"]["turns"] == 1  # s1's turn of the 3rd; the two older passed over
+    stats = app.run("graphrag_stats", {})[0]["stats"]
+    assert stats["pending"] == 0 and stats["turns_read"] == 3
+    assert app.run("graphrag_batch", {"session_id": "nobody"})[0]["published"]["turns"] == 0
+
+
+def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app: App):
+    from nodes.evaluate_contracts.graph_input import graph_batch_contract
+    from store.errors import StoreError
+    from store.graph_batches import BatchRecords, PendingTurn
+
+    turns = [PendingTurn(1, 1, "Redis is fast."), PendingTurn(2, 1, "Kafka is slow."),
+             PendingTurn(3, 1, "Lunch at noon.")]
+    records = BatchRecords(turns_read=2, aliases={("redis", "Redis", "name"): 1},
+                           entity_turns=[("redis", 2, 1)])  # turn 2 does not name Redis
+
+    class State:
+        ctx = app.ctx
+
+        def __init__(self, token: str) -> None:
+            self.token = token
+
+        def get(self, channel: str) -> Any:
+            return {"token": self.token}
+
+    token = app.ctx.scratch.put({"turns": (turns, {}), "records": records})
+    with pytest.raises(StoreError, match="does not name it"):
+        graph_batch_contract(State(token), {})
+    records.entity_turns = [("redis", 1, 1)]
+    records.edges = {("kafka", "redis", "co_occurs"): 1}
+    records.edge_turns = [("kafka", "redis", "co_occurs", 3, 1)]
+    with pytest.raises(StoreError, match="names neither end"):
+        graph_batch_contract(State(token), {})
+    records.edge_turns = [("kafka", "redis", "co_occurs", 1, 1),
+                          ("kafka", "redis", "co_occurs", 2, 1)]
+    assert graph_batch_contract(State(token), {})["provenance"]["checked"] is True
