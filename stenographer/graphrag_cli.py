@@ -32,7 +32,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
                    "since": args.since}
         batches, read, runs = 0, 0, []
         with Progress("graphrag extract", total=None, unit="turns") as progress:
-            while True:
+            while True:  # Ctrl-C rolls back the batch in flight only (see module docstring)
                 out, trace = app.run("graphrag_batch", request)
                 published = out["published"]
                 runs.append(trace["run_id"])
@@ -51,6 +51,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
                 out, trace = app.run("graphrag_communities", {})
                 detection = out["detection"]
                 runs.append(trace["run_id"])
+    except KeyboardInterrupt:
+        print(f"stenographer: interrupted after {read} turns; the next `graphrag extract` "
+              "resumes from there", file=sys.stderr)
+        raise
     finally:
         app.close()
     result = {"turns_read": read, "batches": batches, "detection": detection,
