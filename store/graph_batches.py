@@ -151,8 +151,15 @@ def _entity_ids(conn: apsw.Connection, keys: Sequence[str]) -> dict[str, int]:
     return {str(k): int(i) for k, i in conn.execute(ENTITY_IDS, (json.dumps(list(keys)),))}
 
 
+# Provenance rows go into large B-trees in key order of the edge, not of time: with
+# SQLite's default 2 MB page cache a large graph re-reads pages on every batch. The
+# extraction's connection keeps this many KiB of pages instead (it is a batch process).
+BULK_CACHE_KIB = 131_072
+
+
 def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
+    conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
     keys = sorted({k for k, _, _ in records.aliases})
     first_names: dict[str, tuple[str, str]] = {}
     for (key, surface, kind) in records.aliases:

@@ -56,6 +56,15 @@ WHERE e.{end} = ?1 AND (?2 IS NULL OR EXISTS (
   SELECT 1 FROM graph_edge_turns t WHERE t.edge_id = e.id AND t.session_id = ?2))
 ORDER BY e.turns DESC LIMIT ?3"""
 _NEIGHBOURS = {end: NEIGHBOURS.format(end=end) for end in ("src", "dst")}
+# In a session: the edges at an entity that its turns in the session support (from the
+# entity's session turns to their edges, both by index), the most observed first.
+SESSION_NEIGHBOURS = """
+SELECT DISTINCT e.id, e.src, e.dst, e.kind, e.turns
+FROM graph_entity_turns et
+JOIN graph_edge_turns t ON t.exchange_id = et.exchange_id
+JOIN graph_edges e ON e.id = t.edge_id
+WHERE et.session_id = ?2 AND et.entity_id = ?1 AND (e.src = ?1 OR e.dst = ?1)
+ORDER BY e.turns DESC, e.id LIMIT ?3"""
 # The newest supporting turns of one edge or entity: a walk down its primary key (or, in
 # a session, down the session index).
 EDGE_SUPPORT = """
@@ -142,8 +151,13 @@ def neighbour_edges(conn: apsw.Connection, ids: Sequence[int], session_id: int |
                     per_node: int) -> list[Row]:
     """Edges (id, src, dst, kind, turns) at ``ids``: the ``per_node`` most observed on
     each side of each entity, supported in the session when one is given."""
-    rows = {r[0]: r for entity_id in ids for end in ("src", "dst")
-            for r in all_rows(conn, _NEIGHBOURS[end], (entity_id, session_id, per_node))}
+    if session_id is not None:
+        rows = {r[0]: r for entity_id in ids
+                for r in all_rows(conn, SESSION_NEIGHBOURS, (entity_id, session_id,
+                                                              2 * per_node))}
+    else:
+        rows = {r[0]: r for entity_id in ids for end in ("src", "dst")
+                for r in all_rows(conn, _NEIGHBOURS[end], (entity_id, None, per_node))}
     return [rows[k] for k in sorted(rows)]
 
 

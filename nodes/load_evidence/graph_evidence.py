@@ -39,6 +39,7 @@ __all__ = ["community_evidence", "community_list", "export_rows", "graph_batch_t
 MAX_SEEDS = 32
 PER_NODE = 25  # edges followed per entity end and hop (the most observed)
 MAX_NODES = 1_500
+FRONTIER = 48  # entities a further hop starts from
 
 
 def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -89,15 +90,17 @@ def graph_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
             if not frontier or len(nodes) >= MAX_NODES:
                 break
             found = neighbour_edges(conn, frontier, query["session_row"], PER_NODE)
-            frontier = []
+            reached: dict[int, int] = {}
             for row in found:
                 edge_id, src, dst, kind, turns = (int(row[0]), int(row[1]), int(row[2]),
                                                   str(row[3]), int(row[4]))
                 edges[edge_id] = (edge_id, src, dst, kind, turns)
                 for end in (src, dst):
-                    if end not in nodes and len(nodes) < MAX_NODES:
-                        nodes.add(end)
-                        frontier.append(end)
+                    if end not in nodes:
+                        reached[end] = max(reached.get(end, 0), turns)
+            ranked = sorted(reached, key=lambda n: (-reached[n], n))[:MAX_NODES - len(nodes)]
+            nodes.update(ranked)
+            frontier = ranked[:FRONTIER]  # the next hop starts from the best-linked only
         entities = entities_by_ids(conn, sorted(nodes))
         total = int(graph_meta(conn, "turns_read") or 0)
     kept = [e for e in edges.values() if e[1] in entities and e[2] in entities]
