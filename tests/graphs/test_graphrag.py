@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodes.extract.entities import mentions, mentions_and_occurrences
 from nodes.extract.relations import typed_relations
@@ -335,3 +337,43 @@ def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app:
     records.edge_turns = [("kafka", "redis", "co_occurs", 1, 1),
                           ("kafka", "redis", "co_occurs", 2, 1)]
     assert graph_batch_contract(State(token), {})["provenance"]["checked"] is True
+
+
+_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                max_size=400) | st.lists(st.sampled_from(
+                    ["Ana:", "Redis", "issue", "#42", "ABC-1", "src/x.py", "`RunContext`",
+                     "compile_patterns()", "https://x.io/a", "pip install", "numpy", "the",
+                     "blocked by", "replaced", "with", "fixes", ".", ",", "\n", "Sunset",
+                     "Park", "pottery", "classes", "(", ")"]), max_size=60).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_entities_never_crash_and_always_name_text_of_the_turn(text: str):
+    found, occurrences = mentions_and_occurrences(text)
+    assert len(found) <= 200 and len({m[0] for m in found}) == len(found)
+    folded = text.casefold()
+    for _key, surface, kind, start in found:
+        assert surface and surface.casefold() in folded, (surface, kind)
+        assert text[start:start + len(surface)] == surface
+    for key, start, end in occurrences:
+        assert key in {m[0] for m in found} and 0 <= start < end <= len(text)
+    speaker = found[0][0] if found and found[0][2] == "speaker" else None
+    for src, dst, kind in typed_relations(text, occurrences, speaker):
+        assert {src, dst} <= {m[0] for m in found} and src != dst and kind
+
+
+def test_pagerank_and_louvain_on_small_and_empty_graphs():
+    import numpy as np
+
+    from nodes.extract.graph_algorithms import louvain, pagerank
+
+    assert pagerank(0, np.zeros(0, int), np.zeros(0, int), np.zeros(0)).size == 0
+    alone = pagerank(3, np.zeros(0, int), np.zeros(0, int), np.zeros(0))
+    assert np.allclose(alone, 1 / 3)
+    rank = pagerank(3, np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0]))
+    assert np.isclose(rank.sum(), 1.0) and rank[1] > rank[0]
+    assert louvain(["a", "b"], {}, seed=1, resolution=1.0) == []
+    keys = ["a", "b", "c", "d"]
+    two = louvain(keys, {(0, 1): 1.0, (2, 3): 1.0, (1, 2): 0.01}, seed=1, resolution=1.0)
+    assert two == [[0, 1], [2, 3]]
