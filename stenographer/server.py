@@ -40,7 +40,9 @@ Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange
 every turn (user, assistant, tool) with one session_id per conversation. Use
 stenographer_query_history to find earlier turns (every hit cites its exchange id),
 stenographer_get_brief for the running notes of a session, and
-stenographer_compact_guard right before the context is compacted. It never approves,
+stenographer_compact_guard right before the context is compacted, and
+stenographer_graph_query to see how components, files, people and decisions connect
+(once the operator has run `stenographer graphrag extract`). It never approves,
 blocks or steers: it only records, extracts, compresses and finds."""
 
 
