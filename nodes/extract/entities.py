@@ -24,6 +24,7 @@ to ``MAX_SCAN_CHARS``); a turn yields at most ``MAX_MENTIONS`` distinct entities
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -123,6 +124,7 @@ def _norm_words(text: str, singular: bool = True) -> str:
     return " ".join(words)
 
 
+@functools.lru_cache(maxsize=65_536)  # surface forms repeat across a record
 def entity_key(surface: str, kind: str) -> str:
     """The merge key of a surface form: aliases of one entity share it."""
     if kind in ("url", "file"):
