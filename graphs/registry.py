@@ -17,6 +17,7 @@ from graphs import (
     status,
     trace,
 )
+from graphs import graphrag as graphrag_graphs
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
@@ -25,6 +26,13 @@ from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
 from nodes.evaluate_contracts.audit_input import checked_audit
 from nodes.evaluate_contracts.forget_input import checked_forget
+from nodes.evaluate_contracts.graph_input import (
+    checked_community_ref,
+    checked_export,
+    checked_graph_batch,
+    checked_graph_query,
+    graph_batch_contract,
+)
 from nodes.evaluate_contracts.inspector_input import (
     checked_brief_ref,
     checked_exchange_ref,
@@ -39,6 +47,12 @@ from nodes.evaluate_contracts.query_input import (
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.fusion import fused_hits
+from nodes.extract.graph_records import graph_records
+from nodes.extract.graph_views import (
+    community_sentences,
+    detected_communities,
+    ranked_neighbourhood,
+)
 from nodes.extract.query_terms import keyword_query
 from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
@@ -51,6 +65,17 @@ from nodes.load_evidence.bus_events import shutdown_event
 from nodes.load_evidence.bus_status import bus_status
 from nodes.load_evidence.compression import compression_batch
 from nodes.load_evidence.forget_scope import forget_scope
+from nodes.load_evidence.graph_evidence import (
+    community_evidence,
+    community_list,
+    export_rows,
+    graph_batch_turns,
+    graph_neighbourhood,
+    graph_seeds,
+    graph_stats,
+    graph_support,
+    whole_graph_evidence,
+)
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
@@ -63,6 +88,16 @@ from nodes.publish.brief import claimed_brief
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.forget_reply import forget_reply
 from nodes.publish.forgotten import forgotten_turns, scrubbed_store
+from nodes.publish.graph_publish import (
+    communities_text,
+    community_text,
+    exported_graph,
+    graph_query_text,
+    graph_reset,
+    graph_stats_text,
+    published_communities,
+    published_graph_batch,
+)
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
@@ -93,6 +128,14 @@ NODE_TYPES: dict[str, NodeFn] = {
         checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
         redacted_turn, nafe_flags,
         shutdown_event, acknowledged_shutdown, bus_status,
+        # GraphRAG (graphs/graphrag)
+        checked_graph_batch, graph_batch_turns, graph_records, graph_batch_contract,
+        published_graph_batch, whole_graph_evidence, detected_communities,
+        published_communities, checked_graph_query, graph_seeds, graph_neighbourhood,
+        ranked_neighbourhood, graph_support, graph_query_text, graph_stats, graph_stats_text,
+        community_list, communities_text, checked_community_ref, community_evidence,
+        community_sentences, community_text, checked_export, export_rows, exported_graph,
+        graph_reset,
     )
 }
 
@@ -112,6 +155,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
     contract_audit.DEFINITION, forget.DEFINITION,
+    *graphrag_graphs.DEFINITIONS,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

@@ -408,6 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
          cmd_doctor, json_flag=True)
+
+    from stenographer.graphrag_cli import add_graphrag_parser
+
+    add_graphrag_parser(sub, _sub)
     return parser
 
 

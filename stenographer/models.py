@@ -14,6 +14,7 @@ __all__ = [
     "CaptureStatus",
     "Flag",
     "Forgot",
+    "GraphQueryResult",
     "GuardResult",
     "HistoryPage",
     "Hit",
@@ -218,4 +219,53 @@ class Forgot(BaseModel):
     traces_purged: int
     vacuumed: bool
     log_emptied: bool
+    trace: TraceOut
+
+
+class GraphEntity(BaseModel):
+    key: str = Field(description="Normalised name that merges aliases.")
+    label: str
+    kind: str = Field(description="url, file, issue, package, code, speaker, name or phrase.")
+    score: float = Field(description="Personalised PageRank from the query's entities.")
+    turns: int = Field(description="Turns that name it.")
+    community: int | None
+    turn_ids: list[int] = Field(description="Newest supporting turns (up to 5).")
+
+
+class GraphRelation(BaseModel):
+    source: str
+    target: str
+    kind: str = Field(description="co_occurs, decides, blocks, fixes or replaces.")
+    turns: int
+    turn_ids: list[int]
+
+
+class GraphCommunity(BaseModel):
+    id: int
+    size: int
+    label: str
+
+
+class GraphTurn(BaseModel):
+    exchange_id: int
+    session_id: str
+    role: str
+    created_at: str
+    score: float
+    snippet: str
+    brief_id: int | None
+
+
+GraphEntityOut = Annotated[GraphEntity, shape_only(GraphEntity, "An entity")]
+GraphRelationOut = Annotated[GraphRelation, shape_only(GraphRelation, "A relation")]
+GraphCommunityOut = Annotated[GraphCommunity, shape_only(GraphCommunity, "A community")]
+GraphTurnOut = Annotated[GraphTurn, shape_only(GraphTurn, "A supporting turn")]
+
+
+class GraphQueryResult(BaseModel):
+    text: str
+    entities: list[GraphEntityOut]
+    relations: list[GraphRelationOut]
+    communities: list[GraphCommunityOut]
+    turns: list[GraphTurnOut]
     trace: TraceOut

@@ -29,8 +29,9 @@ class Progress:
     """``with Progress("checking", total=6) as p: ... p.advance()``."""
 
     def __init__(self, label: str, total: int | None = None, *, stream: TextIO | None = None,
-                 delay: float = DEFAULT_DELAY) -> None:
+                 delay: float = DEFAULT_DELAY, unit: str | None = None) -> None:
         self.label = label
+        self.unit = unit  # with a unit, the bar shows the rate and the time left
         self.total = total
         self.done = 0
         self.stream = sys.stderr if stream is None else stream
@@ -74,7 +75,12 @@ class Progress:
         if self.total:
             filled = min(_BAR, _BAR * self.done // self.total)
             bar = "█" * filled + "░" * (_BAR - filled)
-            return f"{self.label} {bar} {self.done}/{self.total} {elapsed:.1f}s"
+            line = f"{self.label} {bar} {self.done}/{self.total} {elapsed:.1f}s"
+            if self.unit and elapsed > 0 and self.done:
+                rate = self.done / elapsed
+                left = max(0, self.total - self.done) / rate
+                line += f" {rate:,.0f} {self.unit}/s ETA {left:.0f}s"
+            return line
         return f"{self.label} {_SPIN[self._tick % len(_SPIN)]} {elapsed:.1f}s"
 
     def _loop(self) -> None:

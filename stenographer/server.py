@@ -23,6 +23,7 @@ from stenographer.models import (
     AuditReport,
     CaptureStatus,
     Forgot,
+    GraphQueryResult,
     GuardResult,
     HistoryPage,
     Ingested,
@@ -42,7 +43,9 @@ Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange
 every turn (user, assistant, tool) with one session_id per conversation. Use
 stenographer_query_history to find earlier turns (every hit cites its exchange id),
 stenographer_get_brief for the running notes of a session, and
-stenographer_compact_guard right before the context is compacted. It never approves,
+stenographer_compact_guard right before the context is compacted, and
+stenographer_graph_query to see how components, files, people and decisions connect
+(once the operator has run `stenographer graphrag extract`). It never approves,
 blocks or steers: it only records, extracts, compresses and finds."""
 
 
@@ -379,6 +382,40 @@ async def forget(
         "since": since, "until": until, "text": text, "reason": reason}, inline=False)
     reply = out["reply"]
     return _result(reply["text"], Forgot(**reply, trace=Trace(**trace)))
+@mcp.tool(name="stenographer_graph_query", annotations=READ)
+async def graph_query(
+    query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        "A question or names: 'what blocked the postgres migration?', 'sqlite-vec'. Its "
+        "entities (names, files, issues, packages, code, phrases) are looked up."))],
+    ctx: Context[AppLoader],
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Use only links supported by turns of this session. Required unless "
+        "cross_session is true."))] = None,
+    cross_session: Annotated[bool, Field(description=(
+        "Use the links of every session (default false)."))] = False,
+    hops: Annotated[int, Field(ge=1, le=3, description=(
+        "How far from the query's entities to look (1-3, default 2)."))] = 2,
+    limit: Annotated[int, Field(ge=1, le=50, description=(
+        "Entities, relations and turns to return, each (1-50, default 10)."))] = 10,
+) -> Annotated[CallToolResult, GraphQueryResult]:
+    """Ask the knowledge graph of the work: which entities, relations and turns connect
+    to what the query names. It matches the query's entities, ranks their neighbourhood
+    (up to `hops` links) by personalised PageRank, and returns the top entities (kind,
+    community, supporting turn ids), relations (co_occurs, decides, blocks, fixes,
+    replaces; each citing turns), their communities, and the supporting turns with
+    provenance (exchange id, session, role, time, snippet). No model is involved.
+
+    Use it for multi-hop questions (how things are connected); stenographer_query_history
+    finds turns by their words. The graph is built by the operator's batch run
+    (`stenographer graphrag extract`); turns recorded since are not in it yet.
+    Read-only; text within 8000 characters. Errors: a missing session_id without
+    cross_session. An unknown session or a query naming no known entity finds nothing.
+    """
+    out, trace = await _run(ctx, "graph_query", {
+        "query": query, "session_id": session_id, "cross_session": cross_session,
+        "hops": hops, "limit": limit}, inline=False)
+    model = GraphQueryResult(text=out["text"], **out["graph_result"], trace=Trace(**trace))
+    return _result(out["text"], model)
 
 
 @mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",

@@ -43,6 +43,9 @@ DEFAULT_GRAPH_WORKERS = 1
 # The coordination bus of the Omega/VERITAS tools: <dir>/coordination.sqlite (store.bus).
 DEFAULT_SHARED_DIR = Path("~/.veritas-shared")
 DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an ingest this once
+DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
+DEFAULT_GRAPHRAG_BATCH = 1_000  # turns per GraphRAG extraction batch
+DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
 
 
 _N = TypeVar("_N", int, float)
@@ -98,6 +101,10 @@ class Settings:
     # directory they want, so embedding code and tests never touch ~/.veritas-shared.
     shared_dir: Path | None = None
     bus_timeout_ms: int = DEFAULT_BUS_TIMEOUT_MS
+    # GraphRAG batch extraction (`stenographer graphrag`).
+    graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
+    graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
+    graphrag_resolution: float = DEFAULT_GRAPHRAG_RESOLUTION
 
     @property
     def db_path(self) -> Path:
@@ -139,6 +146,10 @@ class Settings:
             embeddings=_embeddings(env),
             shared_dir=_shared_dir(env),
             bus_timeout_ms=_int(env, "STENO_BUS_TIMEOUT_MS", DEFAULT_BUS_TIMEOUT_MS, 0, 2_000),
+            graphrag_seed=_int(env, "STENO_GRAPHRAG_SEED", DEFAULT_GRAPHRAG_SEED, 0, 2**32 - 1),
+            graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
+            graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",
+                                       DEFAULT_GRAPHRAG_RESOLUTION, 0.01, 100.0),
         )
 
 

@@ -256,6 +256,74 @@ def m006_signal_flags(conn: apsw.Connection) -> None:
     )
 
 
+def m007_graphrag(conn: apsw.Connection) -> None:
+    """The GraphRAG knowledge graph (issue #6), derived from the turns by a batch run.
+
+    Entities are keyed by their normalised name; edges by their two ends (``src`` <
+    ``dst`` for the undirected co-occurrence kind) and kind. Provenance lives in
+    ``graph_entity_turns``/``graph_edge_turns`` with the exchange id as a plain,
+    indexed column (no foreign key): forgetting a turn deletes its rows there and
+    re-derives the counts (see store.graphrag). ``graph_cursors`` holds, per session,
+    the id up to which turns were read; ``graph_communities`` the latest detection.
+    """
+    conn.execute(
+        """
+        CREATE TABLE graph_entities(
+          id INTEGER PRIMARY KEY,
+          key TEXT NOT NULL UNIQUE,
+          kind TEXT NOT NULL,
+          label TEXT NOT NULL,
+          turns INTEGER NOT NULL DEFAULT 0,
+          community INTEGER,
+          centrality REAL NOT NULL DEFAULT 0
+        );
+        CREATE INDEX graph_entities_by_community ON graph_entities(community, centrality);
+        CREATE TABLE graph_aliases(
+          entity_id INTEGER NOT NULL,
+          surface TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          mentions INTEGER NOT NULL,
+          PRIMARY KEY (entity_id, surface, kind)
+        ) WITHOUT ROWID;
+        CREATE TABLE graph_entity_turns(
+          entity_id INTEGER NOT NULL,
+          exchange_id INTEGER NOT NULL,
+          session_id INTEGER NOT NULL,
+          PRIMARY KEY (entity_id, exchange_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX graph_entity_turns_by_exchange ON graph_entity_turns(exchange_id);
+        CREATE INDEX graph_entity_turns_by_session
+          ON graph_entity_turns(session_id, entity_id, exchange_id);
+        CREATE TABLE graph_edges(
+          id INTEGER PRIMARY KEY,
+          src INTEGER NOT NULL,
+          dst INTEGER NOT NULL,
+          kind TEXT NOT NULL,
+          turns INTEGER NOT NULL DEFAULT 0,
+          UNIQUE (src, dst, kind)
+        );
+        CREATE INDEX graph_edges_by_src_turns ON graph_edges(src, turns);
+        CREATE INDEX graph_edges_by_dst_turns ON graph_edges(dst, turns);
+        CREATE TABLE graph_edge_turns(
+          edge_id INTEGER NOT NULL,
+          exchange_id INTEGER NOT NULL,
+          session_id INTEGER NOT NULL,
+          PRIMARY KEY (edge_id, exchange_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX graph_edge_turns_by_exchange ON graph_edge_turns(exchange_id);
+        CREATE TABLE graph_cursors(
+          session_id INTEGER PRIMARY KEY,
+          through_id INTEGER NOT NULL
+        );
+        CREATE TABLE graph_communities(
+          id INTEGER PRIMARY KEY,
+          size INTEGER NOT NULL,
+          label TEXT NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -263,6 +331,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m004_provider_vectors,
     m005_provenance_chain,
     m006_signal_flags,
+    m007_graphrag,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

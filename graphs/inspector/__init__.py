@@ -16,7 +16,7 @@ __all__ = ["BRIEF", "DEFINITIONS", "EXCHANGE", "INSPECTOR_READS", "RUNS", "SESSI
 # Read-only graphs that only show stored data; the run list hides them by default so
 # that browsing does not bury the runs being inspected.
 INSPECTOR_READS = ["inspect_sessions", "inspect_exchange", "inspect_brief", "inspect_runs",
-                   "runs", "trace"]
+                   "runs", "trace", "graphrag_community_list", "graphrag_community"]
 
 SESSIONS = {
     "schema_version": SCHEMA_VERSION,

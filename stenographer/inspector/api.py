@@ -171,6 +171,17 @@ class _Api:
             "all_graphs": _flag(q.get("all"))})
         return {"runs": out["runs"], "hidden_graphs": out["hidden_graphs"], "meta": meta}
 
+    async def communities(self, request: Request) -> dict[str, Any]:
+        q = request.query_params
+        out, meta = await self.run("graphrag_community_list", {
+            "limit": _number(q.get("limit", "50")), "offset": _number(q.get("offset", "0"))})
+        return {"communities": out["communities"], "total": out["total"], "meta": meta}
+
+    async def community(self, request: Request) -> dict[str, Any]:
+        out, meta = await self.run("graphrag_community", {
+            "community_id": _number(request.path_params["community_id"])})
+        return {"community": out["community"], "sentences": out["sentences"], "meta": meta}
+
     async def run_trace(self, request: Request) -> dict[str, Any]:
         out, meta = await self.run("trace", {"run_id": request.path_params["run_id"]})
         return {"trace": out["trace"], "meta": meta}
@@ -230,6 +241,9 @@ def inspector_app(get_app: GetApp, *, allowed_hosts: Sequence[str] = LOOPBACK_HO
         Route("/api/briefs/{brief_id}", _json(api.brief), methods=["GET"]),
         Route("/api/runs", _json(api.runs), methods=["GET"]),
         Route("/api/runs/{run_id}", _json(api.run_trace), methods=["GET"]),
+        Route("/api/graph/communities", _json(api.communities), methods=["GET"]),
+        Route("/api/graph/communities/{community_id}", _json(api.community),
+              methods=["GET"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     app.add_middleware(HostOriginGuard, hosts=allowed_hosts, origins=allowed_origins)

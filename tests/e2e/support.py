@@ -24,6 +24,7 @@ __all__ = [
     "AUDIT",
     "COMPRESSED",
     "FORGET",
+    "GRAPH_QUERY",
     "GUARD",
     "INGEST",
     "INGEST_LINE",
@@ -55,7 +56,8 @@ SEARCH = "stenographer_query_history"
 STATUS = "stenographer_capture_status"
 AUDIT = "stenographer_audit"
 FORGET = "stenographer_forget"
-TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS, AUDIT, FORGET)
+GRAPH_QUERY = "stenographer_graph_query"
+TOOLS = (INGEST, NOTES, GUARD, MILESTONE, SEARCH, STATUS, AUDIT, FORGET, GRAPH_QUERY)
 
 # The first line of an ingest reply (kept compatible with the original server).
 INGEST_LINE = re.compile(

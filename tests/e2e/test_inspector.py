@@ -88,6 +88,9 @@ def seed(data_dir: Path, turns: int = 30) -> Seeded:
         out.milestone_id = out.ids[1]
         app.run("milestone", {"session_id": SESSIONS[0], "exchange_id": out.milestone_id,
                               "label": "chose Postgres"})
+        while app.run("graphrag_batch", {})[0]["published"]["remaining"]:  # the operator's
+            pass  # `stenographer graphrag extract`, for the community view
+        app.run("graphrag_communities", {})
         try:  # a failed run, for the waterfall's error highlighting
             app.run("milestone", {"session_id": SESSIONS[0], "exchange_id": 10**9,
                                   "label": "nope"})
@@ -302,6 +305,24 @@ def test_brief_with_its_source_turns(http: httpx.Client, seeded: Seeded) -> None
     assert "brief_id" in error(http, "api/briefs/x", 400)["message"]
 
 
+def test_a_community_of_the_graph_with_its_supporting_turns(http: httpx.Client,
+                                                           seeded: Seeded) -> None:
+    listing = ok(http, "api/graph/communities")
+    assert listing["total"] >= 1 and listing["meta"]["graph"] == "graphrag_community_list"
+    first = listing["communities"][0]
+    body = ok(http, f"api/graph/communities/{first['id']}")
+    community = body["community"]
+    assert community["size"] == first["size"] and community["entities"]
+    for entity in community["entities"]:
+        assert set(entity["turn_ids"]) <= set(seeded.contents)
+    assert 1 <= len(body["sentences"]) <= 5
+    for sentence in body["sentences"]:
+        content = " ".join(seeded.contents[sentence["exchange_id"]].split())
+        assert sentence["text"] in content
+    assert "no community" in error(http, "api/graph/communities/99999", 404)["message"]
+    assert "community_id" in error(http, "api/graph/communities/x", 400)["message"]
+
+
 def test_runs_and_one_run_as_a_stage_trace(http: httpx.Client, seeded: Seeded) -> None:
     body = ok(http, "api/runs?limit=200")
     graphs = {r["graph"] for r in body["runs"]}
@@ -508,6 +529,21 @@ def test_browser_sessions_search_turn_and_waterfall(
             expect(page.locator(".errmsg")).to_contain_text("does not exist")
             expect(page.locator(".wf .error-row").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "inspector-failed-run.png"), full_page=True)
+
+            # The knowledge graph: a community, its relations and the turns behind them.
+            page.click("#nav-graph")
+            communities = page.locator("#communities")
+            expect(communities.locator("tbody tr").first).to_be_visible()
+            communities.locator("tbody tr a").first.click()
+            expect(page.locator("h2")).to_contain_text("Community #")
+            expect(page.locator("#community-entities tr").first).to_be_visible()
+            sentence = page.locator("#community-sentences .card").first
+            expect(sentence).to_be_visible()
+            sentence.locator(".prov a").first.click()
+            expect(page.locator("h2")).to_contain_text("Turn #")
+            page.go_back()
+            expect(page.locator("#community-sentences")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "inspector-community.png"), full_page=True)
 
             assert problems == []
 

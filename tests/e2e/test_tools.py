@@ -21,6 +21,7 @@ from tests.e2e.support import (
     AUDIT,
     COMPRESSED,
     FORGET,
+    GRAPH_QUERY,
     GUARD,
     INGEST,
     INGEST_LINE,
@@ -37,7 +38,7 @@ from tests.e2e.support import (
 
 pytestmark = pytest.mark.anyio
 
-READERS = {NOTES, GUARD, SEARCH, STATUS, AUDIT}
+READERS = {NOTES, GUARD, SEARCH, STATUS, AUDIT, GRAPH_QUERY}
 ROLES = ("user", "assistant", "system", "tool")
 TURN_LIMIT = 8  # STENO_TURN_LIMIT default
 INGEST_NODES = ["validate", "signals", "vector", "store", "reply"]

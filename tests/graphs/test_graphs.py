@@ -152,7 +152,21 @@ RUNS: dict[str, Case] = {
     "contract_audit": lambda g, c, s: {"request": {}},
     "forget": lambda g, c, s: {"request": {"exchange_ids": [s["ids"][1]], "confirm": True,
                                            "reason": "test"}},
+    "graphrag_batch": lambda g, c, s: {"request": {"batch_size": 100}},
+    "graphrag_communities": lambda g, c, s: {"request": {}},
+    "graph_query": lambda g, c, s: {"request": {"query": "SQLite", "cross_session": True}},
+    "graphrag_stats": lambda g, c, s: {"request": {}},
+    "graphrag_community_list": lambda g, c, s: {"request": {"limit": 5}},
+    "graphrag_community": lambda g, c, s: {"request": {"community_id": 1}},
+    "graphrag_export": lambda g, c, s: {"request": {"format": "json"}},
+    "graphrag_reset": lambda g, c, s: {"request": {}},
 }
+
+# Graphs that read the knowledge graph run after it was built from the seeded turns.
+NEEDS_GRAPHRAG = {"graphrag_communities", "graph_query", "graphrag_stats",
+                  "graphrag_community_list", "graphrag_community", "graphrag_export",
+                  "graphrag_reset"}
+
 
 def expect(name: str, out: dict[str, Any]) -> None:
     """What each graph's run on the seeded store must produce."""
@@ -192,6 +206,22 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert len(failed["compression_current"]["ids"]) == TURN_LIMIT
     elif name == "forget":
         assert out["reply"]["count"] == 1 and out["reply"]["briefs_rebuilt"] == [1]
+    elif name == "graphrag_batch":
+        assert out["published"]["turns"] == 4 + TURN_LIMIT
+    elif name == "graphrag_communities":
+        assert out["detection"]["seed"] == 42
+    elif name == "graph_query":
+        assert out["graph_result"]["entities"][0]["label"] == "SQLite"
+    elif name == "graphrag_stats":
+        assert out["stats"]["turns_read"] == 4 + TURN_LIMIT
+    elif name == "graphrag_community_list":
+        assert out["total"] == len(out["communities"]) >= 1
+    elif name == "graphrag_community":
+        assert out["community"]["id"] == 1 and out["sentences"]
+    elif name == "graphrag_export":
+        assert out["document"]["format"] == "json" and out["rows"]["entities"] > 0
+    elif name == "graphrag_reset":
+        assert out["removed"]["entities"] > 0
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
@@ -200,6 +230,10 @@ def expect(name: str, out: dict[str, Any]) -> None:
 def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tmp_path: Path,
                                              name: str):
     seeded = seed(graphs, ctx, tmp_path)
+    if name in NEEDS_GRAPHRAG:
+        graphs.run("graphrag_batch", {"request": {}}, ctx)
+        if name != "graphrag_communities":
+            graphs.run("graphrag_communities", {"request": {}}, ctx)
     out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
     nodes = check_trace(trace, name)
     first = next(e["to"] for e in DEFINITIONS_BY_NAME[name]["edges"] if e["from"] == "__start__")

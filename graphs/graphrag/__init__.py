@@ -1,0 +1,120 @@
+"""graphrag_*: the knowledge graph of the work, built and read without a language model.
+
+graphrag_batch        validate → load the next pending turns (per-session cursors) and
+                      the turn before each session's first → extract entities,
+                      co-occurrences and typed relations → check provenance → publish
+                      the batch and move the cursors (one transaction). The command
+                      runs it until nothing is pending, then:
+graphrag_communities  load the whole graph → seeded Louvain communities and PageRank
+                      centrality (the seed is written to the trace) → publish
+graph_query           validate → the entities the query names → their neighbourhood
+                      (hops) → personalised PageRank → supporting turns → reply
+                      (stenographer_graph_query)
+graphrag_stats / graphrag_community_list / graphrag_community / graphrag_export /
+graphrag_reset        the operator's reads and the reset (`stenographer graphrag`)
+"""
+
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+__all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS", "EXPORT",
+           "QUERY", "RESET", "STATS"]
+
+BATCH = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_batch",
+    "channels": channels("request", "batch_request", "batch", "extracted", "provenance",
+                         "published"),
+    "nodes": {
+        "validate": {"type": "checked_graph_batch"},
+        "load": {"type": "graph_batch_turns"},
+        "extract": {"type": "graph_records"},
+        "contract": {"type": "graph_batch_contract"},
+        "publish": {"type": "published_graph_batch"},
+    },
+    "edges": chain(START, "validate", "load", "extract", "contract", "publish", END),
+}
+
+COMMUNITIES = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_communities",
+    "channels": channels("request", "graph", "seed", "detection", "communities_written"),
+    "nodes": {
+        "load": {"type": "whole_graph_evidence"},
+        "detect": {"type": "detected_communities"},
+        "publish": {"type": "published_communities"},
+    },
+    "edges": chain(START, "load", "detect", "publish", END),
+}
+
+QUERY = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graph_query",
+    "channels": channels("request", "graph_query", "seeds", "neighbourhood", "ranked",
+                         "graph_result", "text"),
+    "nodes": {
+        "validate": {"type": "checked_graph_query"},
+        "seeds": {"type": "graph_seeds"},
+        "neighbourhood": {"type": "graph_neighbourhood"},
+        "rank": {"type": "ranked_neighbourhood"},
+        "support": {"type": "graph_support"},
+        "reply": {"type": "graph_query_text"},
+    },
+    "edges": chain(START, "validate", "seeds", "neighbourhood", "rank", "support", "reply",
+                   END),
+}
+
+STATS = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_stats",
+    "channels": channels("request", "stats", "text"),
+    "nodes": {"load": {"type": "graph_stats"}, "reply": {"type": "graph_stats_text"}},
+    "edges": chain(START, "load", "reply", END),
+}
+
+COMMUNITY_LIST = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_community_list",
+    "channels": channels("request", "listing", "communities", "total", "text"),
+    "nodes": {
+        "validate": {"type": "checked_listing", "default_limit": 20},
+        "load": {"type": "community_list"},
+        "reply": {"type": "communities_text"},
+    },
+    "edges": chain(START, "validate", "load", "reply", END),
+}
+
+COMMUNITY = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_community",
+    "channels": channels("request", "community_id", "community", "turns_token", "sentences",
+                         "text"),
+    "nodes": {
+        "validate": {"type": "checked_community_ref"},
+        "load": {"type": "community_evidence"},
+        "sentences": {"type": "community_sentences"},
+        "reply": {"type": "community_text"},
+    },
+    "edges": chain(START, "validate", "load", "sentences", "reply", END),
+}
+
+EXPORT = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_export",
+    "channels": channels("request", "export", "rows", "document"),
+    "nodes": {
+        "validate": {"type": "checked_export"},
+        "load": {"type": "export_rows"},
+        "render": {"type": "exported_graph"},
+    },
+    "edges": chain(START, "validate", "load", "render", END),
+}
+
+RESET = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_reset",
+    "channels": channels("request", "removed", "text"),
+    "nodes": {"reset": {"type": "graph_reset"}},
+    "edges": chain(START, "reset", END),
+}
+
+DEFINITIONS = [BATCH, COMMUNITIES, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]

@@ -1,0 +1,110 @@
+"""Nodes: validate GraphRAG requests, and check a batch's provenance before it is
+written (every entity and edge cites turns of the batch that name it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
+from nodes.extract.entities import mentions
+from store.errors import InvalidInput, StoreError
+from store.exchanges import session_row_id
+
+__all__ = ["checked_community_ref", "checked_export", "checked_graph_batch",
+           "checked_graph_query", "graph_batch_contract"]
+
+MAX_BATCH = 100_000
+MAX_HOPS = 3
+MAX_LIMIT = 50
+EXPORT_FORMATS = ("graphml", "json")
+
+
+def _session_row(state: State, session: Any) -> tuple[str | None, int | None]:
+    """(session name, row id); an unknown session has row id -1 (matches nothing)."""
+    if session is None or session == "":
+        return None, None
+    name = check_session_id(session)
+    with state.ctx.store.read() as conn:
+        row = session_row_id(conn, name)
+    return name, -1 if row is None else row
+
+
+def checked_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    size = req.get("batch_size")
+    size = state.ctx.settings.graphrag_batch if size is None else size
+    session = req.get("session_id")
+    return {"batch_request": {
+        "batch_size": check_int("batch_size", size, 1, MAX_BATCH),
+        "session": None if session in (None, "") else check_session_id(session),
+        "since": check_time("since", req.get("since"))}}
+
+
+def checked_graph_query(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    text = check_text("query", req.get("query"), max_chars=2_000)
+    cross = req.get("cross_session", False)
+    if not isinstance(cross, bool):
+        raise InvalidInput("cross_session must be true or false")
+    session = req.get("session_id")
+    if not cross and not session:
+        raise InvalidInput("session_id is required unless cross_session is true")
+    name, row = _session_row(state, None if cross else session)
+    return {"graph_query": {
+        "text": text, "session": name, "session_row": row,
+        "hops": check_int("hops", req.get("hops", 2), 1, MAX_HOPS),
+        "limit": check_int("limit", req.get("limit", 10), 1, MAX_LIMIT)}}
+
+
+def checked_community_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    return {"community_id": check_int("community_id", req.get("community_id"), 1, 2**63 - 1)}
+
+
+def checked_export(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    fmt = req.get("format", "json")
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput(f"format={str(fmt)[:20]!r} is not valid; use graphml or json")
+    return {"export": {"format": fmt}}
+
+
+def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Every entity row cites a turn of the batch that contains one of its surface
+    forms; every edge's turns are batch turns (or the window's turn before) whose
+    entities include its ends. A violation is a bug: nothing of the batch is written."""
+    data = state.ctx.scratch.get(state.get("batch")["token"])
+    turns, previous = data["turns"]
+    text = {t.id: t.content for t in turns}
+    text.update({t.id: t.content for t in previous.values() if t is not None})
+    folded: dict[int, str] = {}
+    records = data["records"]
+    surfaces: dict[str, set[str]] = {}
+    for key, surface, _kind in records.aliases:
+        surfaces.setdefault(key, set()).add(surface.casefold())
+    named: dict[int, set[str]] = {}
+    for key, exchange_id, _ in records.entity_turns:
+        if exchange_id not in text:
+            raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id} outside "
+                             "the batch", exchange_id=exchange_id)
+        if exchange_id not in folded:
+            folded[exchange_id] = text[exchange_id].casefold()
+        if not any(s in folded[exchange_id] for s in surfaces[key]):
+            raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id}, which "
+                             "does not name it", exchange_id=exchange_id)
+        named.setdefault(exchange_id, set()).add(key)
+    for src, dst, kind, exchange_id, _ in records.edge_turns:
+        if exchange_id not in text:
+            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                             f"#{exchange_id} outside the batch", exchange_id=exchange_id)
+        if exchange_id not in named:  # the window's turn before the batch
+            named[exchange_id] = {m[0] for m in mentions(text[exchange_id])}
+        if (src, dst, kind) not in records.edges or not {src, dst} & named[exchange_id]:
+            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                             f"#{exchange_id}, which names neither end",
+                             exchange_id=exchange_id)
+    return {"provenance": {"entity_turns": len(records.entity_turns),
+                           "edge_turns": len(records.edge_turns), "checked": True}}
+

@@ -1,0 +1,218 @@
+"""Nodes: read the GraphRAG evidence — pending turns of a batch, the whole graph, a
+query's entities and neighbourhood, communities, export rows and counts.
+
+Bulk reads go to the run's scratch (``RunContext.scratch``); graph state gets a token
+and a few counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import iso
+from nodes.extract.entities import query_keys
+from store.exchanges import exchanges_by_ids
+from store.graph_batches import count_pending, graph_meta, pending_turns, previous_turn
+from store.graph_reads import (
+    community_edges,
+    community_members,
+    community_row,
+    community_rows,
+    edge_support,
+    entities_by_ids,
+    entities_by_keys,
+    entity_support,
+    export_edges,
+    export_entities,
+    graph_counts,
+    neighbour_edges,
+    turn_entities,
+    whole_graph,
+)
+
+__all__ = ["community_evidence", "community_list", "export_rows", "graph_batch_turns",
+           "graph_neighbourhood", "graph_seeds", "graph_stats", "graph_support",
+           "whole_graph_evidence"]
+
+MAX_SEEDS = 32
+PER_NODE = 25  # edges followed per entity end and hop (the most observed)
+MAX_NODES = 1_500
+FRONTIER = 48  # entities a further hop starts from
+
+
+def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("batch_request")
+    store = state.ctx.store
+    with store.read() as conn:
+        turns, skipped = pending_turns(conn, req["session"], req["since"], req["batch_size"])
+        firsts: dict[int, int] = {}
+        for turn in turns:
+            firsts.setdefault(turn.session_id, turn.id)
+        previous = {s: previous_turn(conn, s, first_id) for s, first_id in firsts.items()}
+        remaining = count_pending(conn, req["session"], req["since"]) - len(turns)
+    token = state.ctx.scratch.put({"turns": (turns, previous), "skipped": skipped})
+    return {"batch": {"token": token, "turns": len(turns), "sessions": len(firsts),
+                      "first_id": turns[0].id if turns else None,
+                      "last_id": turns[-1].id if turns else None,
+                      "remaining": max(0, remaining)}}
+
+
+def whole_graph_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
+    with state.ctx.store.read() as conn:
+        entities, edges = whole_graph(conn)
+        total = int(graph_meta(conn, "turns_read") or 0)
+    token = state.ctx.scratch.put({"entities": entities, "edges": edges, "total": total})
+    return {"graph": {"token": token, "entities": len(entities), "edges": len(edges),
+                      "turns_read": total}}
+
+
+def graph_seeds(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The stored entities that the query names (within the session when scoped)."""
+    query = state.get("graph_query")
+    keys = query_keys(query["text"])
+    with state.ctx.store.read() as conn:
+        rows = entities_by_keys(conn, keys, query["session_row"])
+    order = {k: i for i, k in enumerate(keys)}
+    rows.sort(key=lambda r: order[r[1]])
+    return {"seeds": [[int(r[0]), str(r[1]), int(r[4])] for r in rows[:MAX_SEEDS]]}
+
+
+def graph_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Entities and edges within ``hops`` of the seeds (bounded per entity and in all)."""
+    query = state.get("graph_query")
+    seeds = [s[0] for s in state.get("seeds") or []]
+    nodes, frontier = set(seeds), list(seeds)
+    edges: dict[int, tuple[int, int, int, str, int]] = {}
+    with state.ctx.store.read() as conn:
+        for _ in range(query["hops"]):
+            if not frontier or len(nodes) >= MAX_NODES:
+                break
+            found = neighbour_edges(conn, frontier, query["session_row"], PER_NODE)
+            reached: dict[int, int] = {}
+            for row in found:
+                edge_id, src, dst, kind, turns = (int(row[0]), int(row[1]), int(row[2]),
+                                                  str(row[3]), int(row[4]))
+                edges[edge_id] = (edge_id, src, dst, kind, turns)
+                for end in (src, dst):
+                    if end not in nodes:
+                        reached[end] = max(reached.get(end, 0), turns)
+            ranked = sorted(reached, key=lambda n: (-reached[n], n))[:MAX_NODES - len(nodes)]
+            nodes.update(ranked)
+            frontier = ranked[:FRONTIER]  # the next hop starts from the best-linked only
+        entities = entities_by_ids(conn, sorted(nodes))
+        total = int(graph_meta(conn, "turns_read") or 0)
+    kept = [e for e in edges.values() if e[1] in entities and e[2] in entities]
+    token = state.ctx.scratch.put({"entities": entities, "edges": kept, "total": total})
+    return {"neighbourhood": {"token": token, "entities": len(entities), "edges": len(kept)}}
+
+
+def graph_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
+    with state.ctx.store.read() as conn:
+        counts = graph_counts(conn)
+        counts["pending"] = count_pending(conn, None, None)
+    return {"stats": counts}
+
+
+def community_list(state: State, cfg: Mapping[str, Any]) -> Writes:
+    listing = state.get("listing")
+    out = []
+    with state.ctx.store.read() as conn:
+        total = graph_counts(conn)["communities"]
+        for cid, size, label in community_rows(conn, listing["limit"], listing["offset"]):
+            members = community_members(conn, int(cid), 5)
+            out.append({"id": int(cid), "size": int(size), "label": str(label),
+                        "top_entities": [str(m[3]) for m in members]})
+    return {"communities": out, "total": total}
+
+
+def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """One community: its members, strongest relations, and the turns behind them."""
+    from store.errors import NotFound
+
+    cid = state.get("community_id")
+    limit = int(cfg.get("members", 25))
+    with state.ctx.store.read() as conn:
+        row = community_row(conn, cid)
+        if row is None:
+            raise NotFound(f"no community {cid}; list them with `stenographer graphrag "
+                           "communities` (run `graphrag extract` first)")
+        members = community_members(conn, cid, limit)
+        relations = community_edges(conn, cid, 15)
+        names = entities_by_ids(conn, sorted({int(r[1]) for r in relations}
+                                             | {int(r[2]) for r in relations}))
+        support = edge_support(conn, [int(r[0]) for r in relations], None, 3)
+        member_support = entity_support(conn, [int(m[0]) for m in members], None, 5)
+        turn_ids = sorted({t for ids in (*support.values(), *member_support.values())
+                           for t in ids})
+        turns = exchanges_by_ids(conn, turn_ids)
+    token = state.ctx.scratch.put({"turns": turns})
+    community = {
+        "id": int(row[0]), "size": int(row[1]), "label": str(row[2]),
+        "entities": [{"key": str(m[1]), "kind": str(m[2]), "label": str(m[3]),
+                      "turns": int(m[4]), "centrality": round(float(m[6]), 6),
+                      "turn_ids": member_support.get(int(m[0]), [])} for m in members],
+        "relations": [{"source": str(names[int(r[1])][3]), "target": str(names[int(r[2])][3]),
+                       "kind": str(r[3]), "turns": int(r[4]),
+                       "turn_ids": support.get(int(r[0]), [])} for r in relations],
+        "keys": [str(m[1]) for m in members],
+    }
+    return {"community": community, "turns_token": token}
+
+
+def export_rows(state: State, cfg: Mapping[str, Any]) -> Writes:
+    with state.ctx.store.read() as conn:
+        entities, edges = export_entities(conn), export_edges(conn)
+        detection = graph_counts(conn)["detection"]
+    token = state.ctx.scratch.put({"entities": entities, "edges": edges,
+                                   "detection": detection})
+    return {"rows": {"token": token, "entities": len(entities), "edges": len(edges)}}
+
+
+def graph_support(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The turns behind the ranked entities and relations, best first: a turn scores the
+    ranks of the top entities it names. Each entity and relation keeps its newest
+    supporting turn ids; the answer lists the turns with their provenance."""
+    query = state.get("graph_query")
+    data = state.ctx.scratch.get(state.get("neighbourhood")["token"])
+    top, relations = data["ranked"]
+    entities: dict[int, Any] = data["entities"]
+    session_row = query["session_row"]
+    score = dict(top)
+    with state.ctx.store.read() as conn:
+        by_entity = entity_support(conn, [e for e, _ in top], session_row, 5)
+        by_edge = edge_support(conn, [r[0] for r in relations], session_row, 5)
+        candidates = sorted({t for ids in (*by_entity.values(), *by_edge.values())
+                             for t in ids})
+        named: dict[int, float] = {}
+        for entity_id, exchange_id in turn_entities(conn, candidates, list(score)):
+            named[exchange_id] = named.get(exchange_id, 0.0) + score[entity_id]
+        best = sorted(named, key=lambda t: (-named[t], -t))[:query["limit"]]
+        turns = exchanges_by_ids(conn, best)
+        communities = {int(c[0]): c for c in community_rows(conn, 10_000)} \
+            if any(entities[e][5] is not None for e, _ in top) else {}
+    label = {e: str(entities[e][3]) for e in entities}
+    state.ctx.scratch.drop(state.get("neighbourhood")["token"])
+    out_entities = [{"key": str(entities[e][1]), "label": label[e], "kind": str(entities[e][2]),
+                     "score": round(s, 6), "turns": int(entities[e][4]),
+                     "community": entities[e][5], "turn_ids": by_entity.get(e, [])}
+                    for e, s in top]
+    out_relations = [{"source": label[src], "target": label[dst], "kind": kind, "turns": n,
+                      "turn_ids": by_edge.get(edge_id, [])}
+                     for edge_id, src, dst, kind, n in relations]
+    seen_communities = sorted({e["community"] for e in out_entities if e["community"]})
+    out_communities = [{"id": c, "size": int(communities[c][1]),
+                        "label": str(communities[c][2])}
+                       for c in seen_communities if c in communities]
+    out_turns = [{"exchange_id": t, "session_id": turns[t].session, "role": turns[t].role,
+                  "created_at": iso(turns[t].created_at), "score": round(named[t], 6),
+                  "snippet": _snippet(turns[t].content), "brief_id": turns[t].brief_id}
+                 for t in best if t in turns]
+    return {"graph_result": {"entities": out_entities, "relations": out_relations,
+                             "communities": out_communities, "turns": out_turns}}
+
+
+def _snippet(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

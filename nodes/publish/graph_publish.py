@@ -1,0 +1,169 @@
+"""Nodes: write GraphRAG batches and communities, reset the graph, and render replies
+and exports (GraphML for Gephi and similar tools, or JSON; byte-identical for the same
+store and seed: everything is ordered by key)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from nodes.context import State, Writes
+from store.graph_batches import reset_graph, write_batch
+from store.graph_reads import write_communities
+
+__all__ = [
+    "communities_text",
+    "community_text",
+    "exported_graph",
+    "graph_query_text",
+    "graph_reset",
+    "graph_stats_text",
+    "published_communities",
+    "published_graph_batch",
+]
+
+
+def published_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
+    batch = state.get("batch")
+    data = state.ctx.scratch.get(batch["token"])
+    records = data["records"]
+    for session_id, through in data["skipped"].items():
+        records.cursors[session_id] = max(records.cursors.get(session_id, 0), through)
+    with state.ctx.store.write() as conn:
+        written = write_batch(conn, records)
+    state.ctx.scratch.drop(batch["token"])
+    return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
+                          "entities": written["entities"], "edges": written["edges"],
+                          "turns_read_total": written["turns_read"]}}
+
+
+def published_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
+    token = state.get("graph")["token"]
+    data = state.ctx.scratch.get(token)
+    with state.ctx.store.write() as conn:
+        write_communities(conn, data["ranks"], data["communities"], data["detection"])
+    state.ctx.scratch.drop(token)
+    return {"communities_written": len(data["communities"])}
+
+
+def graph_reset(state: State, cfg: Mapping[str, Any]) -> Writes:
+    with state.ctx.store.write() as conn:
+        removed = reset_graph(conn)
+    return {"removed": removed, "text": f"GraphRAG graph reset: {removed['entities']} "
+            f"entities and {removed['edges']} edges removed; the turns are untouched."}
+
+
+def graph_stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
+    s = state.get("stats")
+    kinds = ", ".join(f"{k} {n}" for k, n in s["entity_kinds"].items()) or "-"
+    edge_kinds = ", ".join(f"{k} {v['edges']}" for k, v in s["edge_kinds"].items()) or "-"
+    lines = [f"turns read: {s['turns_read']} (pending: {s['pending']}, sessions: "
+             f"{s['sessions']})",
+             f"entities: {s['entities']} ({kinds})",
+             f"edges: {s['edges']} ({edge_kinds})",
+             f"provenance rows: {s['entity_turns']} entity-turn, {s['edge_turns']} edge-turn",
+             f"communities: {s['communities']}" + (" (stale: run `graphrag extract`)"
+                                                  if s["stale"] else "")]
+    if s["detection"]:
+        d = s["detection"]
+        lines.append(f"detection: {d['algorithm']} seed {d['seed']} resolution "
+                     f"{d['resolution']}, {d['nodes']} entities, {d['louvain_ms']} ms")
+    return {"text": "\n".join(lines)}
+
+
+def communities_text(state: State, cfg: Mapping[str, Any]) -> Writes:
+    rows = state.get("communities")
+    if not rows:
+        return {"text": "No communities yet (run `stenographer graphrag extract`)."}
+    lines = [f"#{c['id']} ({c['size']} entities): {', '.join(c['top_entities'])}"
+             for c in rows]
+    return {"text": "\n".join(lines)}
+
+
+def community_text(state: State, cfg: Mapping[str, Any]) -> Writes:
+    c = state.get("community")
+    lines = [f"Community #{c['id']} ({c['size']} entities): {c['label']}", "", "Entities:"]
+    lines += [f"- {e['label']} [{e['kind']}] centrality {e['centrality']:.4f}, "
+              f"{e['turns']} turns (e.g. #{', #'.join(map(str, e['turn_ids'][:3]))})"
+              for e in c["entities"]]
+    lines += ["", "Strongest relations:"]
+    lines += [f"- {r['source']} —{r['kind']}→ {r['target']} ({r['turns']} turns: "
+              f"#{', #'.join(map(str, r['turn_ids']))})" for r in c["relations"]]
+    lines += ["", "Representative sentences:"]
+    lines += [f"- #{s['exchange_id']} [{s['session_id']}] {s['text']}"
+              for s in state.get("sentences")]
+    return {"text": "\n".join(lines)}
+
+
+def graph_query_text(state: State, cfg: Mapping[str, Any]) -> Writes:
+    r = state.get("graph_result")
+    if not r["entities"]:
+        return {"text": "No entity of the query is in the graph (run `stenographer graphrag "
+                        "extract` to build it from new turns)."}
+    lines = ["Entities: " + ", ".join(f"{e['label']} ({e['kind']})" for e in r["entities"])]
+    if r["relations"]:
+        lines.append("Relations:")
+        lines += [f"- {x['source']} —{x['kind']}→ {x['target']} (#"
+                  + ", #".join(map(str, x["turn_ids"])) + ")" for x in r["relations"]]
+    if r["communities"]:
+        lines.append("Communities: " + "; ".join(f"#{c['id']} {c['label']}"
+                                                 for c in r["communities"]))
+    lines.append("Supporting turns:")
+    lines += [f"- #{t['exchange_id']} [{t['session_id']} {t['role']} {t['created_at']}] "
+              f"{t['snippet']}" for t in r["turns"]]
+    return {"text": "\n".join(lines)[:8_000]}
+
+
+def _graphml(data: Mapping[str, Any]) -> str:
+    keys = [("d0", "node", "label", "string"), ("d1", "node", "kind", "string"),
+            ("d2", "node", "turns", "int"), ("d3", "node", "community", "int"),
+            ("d4", "node", "centrality", "double"), ("d5", "node", "aliases", "string"),
+            ("d6", "node", "turn_ids", "string"), ("d7", "edge", "kind", "string"),
+            ("d8", "edge", "turns", "int"), ("d9", "edge", "turn_ids", "string")]
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">']
+    out += [f'  <key id="{i}" for="{f}" attr.name="{n}" attr.type="{t}"/>'
+            for i, f, n, t in keys]
+    out.append('  <graph id="stenographer" edgedefault="directed">')
+    for key, kind, label, turns, community, centrality, aliases, ids in data["entities"]:
+        out.append(f"    <node id={quoteattr(key)}>")
+        values = [label, kind, turns, community, f"{centrality:.9g}",
+                  "|".join(json.loads(aliases)), " ".join(map(str, json.loads(ids)))]
+        out += [f'      <data key="d{i}">{escape(str(v))}</data>'
+                for i, v in enumerate(values) if v is not None]
+        out.append("    </node>")
+    for n, (src, dst, kind, turns, ids) in enumerate(data["edges"]):
+        out.append(f'    <edge id="e{n}" source={quoteattr(src)} target={quoteattr(dst)}>')
+        out += [f'      <data key="d7">{escape(kind)}</data>',
+                f'      <data key="d8">{turns}</data>',
+                f'      <data key="d9">{" ".join(map(str, json.loads(ids)))}</data>',
+                "    </edge>"]
+    out += ["  </graph>", "</graphml>", ""]
+    return "\n".join(out)
+
+
+def _json(data: Mapping[str, Any]) -> str:
+    doc = {
+        "detection": data["detection"],
+        "nodes": [{"id": key, "label": label, "kind": kind, "turns": turns,
+                   "community": community, "centrality": round(centrality, 9),
+                   "aliases": json.loads(aliases), "turn_ids": json.loads(ids)}
+                  for key, kind, label, turns, community, centrality, aliases, ids
+                  in data["entities"]],
+        "edges": [{"source": src, "target": dst, "kind": kind, "turns": turns,
+                   "turn_ids": json.loads(ids)} for src, dst, kind, turns, ids in data["edges"]],
+    }
+    if doc["detection"]:
+        doc["detection"] = {k: v for k, v in doc["detection"].items() if k != "louvain_ms"}
+    return json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def exported_graph(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The serialised graph goes to the scratch (the command prints or saves it)."""
+    token = state.get("rows")["token"]
+    data = state.ctx.scratch.get(token)
+    fmt = state.get("export")["format"]
+    data["document"] = _graphml(data) if fmt == "graphml" else _json(data)
+    return {"document": {"token": token, "format": fmt, "chars": len(data["document"])}}

@@ -1,0 +1,188 @@
+"""`stenographer graphrag ...`: build and read the knowledge graph on the host.
+
+``extract`` runs the ``graphrag_batch`` graph until no turn is pending (each batch
+commits with its cursors, so Ctrl-C loses at most the batch in flight and the next run
+resumes), then ``graphrag_communities``. The other subcommands run one graph each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_graphrag_parser"]
+
+EXIT_OK, EXIT_EMPTY = 0, 1
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from stenographer.app import open_app
+    from stenographer.progress import Progress
+
+    app = open_app()
+    try:
+        request = {"batch_size": args.batch_size, "session_id": args.session,
+                   "since": args.since}
+        batches, read, runs = 0, 0, []
+        with Progress("graphrag extract", total=None, unit="turns") as progress:
+            while True:  # Ctrl-C rolls back the batch in flight only (see module docstring)
+                out, trace = app.run("graphrag_batch", request)
+                published = out["published"]
+                runs.append(trace["run_id"])
+                if published["turns"] == 0:
+                    break
+                batches += 1
+                read += published["turns"]
+                progress.total = read + published["remaining"]
+                progress.advance(published["turns"])
+                if published["remaining"] == 0:
+                    break
+            stale = app.run("graphrag_stats", {})[0]["stats"]["stale"]
+            detection = None
+            if stale:
+                progress.label = "graphrag communities"
+                out, trace = app.run("graphrag_communities", {})
+                detection = out["detection"]
+                runs.append(trace["run_id"])
+    except KeyboardInterrupt:
+        print(f"stenographer: interrupted after {read} turns; the next `graphrag extract` "
+              "resumes from there", file=sys.stderr)
+        raise
+    finally:
+        app.close()
+    result = {"turns_read": read, "batches": batches, "detection": detection,
+              "run_ids": runs[-3:]}
+    if args.json:
+        _print_json(result)
+    else:
+        line = f"Read {read} new turns in {batches} batches."
+        if detection:
+            line += (f" Communities: {detection['communities']} over {detection['nodes']} "
+                     f"entities (Louvain, seed {detection['seed']}).")
+        print(line)
+    return EXIT_OK
+
+
+def _one(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from stenographer.cli import _run
+
+    return _run(graph, request)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    out, trace = _one("graphrag_stats", {})
+    if args.json:
+        _print_json({**out["stats"], "run_id": trace["run_id"]})
+    else:
+        print(out["text"])
+    return EXIT_OK
+
+
+def cmd_communities(args: argparse.Namespace) -> int:
+    if args.id is not None:
+        out, trace = _one("graphrag_community", {"community_id": args.id})
+        if args.json:
+            _print_json({**out["community"], "sentences": out["sentences"],
+                         "run_id": trace["run_id"]})
+        else:
+            print(out["text"])
+        return EXIT_OK
+    out, trace = _one("graphrag_community_list", {"limit": args.limit, "offset": args.offset})
+    if args.json:
+        _print_json({"communities": out["communities"], "total": out["total"],
+                     "run_id": trace["run_id"]})
+    else:
+        print(out["text"])
+    return EXIT_OK if out["communities"] else EXIT_EMPTY
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from stenographer.app import open_app
+
+    app = open_app()
+    try:
+        out, _ = app.run("graphrag_export", {"format": args.format})
+        token = out["document"]["token"]
+        document = app.ctx.scratch.get(token)["document"]
+        app.ctx.scratch.drop(token)
+    finally:
+        app.close()
+    if args.output:
+        Path(args.output).write_text(document, encoding="utf-8")
+        print(f"Wrote {out['rows']['entities']} nodes and {out['rows']['edges']} edges to "
+              f"{args.output} ({args.format}).", file=sys.stderr)
+    else:
+        sys.stdout.write(document)
+    return EXIT_OK
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    from stenographer.cli import CliError
+
+    if not args.yes:
+        raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
+                       "repeat with --yes")
+    out, _ = _one("graphrag_reset", {})
+    print(out["text"])
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    out, trace = _one("graph_query", {"query": args.query, "session_id": args.session,
+                                      "cross_session": args.all, "hops": args.hops,
+                                      "limit": args.limit})
+    if args.json:
+        _print_json({**out["graph_result"], "run_id": trace["run_id"]})
+    else:
+        print(out["text"])
+    return EXIT_OK if out["graph_result"]["entities"] else EXIT_EMPTY
+
+
+def add_graphrag_parser(sub: Any, make: Any) -> None:
+    """Register `graphrag` and its subcommands; ``make`` is cli._sub."""
+    p = make(sub, "graphrag", "build and read the knowledge graph of the work (no model)",
+             lambda a: a.graphrag_fn(a), description=(
+                 "GraphRAG without a language model: entities, co-occurrences and typed "
+                 "relations (decides, blocks, fixes, replaces) extracted from the turns, "
+                 "with Louvain communities; every node and edge cites its turns."))
+    gsub = p.add_subparsers(dest="graphrag_command", required=True, metavar="SUBCOMMAND")
+
+    def add(name: str, help_: str, fn: Any) -> argparse.ArgumentParser:
+        q: argparse.ArgumentParser = make(gsub, name, help_, fn, json_flag=name != "export")
+        q.set_defaults(graphrag_fn=fn, fn=fn)
+        return q
+
+    q = add("extract", "read new turns into the graph (resumable), then find communities",
+            cmd_extract)
+    q.add_argument("--session", help="only this session's turns")
+    q.add_argument("--since", help="only turns at or after this ISO 8601 time (older pending "
+                                   "turns of the sessions read are passed over)")
+    q.add_argument("--batch-size", type=int, default=None,
+                   help="turns per batch (default STENO_GRAPHRAG_BATCH, 1000)")
+    add("stats", "entities, edges, provenance rows, communities", cmd_stats)
+    q = add("communities", "list communities, or show one with --id", cmd_communities)
+    q.add_argument("--id", type=int, help="show this community: entities, relations, "
+                                          "representative sentences")
+    q.add_argument("--limit", type=int, default=20, help="communities per page (1-200)")
+    q.add_argument("--offset", type=int, default=0)
+    q = add("export", "write the graph as GraphML (Gephi, yEd, Cytoscape) or JSON",
+            cmd_export)
+    q.add_argument("--format", choices=("graphml", "json"), default="graphml")
+    q.add_argument("--output", "-o", help="file to write (default: stdout)")
+    q = add("query", "entities, relations and turns around a question "
+                     "(as stenographer_graph_query)", cmd_query)
+    q.add_argument("query")
+    scope = q.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--session")
+    scope.add_argument("--all", action="store_true", help="every session")
+    q.add_argument("--hops", type=int, default=2, help="1-3")
+    q.add_argument("--limit", type=int, default=10, help="1-50")
+    q = add("reset", "delete the derived graph (the turns stay)", cmd_reset)
+    q.add_argument("--yes", action="store_true", help="confirm")
