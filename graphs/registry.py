@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from graphs import compress, guard, ingest, milestone, notes, search, status, trace
+from graphs import capture, compress, guard, ingest, milestone, notes, search, status, trace
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
 from graphs.runner import Graphs
 from nodes.context import NodeFn
+from nodes.evaluate_contracts.capture_input import checked_cursor_step, checked_transcript
 from nodes.evaluate_contracts.inspector_input import (
     checked_brief_ref,
     checked_exchange_ref,
@@ -38,7 +39,9 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
+from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.brief import claimed_brief
+from nodes.publish.capture import advanced_cursor
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
@@ -65,6 +68,8 @@ NODE_TYPES: dict[str, NodeFn] = {
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
+        checked_transcript, transcript_start, transcript_batch,
+        checked_cursor_step, advanced_cursor,
     )
 }
 
@@ -81,6 +86,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
+    *capture.DEFINITIONS,
 ]
 
 
