@@ -182,7 +182,9 @@ class Capturer:
         if failure is not None:
             report.error = failure
             return False
-        return bool(end["more"])
+        # A drained predecessor (rotation) is followed at once by its successor.
+        drained = start["drain"] and end["position"] > start["position"]
+        return bool(end["more"]) or drained
 
     def run_pass(self, sources: Iterable[Source]) -> PassReport:
         report = PassReport()
