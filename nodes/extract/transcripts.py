@@ -17,9 +17,11 @@ Older Codex files have the message objects at top level, and a first line holdin
 session ``id``.
 
 Every turn gets a source key that does not depend on the file's path or position, so a
-record read twice (after a restart, a truncation or a rotation) is stored once:
-Claude Code's record uuid; for Codex, which gives messages no id, a hash of the session
-and the record's exact bytes.
+record read twice (after a restart, a truncation, a rotation, or a host copying a
+session's history into a new file) is stored once: Claude Code's record uuid; for Codex,
+which gives messages no id, a hash of the record's exact bytes (they include its time
+to the millisecond). Older Codex records carry no time; their key adds the session and
+the record's byte offset, since the same words may well be said twice.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def _claude(rec: dict[str, Any], raw: bytes) -> Parsed:
         "created_at": rec.get("timestamp"), "source_key": f"{CLAUDE_CODE}:{key}"})
 
 
-def _codex(rec: dict[str, Any], raw: bytes, session: str | None) -> Parsed:
+def _codex(rec: dict[str, Any], raw: bytes, session: str | None, offset: int) -> Parsed:
     kind = rec.get("type")
     if kind == "session_meta" or ("id" in rec and "timestamp" in rec and "type" not in rec):
         meta = rec.get("payload") if kind == "session_meta" else rec
@@ -123,15 +125,17 @@ def _codex(rec: dict[str, Any], raw: bytes, session: str | None) -> Parsed:
     if session is None:
         raise CorruptRecord("a message before the session_meta record, in a file whose "
                             "name holds no session id")
-    digest = hashlib.sha256(session.encode() + b"\n" + raw).hexdigest()[:32]
+    keyed = raw if rec.get("timestamp") else f"{session}\n{offset}\n".encode() + raw
+    digest = hashlib.sha256(keyed).hexdigest()[:32]
     return Parsed(turn={
         "role": role, "content": text, "session_id": f"{CODEX}:{session}",
         "created_at": rec.get("timestamp"), "source_key": f"{CODEX}:{digest}"})
 
 
-def parse_record(kind: str, raw: bytes, session: str | None = None) -> Parsed:
-    """Parse one line (without its newline). Raises CorruptRecord for a line that is
-    not valid UTF-8 JSON or not a record of the format; returns an empty Parsed for a
+def parse_record(kind: str, raw: bytes, session: str | None = None, offset: int = 0
+                 ) -> Parsed:
+    """Parse one line (without its newline) found at byte ``offset``. Raises
+    CorruptRecord for a line that is not valid UTF-8 JSON or not a record of the format; returns an empty Parsed for a
     record that is not a conversation turn."""
     try:
         rec = json.loads(raw.decode("utf-8"))
@@ -143,4 +147,4 @@ def parse_record(kind: str, raw: bytes, session: str | None = None) -> Parsed:
         raise CorruptRecord(f"a JSON {type(rec).__name__}, not a record object")
     if kind == CLAUDE_CODE:
         return _claude(rec, raw)
-    return _codex(rec, raw, session)
+    return _codex(rec, raw, session, offset)

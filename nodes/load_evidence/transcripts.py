@@ -137,7 +137,7 @@ def transcript_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
             if not body.strip():
                 continue
             try:
-                parsed = parse_record(kind, body, session)
+                parsed = parse_record(kind, body, session, at)
             except CorruptRecord as ex:
                 skipped.append({"line": lines, "offset": at, "reason": str(ex)})
                 continue

@@ -76,8 +76,18 @@ def test_codex_source_keys_depend_on_the_record_not_its_place(tmp_path: Path):
     first = parse_record(CODEX, record, CODEX_SESSION).turn
     assert first is not None and again is not None
     assert first["source_key"] == again["source_key"]
-    other = parse_record(CODEX, record, "another-session").turn
-    assert other is not None and other["source_key"] != first["source_key"]
+    copied = parse_record(CODEX, record, "a-resumed-session", offset=4096).turn
+    assert copied is not None and copied["source_key"] == first["source_key"]
+    assert copied["session_id"] == "codex:a-resumed-session"
+
+
+def test_older_codex_records_without_a_time_are_told_apart_by_their_offset():
+    raw = b'{"type": "message", "role": "user", "content": [{"type": "input_text", ' \
+          b'"text": "yes"}]}'
+    first = parse_record(CODEX, raw, "s", offset=100).turn
+    second = parse_record(CODEX, raw, "s", offset=200).turn
+    assert first is not None and second is not None
+    assert first["source_key"] != second["source_key"]
 
 
 def test_codex_older_files_without_the_envelope():
