@@ -134,9 +134,11 @@ def _codex(rec: dict[str, Any], raw: bytes, session: str | None, offset: int) ->
 
 def parse_record(kind: str, raw: bytes, session: str | None = None, offset: int = 0
                  ) -> Parsed:
-    """Parse one line (without its newline) found at byte ``offset``. Raises
-    CorruptRecord for a line that is not valid UTF-8 JSON or not a record of the format; returns an empty Parsed for a
-    record that is not a conversation turn."""
+    """Parse one line (without its newline) found at byte ``offset``.
+
+    Raises CorruptRecord for a line that is not valid UTF-8 JSON or not a record of the
+    format; returns an empty Parsed for a record that is not a conversation turn.
+    """
     try:
         rec = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as ex:
