@@ -124,9 +124,11 @@ def _eventful(f: FileReport) -> bool:
 class Capturer:
     """Runs capture passes for one application (one store)."""
 
-    def __init__(self, app: App, batch: int = DEFAULT_BATCH) -> None:
+    def __init__(self, app: App, batch: int = DEFAULT_BATCH,
+                 stop: threading.Event | None = None) -> None:
         self.app = app
         self.batch = batch
+        self.stop = stop or threading.Event()  # set: finish the batch at hand, then return
 
     def capture_file(self, kind: str, path: Path) -> FileReport:
         """Read one transcript to its end; every record through the ingest graph."""
@@ -139,7 +141,7 @@ class Capturer:
                 report.error = str(ex)
                 return report
             more = self._ingest_batch(kind, path, out["start"], out["batch"], report)
-            if not more:
+            if not more or self.stop.is_set():
                 return report
 
     def _ingest_batch(self, kind: str, path: Path, start: dict[str, Any],
@@ -195,9 +197,10 @@ class Capturer:
         return report
 
     def watch(self, find: Callable[[], list[Source]], interval: float,
-              stop: threading.Event, on_pass: Callable[[PassReport], None]) -> None:
-        """Until ``stop`` is set: every ``interval`` seconds, a pass over the files that
-        changed since the last look (all of them on the first)."""
+              on_pass: Callable[[PassReport], None]) -> None:
+        """Until ``self.stop`` is set: every ``interval`` seconds, a pass over the files
+        that changed since the last look (all of them on the first)."""
+        stop = self.stop
         seen: dict[str, tuple[int, int, int]] = {}
         retry_at: dict[str, float] = {}
         while not stop.is_set():

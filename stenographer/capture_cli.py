@@ -64,7 +64,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     with CaptureLock(settings.data_dir, "watch" if args.watch else "once"):
         app = open_app(settings)
         try:
-            capturer = Capturer(app)
+            stop = threading.Event()
+            capturer = Capturer(app, stop=stop)
             if args.once:
                 sources = find()
                 report = capturer.run_pass(sources)
@@ -72,14 +73,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
                 if report.errors:
                     return EXIT_ERROR
                 return EXIT_OK if sources else EXIT_EMPTY
-            stop = threading.Event()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
             print(f"stenographer capture: watching {', '.join(kinds)} transcripts under "
                   f"{claude} and {codex} every {settings.capture_interval:g} s "
                   "(Ctrl-C stops)", file=sys.stderr, flush=True)
-            capturer.watch(find, settings.capture_interval, stop,
-                           lambda r: _emit(r, args.json))
+            capturer.watch(find, settings.capture_interval, lambda r: _emit(r, args.json))
             return EXIT_OK
         finally:
             app.close()
