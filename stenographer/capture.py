@@ -111,10 +111,14 @@ class PassReport:
 
     def text(self) -> str:
         d = self.as_dict()
-        head = (f"capture: {d['files']} files, {d['captured']} turns captured, "
-                f"{d['duplicates']} already captured, {d['skipped']} lines skipped, "
-                f"{d['errors']} errors ({d['duration_ms']:.0f} ms)")
+        head = (f"capture: {_n(d['files'], 'file')}, {_n(d['captured'], 'turn')} captured, "
+                f"{d['duplicates']} already captured, {_n(d['skipped'], 'line')} skipped, "
+                f"{_n(d['errors'], 'error')} ({d['duration_ms']:.0f} ms)")
         return "\n".join([head, *(f.line() for f in self.files if _eventful(f))])
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _eventful(f: FileReport) -> bool:

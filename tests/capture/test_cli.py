@@ -134,7 +134,7 @@ def test_capture_once_exit_codes_and_json(dirs: dict[str, Path]):
     assert {k: report[k] for k in ("files", "captured", "duplicates", "skipped", "errors")} \
         == {"files": 2, "captured": 4, "duplicates": 0, "skipped": 1, "errors": 0}
     text = run(dirs, "capture", "--once", "--only", "claude-code")
-    assert text.code == 0 and text.out.startswith("capture: 1 files, 0 turns captured")
+    assert text.code == 0 and text.out.startswith("capture: 1 file, 0 turns captured")
 
     status = run(dirs, "status", "--json").json()["capture"]
     assert (status["files"], status["captured"], status["skipped"]) == (2, 4, 1)
@@ -175,9 +175,13 @@ def test_one_watcher_per_store_and_appends_become_searchable(
     finally:
         app.close()
 
+    codex = CodexTranscript(dirs["codex"])  # a session that starts while it watches
+    codex.append(codex.meta(), codex.user("new codex session"), codex.assistant("seen"))
+    first.passes_until(lambda p: p["captured"] == 2)
+
     assert first.stop() == 0  # SIGTERM: a clean stop
     assert run(dirs, "status", "--json").json()["capture"]["watcher"] is None
-    assert [c for _, _, c in stored(dirs)] == [c for _, c in claude.said]
+    assert [c for _, _, c in stored(dirs)] == [c for _, c in claude.said + codex.said]
 
 
 def test_a_killed_watcher_leaves_no_stale_lock(dirs: dict[str, Path],
@@ -220,4 +224,5 @@ def test_hooks_capture_the_transcript_the_host_names(dirs: dict[str, Path]):
     bad = run(dirs, "hook", "claude-code", stdin="{not json")
     assert bad.code == 1 and bad.out == "" and "not JSON" in bad.err  # never 2: passive
     verbose = run(dirs, "hook", "claude-code", "--verbose", stdin=json.dumps(payload))
-    assert verbose.code == 0 and verbose.out == "" and "capture: 1 files" in verbose.err
+    assert verbose.code == 0 and verbose.out == ""
+    assert "capture: 1 file, 0 turns captured" in verbose.err
