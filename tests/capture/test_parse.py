@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodes.extract.transcripts import (
     CLAUDE_CODE,
@@ -130,3 +132,38 @@ def test_a_codex_message_without_any_session_is_corrupt():
           b'"content": [{"type": "input_text", "text": "hi"}]}}'
     with pytest.raises(CorruptRecord, match="session"):
         parse_record(CODEX, raw, None)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                max_size=4),
+    max_leaves=12)
+_fields = st.fixed_dictionaries({}, optional={
+    "type": st.sampled_from(["user", "assistant", "response_item", "session_meta",
+                             "message", "summary"]) | st.text(max_size=5),
+    "message": _json, "payload": _json, "content": _json, "role": _json, "sessionId": _json,
+    "uuid": _json, "timestamp": _json, "id": _json, "isMeta": _json})
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([CLAUDE_CODE, CODEX]), raw=st.binary(max_size=200),
+       session=st.none() | st.text(max_size=10))
+def test_any_bytes_parse_or_are_reported_corrupt(kind: str, raw: bytes, session: str | None):
+    try:
+        parse_record(kind, raw, session)
+    except CorruptRecord:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([CLAUDE_CODE, CODEX]), record=_fields)
+def test_any_record_shape_parses_or_is_reported_corrupt(kind: str, record: dict[str, object]):
+    try:
+        parsed = parse_record(kind, json.dumps(record).encode(), "s")
+    except CorruptRecord:
+        return
+    if parsed.turn is not None:
+        assert parsed.turn["role"] in ("user", "assistant")
+        assert isinstance(parsed.turn["content"], str) and parsed.turn["content"].strip()
+        assert str(parsed.turn["source_key"]).startswith(f"{kind}:")
