@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apsw
+
 from nodes.extract.transcripts import CLAUDE_CODE, CODEX
 from store.errors import InvalidInput, StenoError
 
@@ -141,10 +143,10 @@ class Capturer:
             try:
                 out, _ = self.app.run("capture_read", {"kind": kind, "path": str(path),
                                                        "max_records": self.batch})
-            except StenoError as ex:
-                report.error = str(ex)
+                more = self._ingest_batch(kind, path, out["start"], out["batch"], report)
+            except (StenoError, apsw.Error) as ex:  # unreadable file, busy or failing store:
+                report.error = str(ex)  # reported; a watcher tries again later
                 return report
-            more = self._ingest_batch(kind, path, out["start"], out["batch"], report)
             if not more or self.stop.is_set():
                 return report
 
@@ -166,7 +168,7 @@ class Capturer:
                 skipped.append({"line": rec["line"], "offset": rec["start"],
                                 "reason": f"rejected: {ex}"})
                 continue
-            except StenoError as ex:  # the store failed: resume at this record next time
+            except (StenoError, apsw.Error) as ex:  # the store failed: resume here next time
                 failure = f"line {rec['line']}: {ex}"
                 step.update(position=rec["start"], lines=rec["line"] - 1, head=None)
                 break

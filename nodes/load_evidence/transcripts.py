@@ -74,36 +74,52 @@ def _rotated(path: Path, cur: Cursor) -> Path | None:
     return None
 
 
+def _unreadable(path: str | Path, ex: OSError) -> NotFound:
+    return NotFound(f"transcript {path} cannot be read: {ex.strerror or ex}")
+
+
 def transcript_start(state: State, cfg: Mapping[str, Any]) -> Writes:
     source = state.get("source")
     path = Path(source["path"])
-    try:
-        st = path.stat()
-    except OSError as ex:
-        raise NotFound(f"transcript {path} cannot be read: {ex.strerror or ex}") from None
     with state.ctx.store.read() as conn:
         cur = get_cursor(conn, source["kind"], str(path))
-    start = {"file": str(path), "position": 0, "lines": 0, "identity": file_identity(st),
-             "head": None, "session": session_from_name(source["kind"], path.name),
-             "reset": None, "drain": False}
+    try:
+        return {"start": _start(source["kind"], path, cur)}
+    except OSError as ex:
+        raise _unreadable(path, ex) from None
+
+
+def _start(kind: str, path: Path, cur: Cursor | None) -> dict[str, Any]:
+    st = path.stat()
+    start: dict[str, Any] = {
+        "file": str(path), "position": 0, "lines": 0, "identity": file_identity(st),
+        "head": None, "session": session_from_name(kind, path.name), "reset": None,
+        "drain": False}
     if cur is None:
-        return {"start": start}
+        return start
     start["session"] = cur.session or start["session"]
     reason = _moved(cur, path, st)
     if reason is None:
         start.update(position=cur.position, lines=cur.lines, head=cur.head)
-        return {"start": start}
+        return start
     old = _rotated(path, cur)
     if old is not None:  # finish the old file first; the cursor keeps its identity
         start.update(file=str(old), position=cur.position, lines=cur.lines,
                      identity=cur.identity, head=cur.head, drain=True)
     else:
         start["reset"] = reason
-    return {"start": start}
+    return start
 
 
 def transcript_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
     source, start = state.get("source"), state.get("start")
+    try:
+        return {"batch": _batch(source, start)}
+    except OSError as ex:
+        raise _unreadable(start["file"], ex) from None
+
+
+def _batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
     kind, session = source["kind"], start["session"]
     records: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -150,4 +166,4 @@ def transcript_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
         file_head(Path(start["file"]), position) if position else None)
     end = {"position": position, "lines": lines, "identity": start["identity"],
            "head": head, "session": session, "more": more}
-    return {"batch": {"records": records, "skipped": skipped, "end": end}}
+    return {"records": records, "skipped": skipped, "end": end}

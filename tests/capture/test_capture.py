@@ -268,5 +268,11 @@ def test_bad_capture_requests_say_what_is_valid_and_change_nothing(rig: Rig):
 
 
 def test_a_missing_file_is_reported_not_fatal(rig: Rig, dirs: dict[str, Path]):
-    report = Capturer(rig.app).run_pass([("codex", dirs["codex"] / "gone.jsonl")]).as_dict()
-    assert report["errors"] == 1 and "cannot be read" in report["details"][0]["error"]
+    folder = dirs["codex"] / "rollout-not-a-file.jsonl"
+    folder.mkdir(parents=True)
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("still captured"))
+    report = Capturer(rig.app).run_pass([("codex", dirs["codex"] / "gone.jsonl"),
+                                         ("codex", folder), ("codex", codex.path)]).as_dict()
+    assert report["errors"] == 2 and report["captured"] == 1
+    assert all("cannot be read" in d["error"] for d in report["details"][:2])
