@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graphs import (
+    capture,
     compress,
     contract_audit,
     forget,
@@ -24,6 +25,7 @@ from graphs.runner import Graphs
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
 from nodes.evaluate_contracts.audit_input import checked_audit
+from nodes.evaluate_contracts.capture_input import checked_cursor_step, checked_transcript
 from nodes.evaluate_contracts.forget_input import checked_forget
 from nodes.evaluate_contracts.inspector_input import (
     checked_brief_ref,
@@ -54,8 +56,10 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
+from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
+from nodes.publish.capture import advanced_cursor
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.forget_reply import forget_reply
 from nodes.publish.forgotten import forgotten_turns, scrubbed_store
@@ -86,6 +90,8 @@ NODE_TYPES: dict[str, NodeFn] = {
         search_fields, provider_candidates, embedded_backlog, answered_hits,
         checked_audit, audit_scope, audit_batch, audit_findings, audit_report,
         checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
+        checked_transcript, transcript_start, transcript_batch,
+        checked_cursor_step, advanced_cursor,
     )
 }
 
@@ -104,6 +110,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
     contract_audit.DEFINITION, forget.DEFINITION,
+    *capture.DEFINITIONS,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

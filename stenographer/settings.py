@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
+from nodes.extract.transcripts import KINDS as CAPTURE_KINDS
 
 __all__ = [
+    "DEFAULT_CAPTURE_INTERVAL",
+    "DEFAULT_CLAUDE_PROJECTS",
+    "DEFAULT_CODEX_SESSIONS",
     "DEFAULT_DATA_DIR",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_CONTENT_CHARS",
@@ -36,6 +40,11 @@ DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
 DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
 DEFAULT_GRAPH_WORKERS = 1
+# Automatic capture: where the hosts write their transcripts (CLAUDE_CONFIG_DIR and
+# CODEX_HOME move them, as they do for the hosts), and how often a watcher looks.
+DEFAULT_CLAUDE_PROJECTS = Path("~/.claude/projects")
+DEFAULT_CODEX_SESSIONS = Path("~/.codex/sessions")
+DEFAULT_CAPTURE_INTERVAL = 1.0  # seconds between a watcher's looks at the files
 
 
 _N = TypeVar("_N", int, float)
@@ -83,6 +92,12 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
     # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
     embeddings: EmbeddingConfig | None = None
+    # Automatic capture of host transcripts (stenographer capture / hook).
+    capture_claude_dir: Path = field(
+        default_factory=lambda: DEFAULT_CLAUDE_PROJECTS.expanduser())
+    capture_codex_dir: Path = field(default_factory=lambda: DEFAULT_CODEX_SESSIONS.expanduser())
+    capture_sources: tuple[str, ...] = CAPTURE_KINDS
+    capture_interval: float = DEFAULT_CAPTURE_INTERVAL
 
     @property
     def db_path(self) -> Path:
@@ -116,6 +131,13 @@ class Settings:
             allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
                                        "http(s)://host[:port], e.g. http://steno.lan:8765"),
             embeddings=_embeddings(env),
+            capture_claude_dir=_capture_dir(env, "STENO_CAPTURE_CLAUDE_DIR", "CLAUDE_CONFIG_DIR",
+                                            "projects", DEFAULT_CLAUDE_PROJECTS),
+            capture_codex_dir=_capture_dir(env, "STENO_CAPTURE_CODEX_DIR", "CODEX_HOME",
+                                           "sessions", DEFAULT_CODEX_SESSIONS),
+            capture_sources=_capture_sources(env),
+            capture_interval=_float(env, "STENO_CAPTURE_INTERVAL", DEFAULT_CAPTURE_INTERVAL,
+                                    0.05, 3_600.0),
         )
 
 
@@ -246,3 +268,30 @@ def _embeddings(env: Mapping[str, str]) -> EmbeddingConfig | None:
         retries=_int(env, "STENO_EMBEDDINGS_RETRIES", 2, 0, 10),
         weight=_float(env, "STENO_EMBEDDINGS_WEIGHT", 1.0, 0.0, 100.0),
     )
+
+
+# --- automatic capture ----------------------------------------------------------------------
+
+
+def _capture_dir(env: Mapping[str, str], name: str, host_var: str, sub: str,
+                 default: Path) -> Path:
+    """A transcript root: STENO_CAPTURE_*_DIR, else the host's own home variable
+    (CLAUDE_CONFIG_DIR, CODEX_HOME) plus its sub-directory, else the host's default."""
+    raw = env.get(name, "").strip()
+    if raw:
+        return Path(raw).expanduser().absolute()
+    home = env.get(host_var, "").strip()
+    return (Path(home).expanduser() / sub if home else default.expanduser()).absolute()
+
+
+def _capture_sources(env: Mapping[str, str]) -> tuple[str, ...]:
+    """STENO_CAPTURE_SOURCES: which hosts' transcripts capture follows (comma-separated)."""
+    raw = env.get("STENO_CAPTURE_SOURCES", "").strip()
+    if not raw:
+        return CAPTURE_KINDS
+    kinds = [k.strip().lower() for k in raw.split(",") if k.strip()]
+    for kind in kinds:
+        if kind not in CAPTURE_KINDS:
+            raise SettingsError(f"STENO_CAPTURE_SOURCES entry {kind!r} is not valid "
+                                f"({', '.join(CAPTURE_KINDS)})")
+    return tuple(dict.fromkeys(kinds))

@@ -228,6 +228,44 @@ def m005_provenance_chain(conn: apsw.Connection) -> None:
         """
     )
     backfill_chain(conn)
+# --- automatic capture (issue #7) ------------------------------------------------------------
+
+
+def m008_capture(conn: apsw.Connection) -> None:
+    """Cursors: how far each followed stream has been read.
+
+    One row per stream, keyed by ``kind`` (what is followed: ``claude-code`` and
+    ``codex`` transcript files; sync can add its peers as kinds of its own) and ``name``
+    (the file path). ``position`` is the byte offset of the next unread line;
+    ``identity`` (device:inode) and ``head`` (sha256 of the first bytes read, up to
+    1 KiB) tell a file that grew from one that was truncated, rewritten or rotated.
+    Counts and the last success and error are what capture status reports. Records
+    themselves are deduplicated by ``exchanges.source_key``, so a cursor that falls
+    behind (a crash between an ingest and the cursor update) only re-reads.
+    """
+    conn.execute(
+        """
+        CREATE TABLE cursors(
+          kind TEXT NOT NULL,
+          name TEXT NOT NULL,
+          position INTEGER NOT NULL DEFAULT 0 CHECK (position >= 0),
+          lines INTEGER NOT NULL DEFAULT 0,
+          identity TEXT,
+          head TEXT,
+          session TEXT,
+          captured INTEGER NOT NULL DEFAULT 0,
+          duplicates INTEGER NOT NULL DEFAULT 0,
+          skipped INTEGER NOT NULL DEFAULT 0,
+          resets INTEGER NOT NULL DEFAULT 0,
+          last_success_at REAL,
+          last_error TEXT,
+          last_error_at REAL,
+          updated_at REAL NOT NULL,
+          PRIMARY KEY (kind, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX cursors_by_update ON cursors(updated_at);
+        """
+    )
 
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
@@ -236,6 +274,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m003_compact_vectors,
     m004_provider_vectors,
     m005_provenance_chain,
+    m008_capture,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -10,7 +10,7 @@ from stenographer.cli import build_parser
 from tests.cli.conftest import ALPHA, BETA, run_cli
 
 COMMANDS = ["serve", "inspect", "demo", "search", "brief", "guard", "sessions", "stats",
-            "trace", "status", "config", "doctor"]
+            "trace", "status", "config", "doctor", "capture", "hook"]
 READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor"]
 
 

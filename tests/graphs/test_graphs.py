@@ -131,6 +131,15 @@ def seed(graphs: Graphs, ctx: RunContext, tmp_path: Path) -> Seeded:
     return {"ids": ids, "brief": briefs[0], "rows": rows, "run_id": trace["run_id"]}
 
 
+def transcript(ctx: RunContext) -> dict[str, Any]:
+    """A Claude Code transcript of one user turn (for capture_read)."""
+    path = ctx.store.path.parent / "projects" / "p" / "s.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"type": "user", "uuid": "u1", "sessionId": "s", "message": '
+                    '{"role": "user", "content": "captured words"}}\n', encoding="utf-8")
+    return {"request": {"kind": "claude-code", "path": str(path), "max_records": 10}}
+
+
 RUNS: dict[str, Case] = {
     "ingest": lambda g, c, s: turn("Decision: ship it.", role="tool"),
     "compress": lambda g, c, s: {"session_row": s["rows"]["c"]},
@@ -152,6 +161,10 @@ RUNS: dict[str, Case] = {
     "contract_audit": lambda g, c, s: {"request": {}},
     "forget": lambda g, c, s: {"request": {"exchange_ids": [s["ids"][1]], "confirm": True,
                                            "reason": "test"}},
+    "capture_read": lambda g, c, s: transcript(c),
+    "capture_commit": lambda g, c, s: {"request": {
+        "kind": "codex", "path": "/t/rollout.jsonl", "position": 10, "lines": 1,
+        "captured": 1, "identity": "1:2", "head": "ab", "session": "x"}},
 }
 
 def expect(name: str, out: dict[str, Any]) -> None:
@@ -192,6 +205,11 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert len(failed["compression_current"]["ids"]) == TURN_LIMIT
     elif name == "forget":
         assert out["reply"]["count"] == 1 and out["reply"]["briefs_rebuilt"] == [1]
+    elif name == "capture_read":
+        assert [r["request"]["content"] for r in out["batch"]["records"]] == ["captured words"]
+        assert out["batch"]["end"]["position"] > 0 and out["start"]["position"] == 0
+    elif name == "capture_commit":
+        assert (out["cursor"]["position"], out["cursor"]["captured"]) == (10, 1)
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
