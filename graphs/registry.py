@@ -21,6 +21,7 @@ from graphs import (
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
+from graphs import sync as sync_graphs
 from graphs.runner import Graphs
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
@@ -37,6 +38,13 @@ from nodes.evaluate_contracts.query_input import (
     checked_milestone,
     checked_notes,
     checked_query,
+)
+from nodes.evaluate_contracts.sync_input import (
+    checked_delivery_error,
+    checked_export,
+    checked_import,
+    checked_peer,
+    verified_bundle,
 )
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
@@ -56,10 +64,14 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
+from nodes.load_evidence.sync_compression import overdue_session
 from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
+from nodes.publish.bundle_apply import applied_bundle
+from nodes.publish.bundle_export import exported_bundle
 from nodes.publish.capture import advanced_cursor
+from nodes.publish.delivery import delivered_bundle, fetched_bundle
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.forget_reply import forget_reply
 from nodes.publish.forgotten import forgotten_turns, scrubbed_store
@@ -68,6 +80,13 @@ from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
+from nodes.publish.sync_cursor import (
+    acked_delivery,
+    acked_pull,
+    failed_delivery,
+    outgoing_bundle,
+)
+from nodes.publish.sync_reply import export_reply, import_reply, pull_reply, push_reply
 from nodes.publish.traces import persist_trace
 from nodes.publish.turn import stored_turn
 
@@ -92,6 +111,10 @@ NODE_TYPES: dict[str, NodeFn] = {
         checked_forget, forget_scope, forgotten_turns, scrubbed_store, forget_reply,
         checked_transcript, transcript_start, transcript_batch,
         checked_cursor_step, advanced_cursor,
+        checked_export, exported_bundle, export_reply,
+        checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
+        checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
+        push_reply, fetched_bundle, acked_pull, pull_reply, checked_delivery_error,
     )
 }
 
@@ -102,6 +125,9 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "search_mode": lambda s: str(s.get("query")["mode"]),
     "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
     "audit_more": lambda s: "more" if s.get("position") is not None else "done",
+    "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
+    "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
+    "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
@@ -111,10 +137,12 @@ DEFINITIONS: list[dict[str, Any]] = [
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
     contract_audit.DEFINITION, forget.DEFINITION,
     *capture.DEFINITIONS,
+    *sync_graphs.DEFINITIONS,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.
-STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS}
+STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
+                               **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 
 
 def build_graphs() -> Graphs:

@@ -402,6 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_capture_commands(sub, _sub)
 
+    from stenographer.sync_cli import add_sync_commands
+
+    add_sync_commands(sub, _sub)
+
     _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
          cmd_doctor, json_flag=True)
     return parser

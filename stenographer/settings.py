@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
 from nodes.extract.transcripts import KINDS as CAPTURE_KINDS
 
@@ -23,6 +24,10 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_CONTENT_CHARS",
+    "DEFAULT_SYNC_BATCH",
+    "DEFAULT_SYNC_INTERVAL",
+    "DEFAULT_SYNC_RETRIES",
+    "DEFAULT_SYNC_TIMEOUT",
     "DEFAULT_TOP_K",
     "DEFAULT_TRACE_RETENTION",
     "DEFAULT_TURN_LIMIT",
@@ -45,6 +50,12 @@ DEFAULT_GRAPH_WORKERS = 1
 DEFAULT_CLAUDE_PROJECTS = Path("~/.claude/projects")
 DEFAULT_CODEX_SESSIONS = Path("~/.codex/sessions")
 DEFAULT_CAPTURE_INTERVAL = 1.0  # seconds between a watcher's looks at the files
+# Sync (export/import, push/pull): turns per batch, background push period, HTTP timeout,
+# attempts after the first on a transient failure (backoff doubles from 0.5 s up to 30 s).
+DEFAULT_SYNC_BATCH = 500
+DEFAULT_SYNC_INTERVAL = 30.0
+DEFAULT_SYNC_TIMEOUT = 60.0
+DEFAULT_SYNC_RETRIES = 5
 
 
 _N = TypeVar("_N", int, float)
@@ -98,6 +109,13 @@ class Settings:
     capture_codex_dir: Path = field(default_factory=lambda: DEFAULT_CODEX_SESSIONS.expanduser())
     capture_sources: tuple[str, ...] = CAPTURE_KINDS
     capture_interval: float = DEFAULT_CAPTURE_INTERVAL
+    # Sync between stores (stenographer sync, background push when a peer is set).
+    sync_peer: str | None = None
+    sync_token: str | None = field(default=None, repr=False)
+    sync_batch: int = DEFAULT_SYNC_BATCH
+    sync_interval: float = DEFAULT_SYNC_INTERVAL
+    sync_timeout: float = DEFAULT_SYNC_TIMEOUT
+    sync_retries: int = DEFAULT_SYNC_RETRIES
 
     @property
     def db_path(self) -> Path:
@@ -138,6 +156,13 @@ class Settings:
             capture_sources=_capture_sources(env),
             capture_interval=_float(env, "STENO_CAPTURE_INTERVAL", DEFAULT_CAPTURE_INTERVAL,
                                     0.05, 3_600.0),
+            sync_peer=_sync_peer(env),
+            sync_token=_sync_token(env),
+            sync_batch=_int(env, "STENO_SYNC_BATCH", DEFAULT_SYNC_BATCH, 1, 10_000),
+            sync_interval=_float(env, "STENO_SYNC_INTERVAL", DEFAULT_SYNC_INTERVAL,
+                                 0.1, 86_400.0),
+            sync_timeout=_float(env, "STENO_SYNC_TIMEOUT", DEFAULT_SYNC_TIMEOUT, 1.0, 3_600.0),
+            sync_retries=_int(env, "STENO_SYNC_RETRIES", DEFAULT_SYNC_RETRIES, 0, 100),
         )
 
 
@@ -295,3 +320,31 @@ def _capture_sources(env: Mapping[str, str]) -> tuple[str, ...]:
             raise SettingsError(f"STENO_CAPTURE_SOURCES entry {kind!r} is not valid "
                                 f"({', '.join(CAPTURE_KINDS)})")
     return tuple(dict.fromkeys(kinds))
+
+
+# --- sync between stores --------------------------------------------------------------------
+
+
+def _sync_peer(env: Mapping[str, str]) -> str | None:
+    """STENO_SYNC_PEER: the instance that a server pushes to in the background."""
+    raw = env.get("STENO_SYNC_PEER", "").strip()
+    if not raw:
+        return None
+    url = peer_url(raw)
+    if url is None:
+        raise SettingsError(f"STENO_SYNC_PEER={raw!r} is not a peer URL ({PEER_URL_FORM})")
+    return url
+
+
+def _sync_token(env: Mapping[str, str]) -> str | None:
+    """The bearer token sent to peers: STENO_SYNC_TOKEN or the file STENO_SYNC_TOKEN_FILE
+    names (the peer's STENO_HTTP_TOKEN). Never quoted in an error."""
+    value = env.get("STENO_SYNC_TOKEN", "").strip()
+    raw_path = env.get("STENO_SYNC_TOKEN_FILE", "").strip()
+    if value and raw_path:
+        raise SettingsError("set STENO_SYNC_TOKEN or STENO_SYNC_TOKEN_FILE, not both")
+    if raw_path:
+        value = _secret_file("STENO_SYNC_TOKEN_FILE", Path(raw_path).expanduser())
+    if value and not _TOKEN_RE.fullmatch(value):
+        raise SettingsError("the sync token is not valid: visible ASCII without spaces")
+    return value or None

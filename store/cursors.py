@@ -64,7 +64,10 @@ class CursorAdvance:
 _COLUMNS = """kind, name, position, lines, identity, head, session, captured, duplicates,
        skipped, resets, last_success_at, last_error, last_error_at, updated_at"""
 SELECT_CURSOR = f"SELECT {_COLUMNS} FROM cursors WHERE kind = ? AND name = ?"
-SELECT_RECENT = f"SELECT {_COLUMNS} FROM cursors ORDER BY updated_at DESC, name LIMIT ?"
+# Peers' cursors have kinds with a colon (``outbox:sync``); followed files' kinds do not.
+_PEERS = "(instr(kind, ':') > 0) = ?"
+SELECT_RECENT = f"""SELECT {_COLUMNS} FROM cursors WHERE {_PEERS}
+ORDER BY updated_at DESC, name LIMIT ?"""
 # Counts add up; the last error stays until a later error replaces it (status shows when
 # it happened next to the last success, so a cleared problem is visible as older).
 UPSERT_CURSOR = """
@@ -84,14 +87,14 @@ ON CONFLICT(kind, name) DO UPDATE SET
   last_error = coalesce(excluded.last_error, last_error),
   last_error_at = coalesce(excluded.last_error_at, last_error_at),
   updated_at = excluded.updated_at"""
-TOTALS = """
+TOTALS = f"""
 SELECT kind, count(*), coalesce(sum(position), 0), coalesce(sum(captured), 0),
        coalesce(sum(duplicates), 0), coalesce(sum(skipped), 0), coalesce(sum(resets), 0),
        max(last_success_at), max(last_error_at)
-FROM cursors GROUP BY kind ORDER BY kind"""
-LAST_ERROR = """
+FROM cursors WHERE {_PEERS} GROUP BY kind ORDER BY kind"""
+LAST_ERROR = f"""
 SELECT kind, name, last_error, last_error_at FROM cursors
-WHERE last_error_at IS NOT NULL ORDER BY last_error_at DESC LIMIT 1"""
+WHERE last_error_at IS NOT NULL AND {_PEERS} ORDER BY last_error_at DESC LIMIT 1"""
 
 
 def _cursor(row: tuple[Any, ...]) -> Cursor:
@@ -109,21 +112,23 @@ def advance_cursor(conn: apsw.Connection, step: CursorAdvance) -> Cursor:
     return _cursor(one(conn, SELECT_CURSOR, (step.kind, step.name)))
 
 
-def recent_cursors(conn: apsw.Connection, limit: int) -> list[Cursor]:
-    """The ``limit`` most recently updated cursors."""
-    return [_cursor(r) for r in all_rows(conn, SELECT_RECENT, (limit,))]
+def recent_cursors(conn: apsw.Connection, limit: int, *, peers: bool = False) -> list[Cursor]:
+    """The ``limit`` most recently updated cursors of followed files (of peers, when
+    ``peers``)."""
+    return [_cursor(r) for r in all_rows(conn, SELECT_RECENT, (peers, limit))]
 
 
-def cursor_totals(conn: apsw.Connection) -> dict[str, Any]:
+def cursor_totals(conn: apsw.Connection, *, peers: bool = False) -> dict[str, Any]:
     """Per kind: streams, bytes read, turns captured, duplicates, skipped lines, resets,
-    the last success and the last error time; plus the newest error overall."""
+    the last success and the last error time; plus the newest error overall. Files'
+    cursors, or peers' when ``peers``."""
     kinds = {
         r[0]: {"files": r[1], "bytes_read": r[2], "captured": r[3], "duplicates": r[4],
                "skipped": r[5], "resets": r[6], "last_success_at": r[7],
                "last_error_at": r[8]}
-        for r in all_rows(conn, TOTALS)
+        for r in all_rows(conn, TOTALS, (peers,))
     }
-    err = first(conn, LAST_ERROR)
+    err = first(conn, LAST_ERROR, (peers,))
     last_error = None if err is None else {"kind": err[0], "file": err[1],
                                           "error": err[2], "at": err[3]}
     return {"kinds": kinds, "last_error": last_error}

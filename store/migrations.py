@@ -268,6 +268,35 @@ def m008_capture(conn: apsw.Connection) -> None:
     )
 
 
+# --- sync between stores (issue #7) ---------------------------------------------------------
+
+
+def m009_sync(conn: apsw.Connection) -> None:
+    """What export/import and push/pull need to recognise a turn they have seen.
+
+    A turn's identity across stores is its *origin*: its chain hash in the store that
+    first recorded it. A turn recorded here is its own origin (``exchanges.chain_hash``,
+    now indexed; ``forgotten.chain_hash`` too, so that a forgotten turn is not brought
+    back by a peer). A turn received from a peer is re-linked into the receiving
+    session's chain (store.sync explains the rule); when that gives it a chain hash other
+    than its origin, ``turn_origins`` keeps the origin. Outbox and inbox positions per
+    peer are rows of the ``cursors`` table (kinds ``outbox:sync`` and ``inbox:sync``).
+    """
+    conn.execute(
+        """
+        CREATE INDEX exchanges_by_chain ON exchanges(chain_hash);
+        CREATE INDEX forgotten_by_chain ON forgotten(chain_hash);
+        CREATE TABLE turn_origins(
+          origin BLOB PRIMARY KEY,
+          exchange_id INTEGER NOT NULL,
+          peer TEXT NOT NULL,
+          received_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -275,6 +304,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m004_provider_vectors,
     m005_provenance_chain,
     m008_capture,
+    m009_sync,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

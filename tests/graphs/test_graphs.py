@@ -140,6 +140,15 @@ def transcript(ctx: RunContext) -> dict[str, Any]:
     return {"request": {"kind": "claude-code", "path": str(path), "max_records": 10}}
 
 
+def bundle(graphs: Graphs, ctx: RunContext) -> dict[str, Any]:
+    """A bundle of the seeded store (for sync_import: every turn is already here)."""
+    path = ctx.store.path.parent / "seeded.zst"
+    graphs.run("sync_export", {"request": {"path": str(path)}}, ctx)
+    return {"request": {"path": str(path)}}
+
+
+UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens, the connect fails
+
 RUNS: dict[str, Case] = {
     "ingest": lambda g, c, s: turn("Decision: ship it.", role="tool"),
     "compress": lambda g, c, s: {"session_row": s["rows"]["c"]},
@@ -165,6 +174,15 @@ RUNS: dict[str, Case] = {
     "capture_commit": lambda g, c, s: {"request": {
         "kind": "codex", "path": "/t/rollout.jsonl", "position": 10, "lines": 1,
         "captured": 1, "identity": "1:2", "head": "ab", "session": "x"}},
+    "sync_export": lambda g, c, s: {"request": {
+        "path": str(c.store.path.parent / "out.zst")}},
+    "sync_import": lambda g, c, s: bundle(g, c),
+    "sync_push": lambda g, c, s: {"request": {
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "o.zst")}},
+    "sync_pull": lambda g, c, s: {"request": {
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "i.zst")}},
+    "sync_failure": lambda g, c, s: {"request": {
+        "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
 }
 
 def expect(name: str, out: dict[str, Any]) -> None:
@@ -210,6 +228,15 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["batch"]["end"]["position"] > 0 and out["start"]["position"] == 0
     elif name == "capture_commit":
         assert (out["cursor"]["position"], out["cursor"]["captured"]) == (10, 1)
+    elif name == "sync_export":
+        assert (out["reply"]["turns"], out["reply"]["sessions"]) == (4 + TURN_LIMIT, 2)
+    elif name == "sync_import":
+        assert (out["reply"]["applied"], out["reply"]["duplicates"]) == (0, 4 + TURN_LIMIT)
+    elif name in ("sync_push", "sync_pull"):
+        assert out["reply"]["ok"] is False and out["reply"]["retryable"] is True
+        assert out["cursor"]["position"] == 0 and out["cursor"]["peer"] == UNREACHABLE
+    elif name == "sync_failure":
+        assert out["cursor"]["kind"] == "inbox:sync" and out["cursor"]["position"] == 0
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
