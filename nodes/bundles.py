@@ -6,11 +6,15 @@ records, streamed both ways so that memory stays bounded whatever its size:
 1. a header: ``{"t": "header", "format": FORMAT, "version": VERSION, "schema_version",
    "created_at", "scope"}``;
 2. records in id order: turns ``{"t": "turn", "id", "session", "role", "created_at",
-   "content", "content_hash", "prev", "chain", "origin", "source_key", "trace_id"}``
-   (hashes in hex; ``prev`` is the chain hash the turn follows in its session, ``origin``
-   its chain hash in the store that first recorded it) and tombstones of forgotten
-   turns ``{"t": "gone", "id", "session", "content_hash", "prev", "chain"}`` (the chain
-   runs through them);
+   "content", "chain", "prev"?, "origin"?, "source_key", "trace_id"}`` and tombstones of
+   forgotten turns ``{"t": "gone", "id", "session", "content_hash", "chain", "prev"?}``
+   (the chain runs through them). Hashes are hex. ``prev``, the chain hash a record
+   follows in its session, is written only where it is not the chain hash of the
+   session's record before it in the bundle (a session's first record, always);
+   ``origin``, the turn's chain hash in the store that first recorded it, only where it
+   is not ``chain``; a turn's content hash is the SHA-256 of its content and is not
+   written at all. Random hashes do not compress: leaving out what follows from the
+   rest makes a bundle about a third smaller;
 3. a manifest, last: ``{"t": "manifest", "version", "schema_version", "turns",
    "tombstones", "sessions": {name: {"turns", "head"}}, "first_id", "through",
    "content_bytes", "sha256"}``: counts, each session's newest chain hash in the bundle,
@@ -105,17 +109,25 @@ class BundleWriter:
 
     def add(self, row: RecordRow, prev: bytes) -> None:
         m = self.manifest
+        follows = m.sessions.get(row.session, {}).get("head") == prev.hex()
         if row.content is None:
-            self._line({"t": "gone", "id": row.id, "session": row.session,
-                        "content_hash": row.content_hash.hex(), "prev": prev.hex(),
-                        "chain": row.chain_hash.hex()})
+            rec: dict[str, Any] = {"t": "gone", "id": row.id, "session": row.session,
+                                   "content_hash": row.content_hash.hex(),
+                                   "chain": row.chain_hash.hex()}
+            if not follows:
+                rec["prev"] = prev.hex()
+            self._line(rec)
             m.tombstones += 1
         else:
-            self._line({"t": "turn", "id": row.id, "session": row.session, "role": row.role,
-                        "created_at": row.created_at, "content": row.content,
-                        "content_hash": row.content_hash.hex(), "prev": prev.hex(),
-                        "chain": row.chain_hash.hex(), "origin": row.origin.hex(),
-                        "source_key": row.source_key, "trace_id": row.trace_id})
+            rec = {"t": "turn", "id": row.id, "session": row.session, "role": row.role,
+                   "created_at": row.created_at, "content": row.content,
+                   "chain": row.chain_hash.hex(), "source_key": row.source_key,
+                   "trace_id": row.trace_id}
+            if not follows:
+                rec["prev"] = prev.hex()
+            if row.origin != row.chain_hash:
+                rec["origin"] = row.origin.hex()
+            self._line(rec)
             m.turns += 1
             m.content_bytes += len(row.content.encode("utf-8"))
             entry = m.sessions.setdefault(row.session, {"turns": 0, "head": None})
@@ -256,21 +268,28 @@ def verify_bundle(path: Path, *, max_line: int, schema_version: int) -> Manifest
         session = rec.get("session")
         if not isinstance(session, str):
             raise BundleError(f"{where}: session must be a string")
-        content_hash = _hexhash(rec, "content_hash", where)
-        prev = _hexhash(rec, "prev", where)
         chain = _hexhash(rec, "chain", where)
-        if session in heads and heads[session] != prev.hex():
-            raise BundleError(f"{where}: #{ident} does not follow the record before it in "
-                              f"session {session!r} (hash chain broken)")
+        if "prev" in rec:
+            prev = _hexhash(rec, "prev", where)
+            if session in heads and heads[session] != prev.hex():
+                raise BundleError(f"{where}: #{ident} does not follow the record before it "
+                                  f"in session {session!r} (hash chain broken)")
+        elif session in heads:
+            prev = bytes.fromhex(heads[session])
+        else:
+            raise BundleError(f"{where}: #{ident} is the first record of session "
+                              f"{session!r} in the bundle and must carry prev")
         if kind == "turn":
             _check_turn(rec, where)
-            _hexhash(rec, "origin", where)
+            if "origin" in rec:
+                _hexhash(rec, "origin", where)
             try:
                 content = rec["content"].encode("utf-8")
             except UnicodeEncodeError:
                 raise BundleError(f"{where}: #{ident}'s content is not valid text "
                                   "(a lone surrogate)") from None
-            if hashlib.sha256(content).digest() != content_hash:
+            content_hash = hashlib.sha256(content).digest()
+            if "content_hash" in rec and _hexhash(rec, "content_hash", where) != content_hash:
                 raise BundleError(f"{where}: #{ident}'s content does not match its content "
                                   "hash (damaged)")
             expected = chain_hash(prev, content_hash, session, rec["role"],
@@ -278,12 +297,14 @@ def verify_bundle(path: Path, *, max_line: int, schema_version: int) -> Manifest
                                   rec.get("trace_id"))
             if expected != chain:
                 raise BundleError(f"{where}: #{ident}'s chain hash does not follow from its "
-                                  "metadata (damaged or altered)")
+                                  "metadata and the record before it in its session "
+                                  "(damaged, altered or a record missing)")
             seen.turns += 1
             seen.content_bytes += len(content)
             entry = seen.sessions.setdefault(session, {"turns": 0, "head": None})
             entry["turns"] += 1
         else:
+            _hexhash(rec, "content_hash", where)
             seen.tombstones += 1
             seen.sessions.setdefault(session, {"turns": 0, "head": None})
         heads[session] = chain.hex()
@@ -306,8 +327,11 @@ def verify_bundle(path: Path, *, max_line: int, schema_version: int) -> Manifest
 
 
 def turn_records(path: Path, *, max_line: int) -> Iterator[dict[str, Any]]:
-    """The turn records of a bundle that ``verify_bundle`` accepted, in order."""
+    """The turn records of a bundle that ``verify_bundle`` accepted, in order, with
+    ``content_hash`` and ``origin`` filled in."""
     for line in _lines(path, max_line):
         rec = json.loads(line)
         if rec.get("t") == "turn":
+            rec["content_hash"] = hashlib.sha256(rec["content"].encode("utf-8")).hexdigest()
+            rec.setdefault("origin", rec["chain"])
             yield rec

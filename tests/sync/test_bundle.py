@@ -191,22 +191,18 @@ def newer_schema(bundle: Path) -> None:
 
 
 def edited_content(bundle: Path) -> None:
-    """Valid zstd, but one turn's text changed: its content hash no longer matches."""
+    """Valid zstd, but one turn's text changed: its chain hash no longer follows."""
     lines = _lines(bundle)
     rec = json.loads(lines[3])
     lines[3] = (json.dumps({**rec, "content": rec["content"] + "!"}) + "\n").encode()
     _write(bundle, lines)
 
 
-def rehashed_content(bundle: Path) -> None:
-    """An edit that also recomputes the content hash: the chain hash gives it away."""
-    import hashlib
-
+def wrong_content_hash(bundle: Path) -> None:
+    """A turn that claims a content hash its content does not have."""
     lines = _lines(bundle)
     rec = json.loads(lines[3])
-    text = rec["content"] + "!"
-    lines[3] = (json.dumps({**rec, "content": text, "content_hash": hashlib.sha256(
-        text.encode()).hexdigest()}) + "\n").encode()
+    lines[3] = (json.dumps({**rec, "content_hash": "ab" * 32}) + "\n").encode()
     _write(bundle, lines)
 
 
@@ -234,9 +230,9 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "bit-flipped": (bit_flipped, "not a readable zstd|damaged|checksum"),
     "wrong-version": (wrong_version, "format version 2; this build reads version 1"),
     "newer-schema": (newer_schema, "schema version 999"),
-    "edited-content": (edited_content, "does not match its content hash"),
-    "rehashed-content": (rehashed_content, "chain hash does not follow"),
-    "dropped-record": (dropped_record, "does not follow the record before it"),
+    "edited-content": (edited_content, "chain hash does not follow"),
+    "wrong-content-hash": (wrong_content_hash, "does not match its content hash"),
+    "dropped-record": (dropped_record, "record before it|a record missing"),
     "no-manifest": (no_manifest, "no manifest"),
     "foreign-zstd": (foreign_zstd, "not an Omega Stenographer bundle"),
     "not-zstd": (not_zstd, "not a readable zstd bundle"),
