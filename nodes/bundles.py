@@ -14,7 +14,7 @@ records, streamed both ways so that memory stays bounded whatever its size:
    ``origin``, the turn's chain hash in the store that first recorded it, only where it
    is not ``chain``; a turn's content hash is the SHA-256 of its content and is not
    written at all. Random hashes do not compress: leaving out what follows from the
-   rest makes a bundle about a third smaller;
+   rest makes a bundle about a quarter smaller;
 3. a manifest, last: ``{"t": "manifest", "version", "schema_version", "turns",
    "tombstones", "sessions": {name: {"turns", "head"}}, "first_id", "through",
    "content_bytes", "sha256"}``: counts, each session's newest chain hash in the bundle,
