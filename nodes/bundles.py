@@ -7,9 +7,9 @@ records, streamed both ways so that memory stays bounded whatever its size:
    "created_at", "scope"}``;
 2. records in id order: turns ``{"t": "turn", "id", "session", "role", "created_at",
    "content", "chain", "prev"?, "origin"?, "source_key", "trace_id"}`` and tombstones of
-   forgotten turns ``{"t": "gone", "id", "session", "content_hash", "chain", "prev"?}``
-   (the chain runs through them). Hashes are hex. ``prev``, the chain hash a record
-   follows in its session, is written only where it is not the chain hash of the
+   forgotten turns ``{"t": "gone", "id", "session", "content_hash", "chain", "prev"?,
+   "origin"?}`` (the chain runs through them). Hashes are hex. ``prev``, the chain
+   hash a record follows in its session, is written only where it is not the chain hash of the
    session's record before it in the bundle (a session's first record, always);
    ``origin``, the turn's chain hash in the store that first recorded it, only where it
    is not ``chain``; a turn's content hash is the SHA-256 of its content and is not
@@ -50,7 +50,7 @@ __all__ = [
     "BundleError",
     "BundleWriter",
     "Manifest",
-    "turn_records",
+    "records",
     "verify_bundle",
 ]
 
@@ -116,6 +116,8 @@ class BundleWriter:
                                    "chain": row.chain_hash.hex()}
             if not follows:
                 rec["prev"] = prev.hex()
+            if row.origin != row.chain_hash:
+                rec["origin"] = row.origin.hex()
             self._line(rec)
             m.tombstones += 1
         else:
@@ -305,6 +307,8 @@ def verify_bundle(path: Path, *, max_line: int, schema_version: int) -> Manifest
             entry["turns"] += 1
         else:
             _hexhash(rec, "content_hash", where)
+            if "origin" in rec:
+                _hexhash(rec, "origin", where)
             seen.tombstones += 1
             seen.sessions.setdefault(session, {"turns": 0, "head": None})
         heads[session] = chain.hex()
@@ -326,12 +330,13 @@ def verify_bundle(path: Path, *, max_line: int, schema_version: int) -> Manifest
     return seen
 
 
-def turn_records(path: Path, *, max_line: int) -> Iterator[dict[str, Any]]:
-    """The turn records of a bundle that ``verify_bundle`` accepted, in order, with
-    ``content_hash`` and ``origin`` filled in."""
+def records(path: Path, *, max_line: int) -> Iterator[dict[str, Any]]:
+    """The turns and tombstones of a bundle that ``verify_bundle`` accepted, in order,
+    with ``content_hash`` and ``origin`` filled in."""
     for line in _lines(path, max_line):
         rec = json.loads(line)
-        if rec.get("t") == "turn":
-            rec["content_hash"] = hashlib.sha256(rec["content"].encode("utf-8")).hexdigest()
+        if rec.get("t") in ("turn", "gone"):
+            if rec["t"] == "turn":
+                rec["content_hash"] = hashlib.sha256(rec["content"].encode()).hexdigest()
             rec.setdefault("origin", rec["chain"])
             yield rec

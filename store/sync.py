@@ -16,7 +16,8 @@ wrote, the other follows), the chain hash comes out the sender's, bit for bit. W
 both sides wrote to the session since they last synced, the chains fork: each store's
 chain records its own arrival order and verifies on its own, and the turn's origin
 (its chain hash where it was first recorded) is kept in ``turn_origins`` so that the
-turn is recognised wherever it travels next.
+turn is recognised wherever it travels next. A received tombstone of a turn never held
+here is appended the same way, with the sender's chain hash (``record_tombstone``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "previous_link",
     "record_origin",
     "record_rows",
+    "record_tombstone",
     "turn_chain",
 ]
 
@@ -72,8 +74,9 @@ SELECT id, session, role, created_at, content, content_hash, chain_hash, source_
   WHERE e.id > ?1 AND (?2 IS NULL OR e.session_id = ?2)
   UNION ALL
   SELECT f.exchange_id, s.name, NULL, NULL, NULL, f.content_hash, f.chain_hash, NULL, NULL,
-         f.chain_hash
+         coalesce(o.origin, f.chain_hash)
   FROM forgotten f JOIN sessions s ON s.id = f.session_id
+  LEFT JOIN turn_origins o ON o.exchange_id = f.exchange_id
   WHERE f.exchange_id > ?1 AND (?2 IS NULL OR f.session_id = ?2)
     AND NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id)
 ) ORDER BY id LIMIT ?3"""
@@ -140,6 +143,39 @@ def record_origin(conn: apsw.Connection, origin: bytes, exchange_id: int, peer: 
     """Remember where a received turn came from (only needed when it was re-linked:
     otherwise its chain hash is its origin)."""
     conn.execute(INSERT_ORIGIN, (origin, exchange_id, peer, at))
+
+
+# A tombstone takes an id from the turns' sequence (ids are never reused), so that it
+# sits in its session's chain at its arrival, like a turn.
+NEXT_ID = """
+INSERT INTO sqlite_sequence(name, seq)
+SELECT 'exchanges', coalesce((SELECT max(id) FROM exchanges), 0)
+WHERE NOT EXISTS(SELECT 1 FROM sqlite_sequence WHERE name = 'exchanges')"""
+TAKE_ID = "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'exchanges' RETURNING seq"
+UPSERT_TOMBSTONE_SESSION = """
+INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?2, ?2, 0, ?3)
+ON CONFLICT(name) DO UPDATE SET chain_head = excluded.chain_head
+RETURNING id"""
+INSERT_TOMBSTONE = """
+INSERT INTO forgotten(exchange_id, session_id, forgotten_at, reason, selector, content_hash,
+                      chain_hash, brief_id)
+VALUES (?, ?, ?, ?, 'sync', ?, ?, NULL)"""
+
+
+def record_tombstone(conn: apsw.Connection, session: str, content_hash: bytes, chain: bytes,
+                     origin: bytes, peer: str, at: float) -> int:
+    """Store a tombstone received from a peer for a turn this store never held: it
+    becomes the session's newest link (its chain hash is the sender's: without the
+    content it cannot be recomputed) and keeps the turn from arriving later from
+    anywhere. Returns its id. Call inside a write."""
+    conn.execute(NEXT_ID)
+    ident = int(one(conn, TAKE_ID)[0])
+    session_row = int(one(conn, UPSERT_TOMBSTONE_SESSION, (session, at, chain))[0])
+    conn.execute(INSERT_TOMBSTONE, (ident, session_row, at, f"forgotten at a peer ({peer})"[:500],
+                                    content_hash, chain))
+    if origin != chain:
+        record_origin(conn, origin, ident, peer, at)
+    return ident
 
 
 PENDING = """

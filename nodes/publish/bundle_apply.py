@@ -1,9 +1,12 @@
 """Node: apply a verified bundle's turns to the store, idempotently.
 
 A turn is skipped when its origin is known here (stored, received before, or forgotten
-here) or its source key is stored. Every other turn is stored the way an ingest stores
-it — decisions and blockers, vector and keyword fields computed here with this store's
-patterns — and linked to the receiving session's head (store.sync explains the rule).
+here) or its source key is stored. A tombstone of a turn never held here is stored as a
+tombstone (store.sync.record_tombstone), so the chain runs through it as at the sender
+and the turn cannot arrive later from another peer. Every other turn is stored the
+way an ingest stores it — decisions and blockers, vector and keyword fields computed
+here with this store's patterns — and linked to the receiving session's head
+(store.sync explains the rule).
 Turns go in transactions of ``BATCH``: a crash part-way leaves whole batches, and
 applying the bundle again completes it without storing anything twice.
 """
@@ -15,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nodes.bundles import turn_records
+from nodes.bundles import records
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.sync_input import max_record_bytes
 from nodes.extract.signals import blockers, decisions
@@ -24,7 +27,7 @@ from nodes.extract.vectors import quantize, text_vector
 from store.exchanges import NewTurn, record_turn
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.search import dated_terms
-from store.sync import known_origin, record_origin, turn_chain
+from store.sync import known_origin, record_origin, record_tombstone, turn_chain
 
 __all__ = ["BATCH", "applied_bundle"]
 
@@ -51,6 +54,14 @@ def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[st
         previous: dict[str, list[str]] = {}
         for rec in batch:
             origin = bytes.fromhex(rec["origin"])
+            if rec["t"] == "gone":
+                # A turn forgotten at the sender: held here, it stays (forgetting is
+                # done where it is asked for); never held here, its tombstone comes in.
+                if not known_origin(conn, origin):
+                    record_tombstone(conn, rec["session"], bytes.fromhex(rec["content_hash"]),
+                                     bytes.fromhex(rec["chain"]), origin, peer, now)
+                    counts["tombstones"] += 1
+                continue
             if known_origin(conn, origin):
                 counts["duplicates"] += 1
                 continue
@@ -72,10 +83,10 @@ def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[st
 def applied_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
     incoming = state.get("incoming")
     started = time.perf_counter()
-    counts = {"applied": 0, "duplicates": 0, "relinked": 0}
+    counts = {"applied": 0, "duplicates": 0, "relinked": 0, "tombstones": 0}
     batch: list[dict[str, Any]] = []
     size = int(cfg.get("batch", BATCH))
-    for rec in turn_records(Path(incoming["path"]), max_line=max_record_bytes(state)):
+    for rec in records(Path(incoming["path"]), max_line=max_record_bytes(state)):
         batch.append(rec)
         if len(batch) >= size:
             _apply(state, batch, incoming["peer"], counts)

@@ -28,6 +28,7 @@ def _applied(state: State) -> dict[str, Any]:
     return {"bundle_turns": b["turns"], "tombstones": b["tombstones"],
             "sessions": b["sessions"], "through": b["through"], "applied": a["applied"],
             "duplicates": a["duplicates"], "relinked": a["relinked"],
+            "tombstones_applied": a["tombstones"],
             "seconds": a["seconds"],
             "sessions_compressed": int(state.get("sessions_compressed") or 0)}
 

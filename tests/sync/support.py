@@ -55,6 +55,16 @@ def chains(data_dir: Path) -> dict[str, str]:
         conn.close()
 
 
+def heads(data_dir: Path) -> dict[str, str]:
+    """Session name → chain head."""
+    conn = readonly(data_dir)
+    try:
+        return {name: bytes(h).hex() for name, h in
+                conn.execute("SELECT name, chain_head FROM sessions")}
+    finally:
+        conn.close()
+
+
 def snapshot(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the tables sync may write (not runs: each run adds its trace)."""
     conn = readonly(data_dir)
