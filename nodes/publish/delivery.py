@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from nodes.context import State, Writes
 from nodes.publish.sync_cursor import INBOX
 from store.cursors import get_cursor
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["CHUNK", "delivered_bundle", "fetched_bundle", "peer_failure"]
 
@@ -57,6 +58,8 @@ def _detail(response: httpx.Response) -> str:
 
 def delivered_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
     """POST the outgoing bundle to the peer's /sync/push; its reply says what it stored."""
+    import httpx  # here, not at import: servers start without the HTTP client loaded
+
     peer, outgoing = state.get("peer"), state.get("outgoing")
     path = Path(outgoing["path"])
     headers = {**_headers(state), "Content-Type": "application/zstd",
@@ -76,6 +79,8 @@ def delivered_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
 def fetched_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
     """GET the next batch after the inbox cursor from the peer's /sync/pull into
     ``request.path``."""
+    import httpx  # here, not at import: servers start without the HTTP client loaded
+
     peer, path = state.get("peer"), Path((state.get("request") or {})["path"])
     with state.ctx.store.read() as conn:
         cursor = get_cursor(conn, str(cfg.get("kind") or INBOX), peer["url"])
