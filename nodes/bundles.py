@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -206,8 +207,13 @@ def _check_turn(rec: dict[str, Any], where: str) -> None:
         if not isinstance(rec.get(key), str):
             raise BundleError(f"{where}: {key} must be a string")
     created = rec.get("created_at")
-    if isinstance(created, bool) or not isinstance(created, (int, float)):
-        raise BundleError(f"{where}: created_at must be a number (epoch seconds)")
+    try:
+        valid = (not isinstance(created, bool) and isinstance(created, (int, float))
+                 and math.isfinite(float(created)) and float(created) >= 0)
+    except OverflowError:
+        valid = False
+    if not valid:
+        raise BundleError(f"{where}: created_at must be a finite number of epoch seconds")
     for key in ("source_key", "trace_id"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             raise BundleError(f"{where}: {key} must be a string or null")
@@ -216,7 +222,7 @@ def _check_turn(rec: dict[str, Any], where: str) -> None:
 def _parse(line: bytes, where: str) -> dict[str, Any]:
     try:
         rec = json.loads(line)
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than any record
         raise BundleError(f"{where} is not a JSON record") from None
     if not isinstance(rec, dict):
         raise BundleError(f"{where} is not a JSON object")
