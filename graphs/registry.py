@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graphs import (
+    capture,
     compress,
     contract_audit,
     forget,
@@ -21,15 +22,17 @@ from graphs import graphrag as graphrag_graphs
 from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
+from graphs import sync as sync_graphs
 from graphs.runner import Graphs
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
 from nodes.evaluate_contracts.audit_input import checked_audit
+from nodes.evaluate_contracts.capture_input import checked_cursor_step, checked_transcript
 from nodes.evaluate_contracts.forget_input import checked_forget
 from nodes.evaluate_contracts.graph_input import (
     checked_community_ref,
-    checked_export,
     checked_graph_batch,
+    checked_graph_export,
     checked_graph_query,
     graph_batch_contract,
 )
@@ -43,6 +46,13 @@ from nodes.evaluate_contracts.query_input import (
     checked_milestone,
     checked_notes,
     checked_query,
+)
+from nodes.evaluate_contracts.sync_input import (
+    checked_delivery_error,
+    checked_export,
+    checked_import,
+    checked_peer,
+    verified_bundle,
 )
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
@@ -83,8 +93,14 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
+from nodes.load_evidence.sync_compression import overdue_session
+from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
+from nodes.publish.bundle_apply import applied_bundle
+from nodes.publish.bundle_export import exported_bundle
+from nodes.publish.capture import advanced_cursor
+from nodes.publish.delivery import delivered_bundle, fetched_bundle
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.forget_reply import forget_reply
 from nodes.publish.forgotten import forgotten_turns, scrubbed_store
@@ -104,14 +120,30 @@ from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
 from nodes.publish.shutdown import acknowledged_shutdown
+from nodes.publish.sync_cursor import (
+    acked_delivery,
+    acked_pull,
+    failed_delivery,
+    outgoing_bundle,
+)
+from nodes.publish.sync_reply import export_reply, import_reply, pull_reply, push_reply
 from nodes.publish.traces import persist_trace
 from nodes.publish.turn import stored_turn
 
 __all__ = ["CONDITIONS", "DEFINITIONS", "NODE_TYPES", "build_graphs"]
 
-NODE_TYPES: dict[str, NodeFn] = {
-    fn.__name__: fn
-    for fn in (
+def _by_name(*fns: NodeFn) -> dict[str, NodeFn]:
+    """Node types keyed by function name; two functions of one name are an error (the
+    second would silently replace the first in every graph that names it)."""
+    out: dict[str, NodeFn] = {}
+    for fn in fns:
+        if fn.__name__ in out:
+            raise ValueError(f"two node functions are named {fn.__name__!r}: rename one")
+        out[fn.__name__] = fn
+    return out
+
+
+NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_turn, previous_turns, turn_signals, turn_vector, stored_turn, ingest_reply,
         compression_batch, brief_draft, claimed_brief,
         checked_query, keyword_query, keyword_candidates, vector_candidates, fused_hits,
@@ -134,10 +166,15 @@ NODE_TYPES: dict[str, NodeFn] = {
         published_communities, checked_graph_query, graph_seeds, graph_neighbourhood,
         ranked_neighbourhood, graph_support, graph_query_text, graph_stats, graph_stats_text,
         community_list, communities_text, checked_community_ref, community_evidence,
-        community_sentences, community_text, checked_export, export_rows, exported_graph,
+        community_sentences, community_text, checked_graph_export, export_rows, exported_graph,
         graph_reset,
-    )
-}
+        checked_transcript, transcript_start, transcript_batch,
+        checked_cursor_step, advanced_cursor,
+        checked_export, exported_bundle, export_reply,
+        checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
+        checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
+        push_reply, fetched_bundle, acked_pull, pull_reply, checked_delivery_error,
+)
 
 # Route conditions read only small channels that a node wrote for the purpose.
 CONDITIONS: dict[str, Callable[[Any], str]] = {
@@ -147,6 +184,9 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
     "audit_more": lambda s: "more" if s.get("position") is not None else "done",
     "bus_event_found": lambda s: "yes" if s.get("event") is not None else "no",
+    "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
+    "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
+    "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
@@ -156,10 +196,13 @@ DEFINITIONS: list[dict[str, Any]] = [
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
     contract_audit.DEFINITION, forget.DEFINITION,
     *graphrag_graphs.DEFINITIONS,
+    *capture.DEFINITIONS,
+    *sync_graphs.DEFINITIONS,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.
-STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS}
+STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
+                               **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 
 
 def build_graphs() -> Graphs:

@@ -47,6 +47,13 @@ class Knobs(Protocol):
     @property
     def graphrag_resolution(self) -> float: ...
 
+    @property
+    def sync_peer(self) -> str | None: ...
+    @property
+    def sync_token(self) -> str | None: ...
+    @property
+    def sync_timeout(self) -> float: ...
+
 
 class Scratch:
     """Bulk values of a run kept out of graph state (docs/neograph.md rule 5: every

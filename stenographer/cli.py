@@ -406,6 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", help="data directory (default: OMEGA_STENOGRAPHER_DIR or "
                                  "~/.omega-stenographer)")
 
+    from stenographer.capture_cli import add_capture_commands
+
+    add_capture_commands(sub, _sub)
+
+    from stenographer.sync_cli import add_sync_commands
+
+    add_sync_commands(sub, _sub)
+
     _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
          cmd_doctor, json_flag=True)
 

@@ -60,6 +60,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from stenographer.inspector.api import inspector_app
 from stenographer.server import AppLoader, mcp
 from stenographer.settings import Settings, SettingsError
+from stenographer.sync_http import sync_routes
 
 if TYPE_CHECKING:
     from stenographer.app import App
@@ -317,6 +318,7 @@ def _build(settings: Settings, host: str, port: int) -> tuple[Starlette, _Drain]
         # The inspector checks Host/Origin itself too; it gets the same allowlists.
         Mount("/inspect", app=inspector_app(shared.app, allowed_hosts=security.allowed_hosts,
                                             allowed_origins=security.allowed_origins)),
+        *sync_routes(shared.app),  # export/import between instances (stenographer.sync)
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(_Guard, security=security, token=settings.http_token, drain=drain)

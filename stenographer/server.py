@@ -35,6 +35,7 @@ from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
     from stenographer.app import App
+    from stenographer.sync import BackgroundPush
 
 __all__ = ["main", "mcp"]
 
@@ -56,6 +57,7 @@ class AppLoader:
 
     def __init__(self) -> None:
         self._app: App | None = None
+        self._push: BackgroundPush | None = None  # when STENO_SYNC_PEER is set
         self._error: BaseException | None = None
         self._ready = threading.Event()
         threading.Thread(target=self._open, name="steno-open", daemon=True).start()
@@ -73,6 +75,10 @@ class AppLoader:
             except Exception as ex:
                 print(f"omega-stenographer: unfinished compression not completed: {ex}",
                       file=sys.stderr)
+            if self._app.settings.sync_peer is not None:
+                from stenographer.sync import BackgroundPush
+
+                self._push = BackgroundPush(self._app).start()
         finally:
             self._ready.set()
 
@@ -86,6 +92,8 @@ class AppLoader:
 
     def close(self) -> None:
         self._ready.wait()
+        if self._push is not None:
+            self._push.stop()
         if self._app is not None:
             self._app.close()
 

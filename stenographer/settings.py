@@ -13,16 +13,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
 from nodes.extract.secrets import compile_extra
+from nodes.extract.transcripts import KINDS as CAPTURE_KINDS
 from store.bus import BUS_FILE
 
 __all__ = [
     "DEFAULT_BUS_TIMEOUT_MS",
+    "DEFAULT_CAPTURE_INTERVAL",
+    "DEFAULT_CLAUDE_PROJECTS",
+    "DEFAULT_CODEX_SESSIONS",
     "DEFAULT_DATA_DIR",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_CONTENT_CHARS",
     "DEFAULT_SHARED_DIR",
+    "DEFAULT_SYNC_BATCH",
+    "DEFAULT_SYNC_INTERVAL",
+    "DEFAULT_SYNC_RETRIES",
+    "DEFAULT_SYNC_TIMEOUT",
     "DEFAULT_TOP_K",
     "DEFAULT_TRACE_RETENTION",
     "DEFAULT_TURN_LIMIT",
@@ -46,6 +55,17 @@ DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an in
 DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
 DEFAULT_GRAPHRAG_BATCH = 1_000  # turns per GraphRAG extraction batch
 DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
+# Automatic capture: where the hosts write their transcripts (CLAUDE_CONFIG_DIR and
+# CODEX_HOME move them, as they do for the hosts), and how often a watcher looks.
+DEFAULT_CLAUDE_PROJECTS = Path("~/.claude/projects")
+DEFAULT_CODEX_SESSIONS = Path("~/.codex/sessions")
+DEFAULT_CAPTURE_INTERVAL = 1.0  # seconds between a watcher's looks at the files
+# Sync (export/import, push/pull): turns per batch, background push period, HTTP timeout,
+# attempts after the first on a transient failure (backoff doubles from 0.5 s up to 30 s).
+DEFAULT_SYNC_BATCH = 500
+DEFAULT_SYNC_INTERVAL = 30.0
+DEFAULT_SYNC_TIMEOUT = 60.0
+DEFAULT_SYNC_RETRIES = 5
 
 
 _N = TypeVar("_N", int, float)
@@ -105,6 +125,19 @@ class Settings:
     graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
     graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
     graphrag_resolution: float = DEFAULT_GRAPHRAG_RESOLUTION
+    # Automatic capture of host transcripts (stenographer capture / hook).
+    capture_claude_dir: Path = field(
+        default_factory=lambda: DEFAULT_CLAUDE_PROJECTS.expanduser())
+    capture_codex_dir: Path = field(default_factory=lambda: DEFAULT_CODEX_SESSIONS.expanduser())
+    capture_sources: tuple[str, ...] = CAPTURE_KINDS
+    capture_interval: float = DEFAULT_CAPTURE_INTERVAL
+    # Sync between stores (stenographer sync, background push when a peer is set).
+    sync_peer: str | None = None
+    sync_token: str | None = field(default=None, repr=False)
+    sync_batch: int = DEFAULT_SYNC_BATCH
+    sync_interval: float = DEFAULT_SYNC_INTERVAL
+    sync_timeout: float = DEFAULT_SYNC_TIMEOUT
+    sync_retries: int = DEFAULT_SYNC_RETRIES
 
     @property
     def db_path(self) -> Path:
@@ -150,6 +183,20 @@ class Settings:
             graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
             graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",
                                        DEFAULT_GRAPHRAG_RESOLUTION, 0.01, 100.0),
+            capture_claude_dir=_capture_dir(env, "STENO_CAPTURE_CLAUDE_DIR", "CLAUDE_CONFIG_DIR",
+                                            "projects", DEFAULT_CLAUDE_PROJECTS),
+            capture_codex_dir=_capture_dir(env, "STENO_CAPTURE_CODEX_DIR", "CODEX_HOME",
+                                           "sessions", DEFAULT_CODEX_SESSIONS),
+            capture_sources=_capture_sources(env),
+            capture_interval=_float(env, "STENO_CAPTURE_INTERVAL", DEFAULT_CAPTURE_INTERVAL,
+                                    0.05, 3_600.0),
+            sync_peer=_sync_peer(env),
+            sync_token=_sync_token(env),
+            sync_batch=_int(env, "STENO_SYNC_BATCH", DEFAULT_SYNC_BATCH, 1, 10_000),
+            sync_interval=_float(env, "STENO_SYNC_INTERVAL", DEFAULT_SYNC_INTERVAL,
+                                 0.1, 86_400.0),
+            sync_timeout=_float(env, "STENO_SYNC_TIMEOUT", DEFAULT_SYNC_TIMEOUT, 1.0, 3_600.0),
+            sync_retries=_int(env, "STENO_SYNC_RETRIES", DEFAULT_SYNC_RETRIES, 0, 100),
         )
 
 
@@ -310,3 +357,58 @@ def _embeddings(env: Mapping[str, str]) -> EmbeddingConfig | None:
         retries=_int(env, "STENO_EMBEDDINGS_RETRIES", 2, 0, 10),
         weight=_float(env, "STENO_EMBEDDINGS_WEIGHT", 1.0, 0.0, 100.0),
     )
+
+
+# --- automatic capture ----------------------------------------------------------------------
+
+
+def _capture_dir(env: Mapping[str, str], name: str, host_var: str, sub: str,
+                 default: Path) -> Path:
+    """A transcript root: STENO_CAPTURE_*_DIR, else the host's own home variable
+    (CLAUDE_CONFIG_DIR, CODEX_HOME) plus its sub-directory, else the host's default."""
+    raw = env.get(name, "").strip()
+    if raw:
+        return Path(raw).expanduser().absolute()
+    home = env.get(host_var, "").strip()
+    return (Path(home).expanduser() / sub if home else default.expanduser()).absolute()
+
+
+def _capture_sources(env: Mapping[str, str]) -> tuple[str, ...]:
+    """STENO_CAPTURE_SOURCES: which hosts' transcripts capture follows (comma-separated)."""
+    raw = env.get("STENO_CAPTURE_SOURCES", "").strip()
+    if not raw:
+        return CAPTURE_KINDS
+    kinds = [k.strip().lower() for k in raw.split(",") if k.strip()]
+    for kind in kinds:
+        if kind not in CAPTURE_KINDS:
+            raise SettingsError(f"STENO_CAPTURE_SOURCES entry {kind!r} is not valid "
+                                f"({', '.join(CAPTURE_KINDS)})")
+    return tuple(dict.fromkeys(kinds))
+
+
+# --- sync between stores --------------------------------------------------------------------
+
+
+def _sync_peer(env: Mapping[str, str]) -> str | None:
+    """STENO_SYNC_PEER: the instance that a server pushes to in the background."""
+    raw = env.get("STENO_SYNC_PEER", "").strip()
+    if not raw:
+        return None
+    url = peer_url(raw)
+    if url is None:
+        raise SettingsError(f"STENO_SYNC_PEER={raw!r} is not a peer URL ({PEER_URL_FORM})")
+    return url
+
+
+def _sync_token(env: Mapping[str, str]) -> str | None:
+    """The bearer token sent to peers: STENO_SYNC_TOKEN or the file STENO_SYNC_TOKEN_FILE
+    names (the peer's STENO_HTTP_TOKEN). Never quoted in an error."""
+    value = env.get("STENO_SYNC_TOKEN", "").strip()
+    raw_path = env.get("STENO_SYNC_TOKEN_FILE", "").strip()
+    if value and raw_path:
+        raise SettingsError("set STENO_SYNC_TOKEN or STENO_SYNC_TOKEN_FILE, not both")
+    if raw_path:
+        value = _secret_file("STENO_SYNC_TOKEN_FILE", Path(raw_path).expanduser())
+    if value and not _TOKEN_RE.fullmatch(value):
+        raise SettingsError("the sync token is not valid: visible ASCII without spaces")
+    return value or None

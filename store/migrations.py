@@ -324,6 +324,75 @@ def m007_graphrag(conn: apsw.Connection) -> None:
     )
 
 
+# --- automatic capture (issue #7) ------------------------------------------------------------
+
+
+def m008_capture(conn: apsw.Connection) -> None:
+    """Cursors: how far each followed stream has been read.
+
+    One row per stream, keyed by ``kind`` (what is followed: ``claude-code`` and
+    ``codex`` transcript files; sync can add its peers as kinds of its own) and ``name``
+    (the file path). ``position`` is the byte offset of the next unread line;
+    ``identity`` (device:inode) and ``head`` (sha256 of the first bytes read, up to
+    1 KiB) tell a file that grew from one that was truncated, rewritten or rotated.
+    Counts and the last success and error are what capture status reports. Records
+    themselves are deduplicated by ``exchanges.source_key``, so a cursor that falls
+    behind (a crash between an ingest and the cursor update) only re-reads.
+    """
+    conn.execute(
+        """
+        CREATE TABLE cursors(
+          kind TEXT NOT NULL,
+          name TEXT NOT NULL,
+          position INTEGER NOT NULL DEFAULT 0 CHECK (position >= 0),
+          lines INTEGER NOT NULL DEFAULT 0,
+          identity TEXT,
+          head TEXT,
+          session TEXT,
+          captured INTEGER NOT NULL DEFAULT 0,
+          duplicates INTEGER NOT NULL DEFAULT 0,
+          skipped INTEGER NOT NULL DEFAULT 0,
+          resets INTEGER NOT NULL DEFAULT 0,
+          last_success_at REAL,
+          last_error TEXT,
+          last_error_at REAL,
+          updated_at REAL NOT NULL,
+          PRIMARY KEY (kind, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX cursors_by_update ON cursors(updated_at);
+        """
+    )
+
+
+# --- sync between stores (issue #7) ---------------------------------------------------------
+
+
+def m009_sync(conn: apsw.Connection) -> None:
+    """What export/import and push/pull need to recognise a turn they have seen.
+
+    A turn's identity across stores is its *origin*: its chain hash in the store that
+    first recorded it. A turn recorded here is its own origin (``exchanges.chain_hash``,
+    now indexed; ``forgotten.chain_hash`` too, so that a forgotten turn is not brought
+    back by a peer). A turn received from a peer is re-linked into the receiving
+    session's chain (store.sync explains the rule); when that gives it a chain hash other
+    than its origin, ``turn_origins`` keeps the origin. Outbox and inbox positions per
+    peer are rows of the ``cursors`` table (kinds ``outbox:sync`` and ``inbox:sync``).
+    """
+    conn.execute(
+        """
+        CREATE INDEX exchanges_by_chain ON exchanges(chain_hash);
+        CREATE INDEX forgotten_by_chain ON forgotten(chain_hash);
+        CREATE TABLE turn_origins(
+          origin BLOB PRIMARY KEY,
+          exchange_id INTEGER NOT NULL,
+          peer TEXT NOT NULL,
+          received_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -332,6 +401,8 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m005_provenance_chain,
     m006_signal_flags,
     m007_graphrag,
+    m008_capture,
+    m009_sync,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

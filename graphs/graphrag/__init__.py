@@ -102,7 +102,7 @@ EXPORT = {
     "name": "graphrag_export",
     "channels": channels("request", "export", "rows", "document"),
     "nodes": {
-        "validate": {"type": "checked_export"},
+        "validate": {"type": "checked_graph_export"},
         "load": {"type": "export_rows"},
         "render": {"type": "exported_graph"},
     },

@@ -12,8 +12,13 @@ from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
 from store.exchanges import session_row_id
 
-__all__ = ["checked_community_ref", "checked_export", "checked_graph_batch",
-           "checked_graph_query", "graph_batch_contract"]
+__all__ = [
+    "checked_community_ref",
+    "checked_graph_batch",
+    "checked_graph_export",
+    "checked_graph_query",
+    "graph_batch_contract",
+]
 
 MAX_BATCH = 100_000
 MAX_HOPS = 3
@@ -63,7 +68,7 @@ def checked_community_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"community_id": check_int("community_id", req.get("community_id"), 1, 2**63 - 1)}
 
 
-def checked_export(state: State, cfg: Mapping[str, Any]) -> Writes:
+def checked_graph_export(state: State, cfg: Mapping[str, Any]) -> Writes:
     req = state.get("request") or {}
     fmt = req.get("format", "json")
     if fmt not in EXPORT_FORMATS:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.load_evidence.capture_status import capture_summary
+from nodes.load_evidence.delivery_status import delivery_summary
 from store.errors import InvalidInput, NotFound
 from store.runs import load_trace, recent_runs
 from store.stats import store_counts
@@ -16,18 +18,18 @@ __all__ = ["capture_status", "recent_traces", "stored_trace"]
 def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.read() as conn:
         counts = store_counts(conn)
+        capture, capture_text = capture_summary(conn, state.ctx.store.path.parent)
+        delivery, delivery_text = delivery_summary(conn, state.ctx.settings.sync_peer)
     status = {
         "store": {"path": str(state.ctx.store.path), **counts},
-        # Transcript watchers and the sync outbox report here once configured.
-        "capture": {"watchers": [], "enabled": False},
-        "delivery": {"peers": [], "pending": 0, "delivered": 0, "last_error": None},
+        "capture": capture,
+        "delivery": delivery,
     }
     text = (
         f"Store {status['store']['path']}: {counts['exchanges']} exchanges in "
         f"{counts['sessions']} sessions ({counts['uncompressed']} uncompressed), "
         f"{counts['briefs']} briefs, {counts['milestones']} milestones, "
-        f"{counts['database_bytes']:,} bytes | capture: no transcript watchers configured"
-        " | delivery: no sync peers configured"
+        f"{counts['database_bytes']:,} bytes | {capture_text} | {delivery_text}"
     )
     return {"status": status, "text": text}
 

@@ -10,7 +10,8 @@ from stenographer.cli import build_parser
 from tests.cli.conftest import ALPHA, BETA, run_cli
 
 COMMANDS = ["serve", "inspect", "demo", "search", "brief", "guard", "sessions", "stats",
-            "trace", "status", "config", "doctor", "audit", "forget", "graphrag"]
+            "trace", "status", "config", "doctor", "capture", "hook", "audit", "forget",
+            "graphrag", "export", "import", "sync"]
 READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor",
                  "audit"]
 

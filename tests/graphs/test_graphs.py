@@ -131,6 +131,24 @@ def seed(graphs: Graphs, ctx: RunContext, tmp_path: Path) -> Seeded:
     return {"ids": ids, "brief": briefs[0], "rows": rows, "run_id": trace["run_id"]}
 
 
+def transcript(ctx: RunContext) -> dict[str, Any]:
+    """A Claude Code transcript of one user turn (for capture_read)."""
+    path = ctx.store.path.parent / "projects" / "p" / "s.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"type": "user", "uuid": "u1", "sessionId": "s", "message": '
+                    '{"role": "user", "content": "captured words"}}\n', encoding="utf-8")
+    return {"request": {"kind": "claude-code", "path": str(path), "max_records": 10}}
+
+
+def bundle(graphs: Graphs, ctx: RunContext) -> dict[str, Any]:
+    """A bundle of the seeded store (for sync_import: every turn is already here)."""
+    path = ctx.store.path.parent / "seeded.zst"
+    graphs.run("sync_export", {"request": {"path": str(path)}}, ctx)
+    return {"request": {"path": str(path)}}
+
+
+UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens, the connect fails
+
 RUNS: dict[str, Case] = {
     "ingest": lambda g, c, s: turn("Decision: ship it.", role="tool"),
     "compress": lambda g, c, s: {"session_row": s["rows"]["c"]},
@@ -160,6 +178,19 @@ RUNS: dict[str, Case] = {
     "graphrag_community": lambda g, c, s: {"request": {"community_id": 1}},
     "graphrag_export": lambda g, c, s: {"request": {"format": "json"}},
     "graphrag_reset": lambda g, c, s: {"request": {}},
+    "capture_read": lambda g, c, s: transcript(c),
+    "capture_commit": lambda g, c, s: {"request": {
+        "kind": "codex", "path": "/t/rollout.jsonl", "position": 10, "lines": 1,
+        "captured": 1, "identity": "1:2", "head": "ab", "session": "x"}},
+    "sync_export": lambda g, c, s: {"request": {
+        "path": str(c.store.path.parent / "out.zst")}},
+    "sync_import": lambda g, c, s: bundle(g, c),
+    "sync_push": lambda g, c, s: {"request": {
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "o.zst")}},
+    "sync_pull": lambda g, c, s: {"request": {
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "i.zst")}},
+    "sync_failure": lambda g, c, s: {"request": {
+        "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -222,6 +253,20 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["document"]["format"] == "json" and out["rows"]["entities"] > 0
     elif name == "graphrag_reset":
         assert out["removed"]["entities"] > 0
+    elif name == "capture_read":
+        assert [r["request"]["content"] for r in out["batch"]["records"]] == ["captured words"]
+        assert out["batch"]["end"]["position"] > 0 and out["start"]["position"] == 0
+    elif name == "capture_commit":
+        assert (out["cursor"]["position"], out["cursor"]["captured"]) == (10, 1)
+    elif name == "sync_export":
+        assert (out["reply"]["turns"], out["reply"]["sessions"]) == (4 + TURN_LIMIT, 2)
+    elif name == "sync_import":
+        assert (out["reply"]["applied"], out["reply"]["duplicates"]) == (0, 4 + TURN_LIMIT)
+    elif name in ("sync_push", "sync_pull"):
+        assert out["reply"]["ok"] is False and out["reply"]["retryable"] is True
+        assert out["cursor"]["position"] == 0 and out["cursor"]["peer"] == UNREACHABLE
+    elif name == "sync_failure":
+        assert out["cursor"]["kind"] == "inbox:sync" and out["cursor"]["position"] == 0
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 

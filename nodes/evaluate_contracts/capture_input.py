@@ -1,0 +1,61 @@
+"""Nodes: validate what the capture graphs are asked to read and to record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int, check_text
+from nodes.extract.transcripts import KINDS
+from store.errors import InvalidInput
+
+__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_transcript"]
+
+MAX_BATCH_RECORDS = 10_000
+MAX_PATH_CHARS = 4_096
+_COUNTS = ("captured", "duplicates", "skipped", "resets")
+
+
+def _kind(value: Any) -> str:
+    if value not in KINDS:
+        raise InvalidInput(f"kind={value!r} is not valid; valid kinds: {', '.join(KINDS)}")
+    return str(value)
+
+
+def _path(value: Any) -> str:
+    text = check_text("path", value, max_chars=MAX_PATH_CHARS)
+    if not Path(text).is_absolute():
+        raise InvalidInput(f"path={text[:80]!r} must be absolute, e.g. "
+                           "/home/me/.claude/projects/p/<session>.jsonl")
+    return text
+
+
+def checked_transcript(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The transcript file to read: its format (kind), absolute path and batch size."""
+    raw = state.get("request") or {}
+    return {"source": {
+        "kind": _kind(raw.get("kind")),
+        "path": _path(raw.get("path")),
+        "max_records": check_int("max_records", raw.get("max_records", 200), 1,
+                                 MAX_BATCH_RECORDS),
+    }}
+
+
+def checked_cursor_step(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Where a transcript now stands and what the pass did, checked before it is stored."""
+    raw = state.get("request") or {}
+    step: dict[str, Any] = {"kind": _kind(raw.get("kind")), "name": _path(raw.get("path"))}
+    step["position"] = check_int("position", raw.get("position"), 0, 2**63 - 1)
+    step["lines"] = check_int("lines", raw.get("lines"), 0, 2**63 - 1)
+    for name in _COUNTS:
+        step[name] = check_int(name, raw.get(name, 0), 0, 2**31 - 1)
+    for name in ("identity", "head", "session", "error"):
+        value = raw.get(name)
+        step[name] = None if value is None else check_text(name, value, max_chars=2_000)
+    ok = raw.get("ok", True)
+    if not isinstance(ok, bool):
+        raise InvalidInput("ok must be true or false")
+    step["ok"] = ok
+    return {"step": step}

@@ -1,0 +1,104 @@
+"""Nodes: validate export, import, push and pull requests; verify a bundle before
+anything of it is applied."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nodes.bundles import verify_bundle
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
+from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
+from store.errors import InvalidInput
+from store.migrations import SCHEMA_VERSION
+
+__all__ = [
+    "MAX_BATCH",
+    "checked_delivery_error",
+    "checked_export",
+    "checked_import",
+    "checked_peer",
+    "max_record_bytes",
+    "verified_bundle",
+]
+
+MAX_BATCH = 10_000
+MAX_ID = 2**63 - 1
+DIRECTIONS = ("outbox", "inbox")
+
+
+def max_record_bytes(state: State) -> int:
+    """The longest bundle line accepted: a turn of max_content_chars characters, JSON
+    escaped at worst, plus its metadata."""
+    return state.ctx.settings.max_content_chars * 12 + 64 * 1024
+
+
+def _path(value: Any, name: str) -> Path:
+    text = check_text(name, value, max_chars=4_096)
+    return Path(text).expanduser().absolute()
+
+
+def checked_export(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """``path`` (a new file; refuses to overwrite one unless ``overwrite``), optional
+    ``session_id``, ``after`` (export turns after this id) and ``limit`` (records)."""
+    raw = state.get("request") or {}
+    path = _path(raw.get("path"), "path")
+    if path.exists() and not raw.get("overwrite"):
+        raise InvalidInput(f"{path} already exists; choose a new file name (or overwrite)")
+    if not path.parent.is_dir():
+        raise InvalidInput(f"{path.parent} is not a directory")
+    session = raw.get("session_id")
+    if session is not None:
+        session = check_session_id(session)
+    after = check_int("after", raw.get("after", 0), 0, MAX_ID)
+    limit = raw.get("limit")
+    if limit is not None:
+        limit = check_int("limit", limit, 1, MAX_BATCH)
+    return {"export": {"path": str(path), "session": session, "after": after,
+                       "limit": limit}}
+
+
+def checked_import(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """``path`` of an existing bundle, and who it came from (``peer``, recorded with
+    the turns that had to be re-linked)."""
+    raw = state.get("request") or {}
+    path = _path(raw.get("path"), "path")
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file; give the path of a bundle "
+                           "(stenographer export writes one)")
+    peer = check_text("peer", raw.get("peer") or f"file {path.name}", max_chars=500)
+    return {"incoming": {"path": str(path), "peer": peer}}
+
+
+def verified_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The bundle's manifest once every record was checked (nodes.bundles)."""
+    incoming = state.get("incoming")
+    manifest = verify_bundle(Path(incoming["path"]), max_line=max_record_bytes(state),
+                             schema_version=SCHEMA_VERSION)
+    return {"bundle": manifest.summary()}
+
+
+def checked_peer(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """A peer's base URL and the batch size, for a push or a pull."""
+    raw = state.get("request") or {}
+    url = peer_url(str(raw.get("url") or ""))
+    if url is None:
+        raise InvalidInput(f"url={str(raw.get('url'))[:200]!r} is not a peer URL "
+                           f"({PEER_URL_FORM})")
+    batch = check_int("batch", raw.get("batch", 500), 1, MAX_BATCH)
+    return {"peer": {"url": url, "batch": batch}}
+
+
+def checked_delivery_error(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """A failure the driver saw outside the graph (e.g. a bundle a peer sent that did
+    not verify), to be recorded on that peer's cursor."""
+    raw = state.get("request") or {}
+    direction = raw.get("direction")
+    if direction not in DIRECTIONS:
+        raise InvalidInput(f"direction must be one of {', '.join(DIRECTIONS)}")
+    url = check_text("url", raw.get("url"), max_chars=2_000)
+    error = check_text("error", raw.get("error"), max_chars=2_000)
+    return {"peer": {"url": url, "direction": direction},
+            "delivery": {"ok": False, "retryable": False, "error": error}}

@@ -1,0 +1,83 @@
+"""Capture status: the watcher holding the store's capture lock, and every followed
+transcript's cursor (offset, size, counts, last success, last error)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from nodes.evaluate_contracts.inputs import iso
+from store.capture_lock import lock_holder
+from store.cursors import cursor_totals, recent_cursors
+
+__all__ = ["LISTED_FILES", "capture_summary"]
+
+LISTED_FILES = 20  # most recently updated files listed one by one (the totals cover all)
+
+
+def _when(seconds: float | None) -> str | None:
+    return None if seconds is None else iso(seconds)
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None  # the host deleted or moved it since
+
+
+def capture_summary(conn: apsw.Connection, data_dir: Path) -> tuple[dict[str, Any], str]:
+    """The ``capture`` part of status, and its line of text."""
+    totals = cursor_totals(conn)
+    files = []
+    for c in recent_cursors(conn, LISTED_FILES):
+        size = _size(c.name)
+        files.append({
+            "kind": c.kind, "path": c.name, "offset": c.position, "size": size,
+            "pending_bytes": None if size is None else max(size - c.position, 0),
+            "lines": c.lines, "captured": c.captured, "duplicates": c.duplicates,
+            "skipped": c.skipped, "resets": c.resets,
+            "last_success_at": _when(c.last_success_at), "last_error": c.last_error,
+            "last_error_at": _when(c.last_error_at)})
+    kinds = totals["kinds"]
+    sums = {k: sum(v[k] for v in kinds.values())
+            for k in ("files", "bytes_read", "captured", "duplicates", "skipped", "resets")}
+    holder = lock_holder(data_dir)
+    if holder is not None and holder.get("since"):
+        holder = {**holder, "since": _when(float(holder["since"]))}
+    last_success = max((v["last_success_at"] for v in kinds.values()
+                        if v["last_success_at"] is not None), default=None)
+    last_error = totals["last_error"]
+    if last_error is not None:
+        last_error = {**last_error, "at": _when(last_error["at"])}
+    capture = {
+        "enabled": bool(kinds) or holder is not None,
+        "watcher": holder if holder is not None and holder.get("mode") == "watch" else None,
+        "running": holder,
+        **sums,
+        "by_kind": {k: {**v, "last_success_at": _when(v["last_success_at"]),
+                        "last_error_at": _when(v["last_error_at"])} for k, v in kinds.items()},
+        "last_success_at": _when(last_success),
+        "last_error": last_error,
+        "sources": files,
+    }
+    return capture, _text(capture)
+
+
+def _text(c: dict[str, Any]) -> str:
+    if not c["enabled"]:
+        return "capture: no transcripts captured yet (stenographer capture --once | --watch)"
+    who = c["watcher"] or c["running"]
+    parts = [f"{who['mode']} pid {who['pid']} since {who['since']}" if who else
+             "no watcher running"]
+    parts.append(f"{c['files']} files, {c['captured']} turns captured, "
+                 f"{c['duplicates']} already captured, {c['skipped']} lines skipped")
+    if c["last_success_at"]:
+        parts.append(f"last success {c['last_success_at']}")
+    if c["last_error"]:
+        e = c["last_error"]
+        parts.append(f"last error {e['at']} in {Path(e['file']).name}: {e['error'][:160]}")
+    return "capture: " + "; ".join(parts)

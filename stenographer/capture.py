@@ -1,0 +1,280 @@
+"""Automatic capture: find the hosts' transcript files and run the capture graphs on them.
+
+One pass over a file: ``capture_read`` (the next batch of records after the file's
+cursor), the ``ingest`` graph once per record, ``capture_commit`` (the cursor moves past
+what was stored), until the file is read to its end. A watcher repeats passes over the
+files whose size, time or inode changed since it last looked (polling: no dependency,
+works on every platform and network file system). Only one capture process works on a
+store at a time (``store.capture_lock``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from nodes.extract.transcripts import CLAUDE_CODE, CODEX
+from store.errors import InvalidInput, StenoError
+
+if TYPE_CHECKING:
+    from stenographer.app import App
+    from stenographer.settings import Settings
+
+__all__ = ["Capturer", "FileReport", "PassReport", "discover", "hook_targets"]
+
+DEFAULT_BATCH = 200  # records per capture_read run
+ERROR_RETRY_S = 10.0  # a watcher retries a file that failed after this long
+MAX_SKIPS_LISTED = 20  # skipped lines listed per file in a pass report
+Source = tuple[str, Path]  # (kind, transcript path)
+
+
+def _claude_files(root: Path) -> list[Path]:
+    # <root>/<project>/<session>.jsonl; sub-agent transcripts (agent-*.jsonl, or in a
+    # session's own sub-directory) belong to their parent session and are not followed.
+    return sorted(p for p in root.glob("*/*.jsonl")
+                  if not p.name.startswith("agent-") and p.is_file())
+
+
+def _codex_files(root: Path, session: str | None = None) -> list[Path]:
+    pattern = f"rollout-*{session}.jsonl" if session else "rollout-*.jsonl"
+    return sorted(p for p in root.rglob(pattern) if p.is_file())
+
+
+def discover(kinds: Iterable[str], claude_dir: Path, codex_dir: Path) -> list[Source]:
+    """The transcript files of the given hosts under their roots (missing roots: none)."""
+    found: list[Source] = []
+    for kind in kinds:
+        if kind == CLAUDE_CODE and claude_dir.is_dir():
+            found += [(kind, p.absolute()) for p in _claude_files(claude_dir)]
+        elif kind == CODEX and codex_dir.is_dir():
+            found += [(kind, p.absolute()) for p in _codex_files(codex_dir)]
+    return found
+
+
+@dataclass
+class FileReport:
+    kind: str
+    path: str
+    captured: int = 0
+    duplicates: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    reset: str | None = None
+    error: str | None = None
+    position: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "skipped": self.skipped[:MAX_SKIPS_LISTED],
+                "skipped_count": len(self.skipped)}
+
+    def line(self) -> str:
+        parts = [f"+{self.captured} turns"]
+        if self.duplicates:
+            parts.append(f"{self.duplicates} already captured")
+        if self.reset:
+            parts.append(f"read again from the start ({self.reset})")
+        for skip in self.skipped[:MAX_SKIPS_LISTED]:
+            parts.append(f"skipped line {skip['line']}: {skip['reason']}")
+        if len(self.skipped) > MAX_SKIPS_LISTED:
+            parts.append(f"… {len(self.skipped) - MAX_SKIPS_LISTED} more skipped lines")
+        if self.error:
+            parts.append(f"error: {self.error}")
+        return f"  {self.kind} {self.path}: " + "; ".join(parts)
+
+
+@dataclass
+class PassReport:
+    files: list[FileReport] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+    duration_ms: float = 0.0
+
+    @property
+    def captured(self) -> int:
+        return sum(f.captured for f in self.files)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.files if f.error)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": len(self.files), "captured": self.captured,
+                "duplicates": sum(f.duplicates for f in self.files),
+                "skipped": sum(len(f.skipped) for f in self.files), "errors": self.errors,
+                "duration_ms": round(self.duration_ms, 1),
+                "details": [f.as_dict() for f in self.files if _eventful(f)]}
+
+    def text(self) -> str:
+        d = self.as_dict()
+        head = (f"capture: {_n(d['files'], 'file')}, {_n(d['captured'], 'turn')} captured, "
+                f"{d['duplicates']} already captured, {_n(d['skipped'], 'line')} skipped, "
+                f"{_n(d['errors'], 'error')} ({d['duration_ms']:.0f} ms)")
+        return "\n".join([head, *(f.line() for f in self.files if _eventful(f))])
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _eventful(f: FileReport) -> bool:
+    return bool(f.captured or f.skipped or f.error or f.reset)
+
+
+class Capturer:
+    """Runs capture passes for one application (one store)."""
+
+    def __init__(self, app: App, batch: int = DEFAULT_BATCH,
+                 stop: threading.Event | None = None) -> None:
+        self.app = app
+        self.batch = batch
+        self.stop = stop or threading.Event()  # set: finish the batch at hand, then return
+
+    def capture_file(self, kind: str, path: Path) -> FileReport:
+        """Read one transcript to its end; every record through the ingest graph."""
+        report = FileReport(kind, str(path))
+        while True:
+            try:
+                out, _ = self.app.run("capture_read", {"kind": kind, "path": str(path),
+                                                       "max_records": self.batch})
+                more = self._ingest_batch(kind, path, out["start"], out["batch"], report)
+            except (StenoError, apsw.Error) as ex:  # unreadable file, busy or failing store:
+                report.error = str(ex)  # reported; a watcher tries again later
+                return report
+            if not more or self.stop.is_set():
+                return report
+
+    def _ingest_batch(self, kind: str, path: Path, start: dict[str, Any],
+                      batch: dict[str, Any], report: FileReport) -> bool:
+        end = batch["end"]
+        step: dict[str, Any] = {
+            "kind": kind, "path": str(path), "position": end["position"],
+            "lines": end["lines"], "identity": end["identity"], "head": end["head"],
+            "session": end["session"], "resets": 1 if start["reset"] else 0}
+        report.reset = report.reset or start["reset"]
+        skipped = list(batch["skipped"])
+        captured = duplicates = 0
+        failure = None
+        for rec in batch["records"]:
+            try:
+                reply = self.app.run("ingest", rec["request"])[0]["reply"]
+            except InvalidInput as ex:  # this record can never be stored: report, go on
+                skipped.append({"line": rec["line"], "offset": rec["start"],
+                                "reason": f"rejected: {ex}"})
+                continue
+            except (StenoError, apsw.Error) as ex:  # the store failed: resume here next time
+                failure = f"line {rec['line']}: {ex}"
+                step.update(position=rec["start"], lines=rec["line"] - 1, head=None)
+                break
+            if reply["duplicate"]:
+                duplicates += 1
+            else:
+                captured += 1
+        skipped.sort(key=lambda s: int(s["line"]))
+        problem = failure
+        if problem is None and skipped:
+            problem = f"skipped line {skipped[-1]['line']}: {skipped[-1]['reason']}"
+        step.update(captured=captured, duplicates=duplicates, skipped=len(skipped),
+                    ok=failure is None, error=problem)
+        self.app.run("capture_commit", step)
+        report.captured += captured
+        report.duplicates += duplicates
+        report.skipped += skipped
+        report.position = step["position"]
+        if failure is not None:
+            report.error = failure
+            return False
+        # A drained predecessor (rotation) is followed at once by its successor.
+        drained = start["drain"] and end["position"] > start["position"]
+        return bool(end["more"]) or drained
+
+    def run_pass(self, sources: Iterable[Source]) -> PassReport:
+        report = PassReport()
+        started = time.perf_counter()
+        for kind, path in sources:
+            report.files.append(self.capture_file(kind, path))
+        report.duration_ms = (time.perf_counter() - started) * 1e3
+        return report
+
+    def watch(self, find: Callable[[], list[Source]], interval: float,
+              on_pass: Callable[[PassReport], None]) -> None:
+        """Until ``self.stop`` is set: every ``interval`` seconds, a pass over the files
+        that changed since the last look (all of them on the first)."""
+        stop = self.stop
+        seen: dict[str, tuple[int, int, int]] = {}
+        retry_at: dict[str, float] = {}
+        while not stop.is_set():
+            changed: list[tuple[Source, tuple[int, int, int]]] = []
+            now = time.monotonic()
+            for kind, path in find():
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+                key = str(path)
+                if seen.get(key) != sig and retry_at.get(key, 0.0) <= now:
+                    changed.append(((kind, path), sig))
+            if changed:
+                report = PassReport()
+                started = time.perf_counter()
+                for (kind, path), sig in changed:
+                    if stop.is_set():
+                        break
+                    file_report = self.capture_file(kind, path)
+                    report.files.append(file_report)
+                    if file_report.error:
+                        retry_at[str(path)] = time.monotonic() + ERROR_RETRY_S
+                    else:
+                        seen[str(path)] = sig  # as it was before reading: growth during
+                        retry_at.pop(str(path), None)  # the read is seen next time
+                report.duration_ms = (time.perf_counter() - started) * 1e3
+                on_pass(report)
+            stop.wait(interval)
+
+
+# --- host hooks -------------------------------------------------------------------------------
+
+HOOK_HOSTS = (CLAUDE_CODE, CODEX)
+_SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,100}")  # safe inside a file name pattern
+MAX_HOOK_PAYLOAD = 1_000_000
+
+
+def hook_payload(arg: str | None) -> dict[str, Any]:
+    """The JSON a host hands its hook: Codex's `notify` passes it as the last argument,
+    Claude Code's hooks on stdin. Anything else is an empty payload."""
+    text = arg
+    if text is None and not sys.stdin.isatty():
+        text = sys.stdin.read(MAX_HOOK_PAYLOAD)
+    if not text or not text.strip():
+        return {}
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        raise InvalidInput("the hook payload is not JSON (Claude Code passes it on stdin, "
+                           "Codex as the last argument)") from None
+    return payload if isinstance(payload, dict) else {}
+
+
+def hook_targets(host: str, payload: dict[str, Any], settings: Settings) -> list[Source]:
+    """The transcript(s) a hook call is about: Claude Code names its file
+    (``transcript_path``); Codex names its session (``thread-id``), whose rollout file
+    carries the id in its name. Without either, every transcript of that host."""
+    if host == CLAUDE_CODE:
+        named = payload.get("transcript_path")
+        if isinstance(named, str) and named.strip():
+            return [(CLAUDE_CODE, Path(named).expanduser().absolute())]
+    else:
+        thread = payload.get("thread-id") or payload.get("thread_id")
+        if (isinstance(thread, str) and _SESSION_ID.fullmatch(thread)
+                and settings.capture_codex_dir.is_dir()):
+            files = _codex_files(settings.capture_codex_dir, thread)
+            if files:
+                return [(CODEX, p.absolute()) for p in files]
+    return discover([host], settings.capture_claude_dir, settings.capture_codex_dir)

@@ -1,0 +1,278 @@
+"""Capture passes on transcript files written in both hosts' formats, on a real store.
+
+Must show (issue #7, item 3): every message captured exactly once across restarts and
+appends; a corrupt line in the middle skipped and reported while later lines are still
+captured; a truncated file handled; rotation; a crash between an ingest and its cursor
+update; a record the ingest graph rejects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stenographer.app import App, open_app
+from stenographer.capture import Capturer, discover
+from stenographer.settings import Settings
+from tests.capture.transcripts import ClaudeTranscript, CodexTranscript
+
+KINDS = ("claude-code", "codex")
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    return {"data": tmp_path / "data", "claude": tmp_path / "claude" / "projects",
+            "codex": tmp_path / "codex" / "sessions"}
+
+
+class Rig:
+    """The application on a store, opened and closed like separate capture processes."""
+
+    def __init__(self, dirs: dict[str, Path], **settings: Any) -> None:
+        self.dirs = dirs
+        self.settings = Settings(data_dir=dirs["data"], capture_claude_dir=dirs["claude"],
+                                 capture_codex_dir=dirs["codex"], **settings)
+        self.app: App = open_app(self.settings)
+
+    def restart(self) -> None:
+        self.app.close()
+        self.app = open_app(self.settings)
+
+    def capture(self, batch: int = 200) -> dict[str, Any]:
+        sources = discover(KINDS, self.dirs["claude"], self.dirs["codex"])
+        return Capturer(self.app, batch=batch).run_pass(sources).as_dict()
+
+    def turns(self, session: str | None = None) -> list[tuple[str, str]]:
+        with self.app.store.read() as conn:
+            rows = list(conn.execute(
+                "SELECT s.name, e.role, e.content FROM exchanges e "
+                "JOIN sessions s ON s.id = e.session_id ORDER BY e.id"))
+        return [(role, content) for name, role, content in rows
+                if session is None or name == session]
+
+    def status(self) -> dict[str, Any]:
+        out, _ = self.app.run("status", {})
+        capture: dict[str, Any] = out["status"]["capture"]
+        return capture
+
+
+@pytest.fixture
+def rig(dirs: dict[str, Path]) -> Iterator[Rig]:
+    r = Rig(dirs)
+    try:
+        yield r
+    finally:
+        r.app.close()
+
+
+def claude_session(t: ClaudeTranscript) -> str:
+    return f"claude-code:{t.session}"
+
+
+def codex_session(t: CodexTranscript) -> str:
+    return f"codex:{t.session}"
+
+
+def test_every_message_is_captured_once_across_restarts_and_appends(rig: Rig,
+                                                                    dirs: dict[str, Path]):
+    claude, codex = ClaudeTranscript(dirs["claude"]), CodexTranscript(dirs["codex"])
+    claude.append(claude.user("Kafka or Redis streams for the job queue?"), claude.noise(),
+                  claude.assistant("Decision: we went with Redis streams."))
+    codex.append(codex.meta(), codex.user("Why is the build failing?"), codex.noise(),
+                 codex.assistant("Blocked: the linker cannot find libssl."))
+    first = rig.capture()
+    assert (first["captured"], first["duplicates"], first["skipped"]) == (4, 0, 0)
+
+    rig.restart()
+    assert rig.capture()["captured"] == 0  # nothing new: nothing stored, nothing re-read
+    for n in range(3):
+        claude.append(claude.user(f"follow-up question {n}"), claude.noise(),
+                      claude.assistant(f"answer {n}"))
+        codex.append(codex.user(f"codex question {n}"), codex.assistant(f"codex answer {n}"))
+        rig.restart()
+        assert rig.capture()["captured"] == 4
+    assert rig.turns(claude_session(claude)) == claude.said
+    assert rig.turns(codex_session(codex)) == codex.said
+    assert len(rig.turns()) == len(claude.said) + len(codex.said) == 16
+
+    status = rig.status()
+    assert (status["files"], status["captured"], status["skipped"]) == (2, 16, 0)
+    for source in status["sources"]:
+        assert source["offset"] == source["size"] and source["pending_bytes"] == 0
+        assert source["last_success_at"] and source["last_error"] is None
+
+
+def test_batches_resume_where_the_last_one_ended(rig: Rig, dirs: dict[str, Path]):
+    claude = ClaudeTranscript(dirs["claude"])
+    claude.append(*(claude.user(f"turn number {n}") for n in range(25)))
+    assert rig.capture(batch=4)["captured"] == 25
+    assert rig.turns() == claude.said
+
+
+def test_a_corrupt_line_is_skipped_and_reported_and_later_lines_are_captured(
+        rig: Rig, dirs: dict[str, Path]):
+    claude, codex = ClaudeTranscript(dirs["claude"]), CodexTranscript(dirs["codex"])
+    claude.append(claude.user("before the damage"), '{"type": "user", "message": {"rol\n',
+                  claude.assistant("after the damage"))
+    codex.append(codex.meta(), codex.user("codex before"), "\x00\x00garbage\n",
+                 codex.assistant("codex after"))
+    report = rig.capture()
+    assert (report["captured"], report["skipped"]) == (4, 2)
+    by_kind = {d["kind"]: d for d in report["details"]}
+    assert [(s["line"], s["reason"][:8]) for s in by_kind["claude-code"]["skipped"]] == [
+        (2, "not JSON")]
+    assert by_kind["codex"]["skipped"][0]["line"] == 5  # meta and the user turn: 2 lines each
+    assert rig.turns(claude_session(claude)) == claude.said
+    assert rig.turns(codex_session(codex)) == codex.said
+
+    status = rig.status()
+    assert status["skipped"] == 2 and status["captured"] == 4
+    assert status["last_error"]["error"].startswith("skipped line")
+    claude_status = next(s for s in status["sources"] if s["kind"] == "claude-code")
+    assert claude_status["skipped"] == 1 and "line 2" in claude_status["last_error"]
+    assert claude_status["last_success_at"] is not None  # the pass still succeeded
+
+    claude.append(claude.user("much later"))
+    again = rig.capture()
+    assert (again["captured"], again["skipped"]) == (1, 0)  # reported once, not every pass
+
+
+def test_a_line_still_being_written_waits_for_its_end(rig: Rig, dirs: dict[str, Path]):
+    claude = ClaudeTranscript(dirs["claude"])
+    first = claude.user("first")
+    full = claude.user("a long message the host is writing")
+    claude.append(first, full[:25])
+    assert rig.capture()["captured"] == 1
+    claude.append(full[25:])
+    report = rig.capture()
+    assert (report["captured"], report["skipped"]) == (1, 0)
+    assert rig.turns() == claude.said
+
+
+def test_a_truncated_file_is_read_again_from_its_start(rig: Rig, dirs: dict[str, Path]):
+    claude = ClaudeTranscript(dirs["claude"])
+    claude.append(*(claude.user(f"old turn {n}") for n in range(5)))
+    assert rig.capture()["captured"] == 5
+    # The host truncates the file and starts over with new records.
+    fresh = ClaudeTranscript(dirs["claude"])
+    claude.path.write_text(fresh.user("new beginning"), encoding="utf-8")
+    report = rig.capture()
+    assert report["captured"] == 1 and report["details"][0]["reset"] == "truncated"
+    assert rig.turns() == claude.said + fresh.said
+    assert rig.status()["resets"] == 1
+
+
+def test_a_rewritten_file_with_its_old_records_adds_only_the_new_ones(
+        rig: Rig, dirs: dict[str, Path]):
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("first question"), codex.assistant("first answer"))
+    assert rig.capture()["captured"] == 2
+    old = codex.path.read_text(encoding="utf-8")
+    # Rewritten in place (a new inode), the same records and one more.
+    tmp = codex.path.with_suffix(".tmp")
+    tmp.write_text(old + codex.user("second question"), encoding="utf-8")
+    os.replace(tmp, codex.path)
+    report = rig.capture()
+    assert (report["captured"], report["duplicates"]) == (1, 2)
+    assert report["details"][0]["reset"] == "replaced"
+    assert rig.turns() == codex.said
+
+
+def test_a_rotated_file_is_drained_before_its_successor(rig: Rig, dirs: dict[str, Path]):
+    claude = ClaudeTranscript(dirs["claude"])
+    claude.append(claude.user("one"), claude.user("two"))
+    assert rig.capture()["captured"] == 2
+    claude.append(claude.user("three, written just before the rotation"))
+    claude.path.rename(claude.path.with_name(claude.path.name + ".1"))
+    claude.append(claude.user("four, in the new file"))
+    report = rig.capture()
+    assert report["captured"] == 2 and report["duplicates"] == 0
+    assert rig.turns() == claude.said
+    assert rig.capture()["captured"] == 0
+
+
+def test_copy_and_truncate_rotation_loses_nothing(rig: Rig, dirs: dict[str, Path]):
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("alpha"))
+    assert rig.capture()["captured"] == 1
+    codex.append(codex.assistant("beta, copied away before it was read"))
+    data = codex.path.read_bytes()
+    codex.path.with_name(codex.path.name + ".1").write_bytes(data)
+    codex.path.write_bytes(b"")  # copytruncate: same inode, now empty
+    codex.append(codex.meta(), codex.user("gamma"))
+    rig.capture()
+    assert rig.turns() == codex.said
+
+
+def test_a_crash_between_ingest_and_cursor_update_stores_nothing_twice(
+        rig: Rig, dirs: dict[str, Path]):
+    claude = ClaudeTranscript(dirs["claude"])
+    claude.append(*(claude.user(f"turn {n}") for n in range(6)))
+    # A pass that stored the turns and died before its cursor moved:
+    out, _ = rig.app.run("capture_read", {"kind": "claude-code", "path": str(claude.path),
+                                          "max_records": 200})
+    for rec in out["batch"]["records"][:4]:
+        rig.app.run("ingest", rec["request"])
+    rig.restart()
+    report = rig.capture()
+    assert (report["captured"], report["duplicates"]) == (2, 4)
+    assert rig.turns() == claude.said
+
+
+def test_a_record_the_ingest_graph_rejects_is_skipped_and_reported(dirs: dict[str, Path]):
+    small = Rig(dirs, max_content_chars=100)
+    try:
+        codex = CodexTranscript(dirs["codex"])
+        codex.append(codex.meta(), codex.user("short"), codex.assistant("x" * 500),
+                     codex.user("still captured"))
+        report = small.capture()
+        assert (report["captured"], report["skipped"]) == (2, 1)
+        reason = report["details"][0]["skipped"][0]["reason"]
+        assert reason.startswith("rejected:") and "at most 100" in reason
+        assert [c for _, c in small.turns()] == ["short", "still captured"]
+    finally:
+        small.app.close()
+
+
+def test_sub_agent_transcripts_are_not_followed(dirs: dict[str, Path]):
+    main = ClaudeTranscript(dirs["claude"])
+    main.append(main.user("hi"))
+    agent = dirs["claude"] / main.project / "agent-1a2b3c4d.jsonl"
+    agent.write_text(main.user("sub-agent prompt"), encoding="utf-8")
+    nested = dirs["claude"] / main.project / main.session / "subagents" / "agent-x.jsonl"
+    nested.parent.mkdir(parents=True)
+    nested.write_text(main.user("nested"), encoding="utf-8")
+    assert discover(KINDS, dirs["claude"], dirs["codex"]) == [("claude-code", main.path)]
+
+
+def test_bad_capture_requests_say_what_is_valid_and_change_nothing(rig: Rig):
+    from store.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="valid kinds: claude-code, codex"):
+        rig.app.run("capture_read", {"kind": "vim", "path": "/x.jsonl", "max_records": 5})
+    with pytest.raises(InvalidInput, match="must be absolute"):
+        rig.app.run("capture_read", {"kind": "codex", "path": "x.jsonl", "max_records": 5})
+    with pytest.raises(InvalidInput, match="max_records"):
+        rig.app.run("capture_read", {"kind": "codex", "path": "/x.jsonl", "max_records": 0})
+    with pytest.raises(InvalidInput, match="position"):
+        rig.app.run("capture_commit", {"kind": "codex", "path": "/x.jsonl", "position": -1,
+                                       "lines": 0})
+    with pytest.raises(InvalidInput, match="captured"):
+        rig.app.run("capture_commit", {"kind": "codex", "path": "/x.jsonl", "position": 1,
+                                       "lines": 1, "captured": "many"})
+    assert rig.status()["files"] == 0
+
+
+def test_a_missing_file_is_reported_not_fatal(rig: Rig, dirs: dict[str, Path]):
+    folder = dirs["codex"] / "rollout-not-a-file.jsonl"
+    folder.mkdir(parents=True)
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("still captured"))
+    report = Capturer(rig.app).run_pass([("codex", dirs["codex"] / "gone.jsonl"),
+                                         ("codex", folder), ("codex", codex.path)]).as_dict()
+    assert report["errors"] == 2 and report["captured"] == 1
+    assert all("cannot be read" in d["error"] for d in report["details"][:2])
