@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,23 +42,40 @@ class Case:
 class Score:
     """Confusion counts for one signal kind, with the usual ratios."""
 
-    kind: str
-    true_positives: int
-    false_positives: int
-    false_negatives: int
-    true_negatives: int
-    false_positive_texts: tuple[str, ...]
-    false_negative_texts: tuple[str, ...]
+    name: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    false_positives: tuple[str, ...] = ()  # the texts
+    false_negatives: tuple[str, ...] = ()
+
+    @classmethod
+    def tally(cls, name: str, outcomes: Iterable[tuple[bool, bool, str]]) -> Score:
+        """Count ``(predicted, expected, text)`` outcomes."""
+        tp = fp = fn = tn = 0
+        fps: list[str] = []
+        fns: list[str] = []
+        for predicted, expected, text in outcomes:
+            if predicted and expected:
+                tp += 1
+            elif predicted:
+                fp += 1
+                fps.append(text)
+            elif expected:
+                fn += 1
+                fns.append(text)
+            else:
+                tn += 1
+        return cls(name, tp, fp, fn, tn, tuple(fps), tuple(fns))
 
     @property
     def precision(self) -> float:
-        predicted = self.true_positives + self.false_positives
-        return self.true_positives / predicted if predicted else 1.0
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
 
     @property
     def recall(self) -> float:
-        actual = self.true_positives + self.false_negatives
-        return self.true_positives / actual if actual else 1.0
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
 
     @property
     def f1(self) -> float:
@@ -66,11 +83,8 @@ class Score:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def summary(self) -> str:
-        return (
-            f"{self.kind:<9} precision={self.precision:.3f} recall={self.recall:.3f} "
-            f"f1={self.f1:.3f}  (tp={self.true_positives} fp={self.false_positives} "
-            f"fn={self.false_negatives} tn={self.true_negatives})"
-        )
+        return (f"{self.name:<18} precision={self.precision:.3f} recall={self.recall:.3f} "
+                f"f1={self.f1:.3f}  (tp={self.tp} fp={self.fp} fn={self.fn} tn={self.tn})")
 
 
 def load_cases(path: Path = CASES_PATH) -> list[Case]:
@@ -99,26 +113,8 @@ def evaluate(cases: Sequence[Case]) -> dict[str, Score]:
         "decision": (decisions, lambda case: case.decision),
         "blocker": (blockers, lambda case: case.blocker),
     }
-    scores: dict[str, Score] = {}
-    for kind, (extract, label) in kinds.items():
-        tp = fp = fn = tn = 0
-        fps: list[str] = []
-        fns: list[str] = []
-        for case in cases:
-            predicted = bool(extract(case.text))
-            expected = label(case)
-            if predicted and expected:
-                tp += 1
-            elif predicted:
-                fp += 1
-                fps.append(case.text)
-            elif expected:
-                fn += 1
-                fns.append(case.text)
-            else:
-                tn += 1
-        scores[kind] = Score(kind, tp, fp, fn, tn, tuple(fps), tuple(fns))
-    return scores
+    return {kind: Score.tally(kind, ((bool(extract(c.text)), label(c), c.text) for c in cases))
+            for kind, (extract, label) in kinds.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,9 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for score in evaluate(cases).values():
         print(score.summary())
         if show_misses:
-            for text in score.false_positive_texts:
+            for text in score.false_positives:
                 print(f"    false positive: {text}")
-            for text in score.false_negative_texts:
+            for text in score.false_negatives:
                 print(f"    false negative: {text}")
     return 0
 

@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.extraction_quality import Score  # noqa: E402
 from nodes.extract.nafe import SIGNATURES, nafe_flags_in  # noqa: E402
 from nodes.extract.secrets import redact  # noqa: E402
 
@@ -67,29 +68,6 @@ class FlagCase:
     line: int
 
 
-@dataclass(frozen=True)
-class Score:
-    name: str
-    tp: int
-    fp: int
-    fn: int
-    tn: int
-    false_positives: tuple[str, ...] = ()
-    false_negatives: tuple[str, ...] = ()
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-    def summary(self) -> str:
-        return (f"{self.name:<18} precision={self.precision:.3f} recall={self.recall:.3f}  "
-                f"(tp={self.tp} fp={self.fp} fn={self.fn} tn={self.tn})")
-
-
 def _lines(path: Path) -> list[tuple[int, dict[str, object]]]:
     with path.open(encoding="utf-8") as handle:
         return [(n, json.loads(raw)) for n, raw in enumerate(handle, start=1) if raw.strip()]
@@ -106,48 +84,24 @@ def load_nafe_cases(path: Path = NAFE_CASES_PATH) -> list[FlagCase]:
 
 
 def score_secrets(cases: Sequence[SecretCase]) -> Score:
-    tp = fp = fn = tn = 0
-    fps: list[str] = []
-    fns: list[str] = []
-    for case in cases:
+    """Per case: a case with secrets counts as found when none of them survives; a case
+    without counts as a false positive when anything was redacted."""
+    def outcome(case: SecretCase) -> tuple[bool, bool, str]:
         out = redact(case.text)
         if case.kinds:
-            if all(secret not in out.text for secret in case.secrets):
-                tp += 1
-            else:
-                fn += 1
-                fns.append(case.text)
-        elif out.count:
-            fp += 1
-            fps.append(case.text)
-        else:
-            tn += 1
-    return Score("secrets (per case)", tp, fp, fn, tn, tuple(fps), tuple(fns))
+            return all(secret not in out.text for secret in case.secrets), True, case.text
+        return out.count > 0, False, case.text
+    return Score.tally("secrets (per case)", (outcome(c) for c in cases))
 
 
 def score_nafe(cases: Sequence[FlagCase]) -> dict[str, Score]:
     """One score per signature, and ``any`` (a case flagged at all, or not)."""
     found = [{f.signature for f in nafe_flags_in(case.text)} for case in cases]
-    scores: dict[str, Score] = {}
-    for name in (*SIGNATURES, "any"):
-        tp = fp = fn = tn = 0
-        fps: list[str] = []
-        fns: list[str] = []
-        for case, got in zip(cases, found, strict=True):
-            predicted = bool(got) if name == "any" else name in got
-            expected = bool(case.signatures) if name == "any" else name in case.signatures
-            if predicted and expected:
-                tp += 1
-            elif predicted:
-                fp += 1
-                fps.append(case.text)
-            elif expected:
-                fn += 1
-                fns.append(case.text)
-            else:
-                tn += 1
-        scores[name] = Score(name, tp, fp, fn, tn, tuple(fps), tuple(fns))
-    return scores
+    return {name: Score.tally(name, (
+        (bool(got) if name == "any" else name in got,
+         bool(case.signatures) if name == "any" else name in case.signatures, case.text)
+        for case, got in zip(cases, found, strict=True)))
+        for name in (*SIGNATURES, "any")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

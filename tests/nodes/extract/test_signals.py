@@ -130,8 +130,8 @@ def test_precision_and_recall_over_the_cases_file(capsys: pytest.CaptureFixture[
             print("  " + score.summary())
     for score in scores.values():
         detail = (
-            f"{score.summary()}\n  false positives: {list(score.false_positive_texts)}"
-            f"\n  false negatives: {list(score.false_negative_texts)}"
+            f"{score.summary()}\n  false positives: {list(score.false_positives)}"
+            f"\n  false negatives: {list(score.false_negatives)}"
         )
         assert score.precision >= MIN_PRECISION, detail
         assert score.recall >= MIN_RECALL, detail
