@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes.extract.transcripts import CLAUDE_CODE, KINDS
+from stenographer.argtypes import ranged
 from stenographer.capture import (
     HOOK_HOSTS,
     Capturer,
@@ -116,16 +117,6 @@ def cmd_hook(args: argparse.Namespace) -> int:
     return HOOK_FAILED if report.errors else EXIT_OK
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0.05 <= value <= 3_600:
-        raise argparse.ArgumentTypeError(f"{value:g} is out of range (0.05-3600 seconds)")
-    return value
-
-
 def add_capture_commands(sub: Any, add: Any) -> None:
     """Register `capture` and `hook` (``add`` is cli._sub)."""
     p = add(sub, "capture", "capture Claude Code and Codex CLI transcripts into the store",
@@ -145,8 +136,8 @@ def add_capture_commands(sub: Any, add: Any) -> None:
     p.add_argument("--codex-dir", help="Codex sessions directory (default ~/.codex/sessions)")
     p.add_argument("--only", action="append", choices=KINDS,
                    help="follow only this host's transcripts (repeatable)")
-    p.add_argument("--interval", type=_seconds, help="seconds between looks with --watch "
-                                                    "(default STENO_CAPTURE_INTERVAL, 1)")
+    p.add_argument("--interval", type=ranged(float, 0.05, 3_600, "seconds"),
+                   help="seconds between looks with --watch (default STENO_CAPTURE_INTERVAL, 1)")
 
     p = add(sub, "hook", "capture the transcript a host's hook names (Claude Code, Codex)",
             cmd_hook, description=(

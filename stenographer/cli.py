@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stenographer import __version__
+from stenographer.argtypes import ranged
 from stenographer.progress import Progress
 from stenographer.render import run_line, waterfall
 from stenographer.settings import SettingsError
@@ -278,15 +279,7 @@ def _sub(sub: Any, name: str, help_: str, fn: Any, *, json_flag: bool = False,
     return p
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is out of range (0-65535; 0 picks a free "
-                                         "port)")
-    return port
+_PORT = ranged(int, 0, 65535, "", "; 0 picks a free port")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -307,11 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
                  "from the command line, and any non-loopback --host requires it."))
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP and SSE")
     p.add_argument("--host", help="address to bind with --http (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, help="port with --http (default 8765)")
+    p.add_argument("--port", type=_PORT, help="port with --http (default 8765)")
 
     p = _sub(sub, "inspect", "open the read-only browser inspector", cmd_inspect)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8766, help="port (default 8766)")
+    p.add_argument("--port", type=_PORT, default=8766, help="port (default 8766)")
     p.add_argument("--open", action="store_true", help="open it in the default browser")
 
     p = _sub(sub, "demo", "run an end-to-end demo through a real MCP client", cmd_demo)

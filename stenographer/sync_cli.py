@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from stenographer.argtypes import ranged
 from stenographer.settings import Settings
 
 __all__ = ["add_sync_commands"]
@@ -99,16 +100,6 @@ def cmd_sync_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _batch(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (1-10000)")
-    return value
-
-
 def add_sync_commands(sub: Any, add: Any) -> None:
     """Register `export`, `import` and `sync` (``add`` is cli._sub)."""
     p = add(sub, "export", "write the store (or one session) to a zstd bundle file",
@@ -141,8 +132,8 @@ def add_sync_commands(sub: Any, add: Any) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
         q.add_argument(flag, dest=dest, required=True, metavar="URL",
                        help="the peer's base URL, e.g. http://127.0.0.1:8765")
-        q.add_argument("--batch", type=_batch, help="turns per batch (default "
-                                                    "STENO_SYNC_BATCH, 500)")
+        q.add_argument("--batch", type=ranged(int, 1, 10_000, "turns"),
+                       help="turns per batch (default STENO_SYNC_BATCH, 500)")
         q.add_argument("--json", action="store_true", help="print JSON on stdout")
         q.set_defaults(fn=fn)
     q = nested.add_parser("status", help="outbox and inbox per peer: cursor, pending, "
