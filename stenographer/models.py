@@ -207,6 +207,15 @@ class AuditReport(BaseModel):
     trace: TraceOut
 
 
+class ForgotGraph(BaseModel):
+    sessions_rederived: int = Field(description=(
+        "Sessions whose GraphRAG contribution was taken out; the next `graphrag extract` "
+        "re-reads their remaining turns."))
+    entities_removed: int
+    edges_removed: int
+    reset: bool = Field(description="The whole graph was reset instead (see the text).")
+
+
 class Forgot(BaseModel):
     text: str
     count: int = Field(description="Turns forgotten (each leaves a tombstone).")
@@ -217,6 +226,7 @@ class Forgot(BaseModel):
     milestones_removed: int
     reindexed: int = Field(description="Later turns whose keyword entry was rebuilt.")
     traces_purged: int
+    graph: ForgotGraph
     vacuumed: bool
     log_emptied: bool
     trace: TraceOut

@@ -38,6 +38,7 @@ __all__ = [
     "reindex_turn",
     "rewrite_brief",
     "scrub",
+    "selected_turns",
 ]
 
 
@@ -82,6 +83,12 @@ def matching_sql(sel: Selection) -> tuple[str, list[Any]]:
     sql = ("SELECT e.id, e.session_id, e.content_hash, e.chain_hash, e.brief_id "
            f"FROM exchanges e WHERE {' AND '.join(conditions)} ORDER BY e.id")
     return sql, params
+
+
+def selected_turns(conn: apsw.Connection, sel: Selection) -> list[tuple[int, int]]:
+    """(exchange id, session id) of the selected turns, by id."""
+    sql, params = matching_sql(sel)
+    return [(int(r[0]), int(r[1])) for r in all_rows(conn, sql, params)]
 
 
 INSERT_TOMBSTONE = """

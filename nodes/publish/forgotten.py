@@ -21,6 +21,7 @@ from nodes.extract.brief import brief_text
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.load_evidence.compression import batch_records
+from nodes.publish.forgotten_graph import forget_graph
 from store.forget import (
     Forgotten,
     Selection,
@@ -34,6 +35,7 @@ from store.forget import (
     reindex_turn,
     rewrite_brief,
     scrub,
+    selected_turns,
 )
 from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
@@ -81,6 +83,7 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     conn.execute("PRAGMA secure_delete=ON")  # zero every freed byte, not only the cheap ones
     try:
         with store.write() as conn:
+            graph = forget_graph(conn, selected_turns(conn, selection))
             gone = forget_turns(conn, selection, forget["reason"], time.time())
             rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
             reindexed = _reindex_followers(conn, gone)
@@ -92,7 +95,8 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
                           "sessions": len(gone.sessions), "briefs_rebuilt": rebuilt,
                           "briefs_removed": removed, "milestones_removed": gone.milestones,
-                          "reindexed": reindexed, "traces_purged": purged}}
+                          "reindexed": reindexed, "traces_purged": purged,
+                          "graph": graph}}
 
 
 def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:

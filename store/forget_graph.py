@@ -1,0 +1,164 @@
+"""Forgetting, GraphRAG part: take back what the graph derived from the affected sessions.
+
+The graph's counts are sums over turns (store.graph_batches), and an edge's count is of
+observations (a turn, or a turn and the one before it), which its provenance rows do not
+determine; alias mentions are per surface form. So the exact repair is the inverse of
+extraction: before the turns are deleted, every session whose read turns include a
+forgotten one has its contribution re-extracted (the same ``batch_records``, page by
+page) and subtracted (``subtract_page``); its provenance rows go and its cursor is
+reset, so the next ``graphrag extract`` reads its remaining turns again and the graph
+equals a full rebuild. ``settle`` then recounts the touched entities from their
+remaining rows, removes what no turn supports any more (entities with their aliases and
+edges, aliases and edges with nothing left), renames the survivors from their remaining
+aliases, clears the communities (their labels quote entity labels) and marks the graph
+stale, so that the next extract recomputes communities and centrality.
+
+A session part of which was passed over by ``graphrag extract --since`` holds turns
+whose records were never added; such a turn is recognised (it names entities but has
+no provenance rows) and the whole graph is reset instead (``reset_graph``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+import apsw
+
+from store.graph_batches import (
+    REFRESH_NAMES,
+    BatchRecords,
+    PendingTurn,
+    graph_meta,
+    set_graph_meta,
+)
+from store.sql import all_rows, first, one
+
+__all__ = [
+    "affected_graph_sessions",
+    "read_turn_ids",
+    "session_page",
+    "settle",
+    "subtract_page",
+    "uncount_session",
+]
+
+
+SELECT_CURSOR = "SELECT through_id FROM graph_cursors WHERE session_id = ?"
+SELECT_PAGE = """
+SELECT id, session_id, content FROM exchanges WHERE session_id = ? AND id > ? AND id <= ?
+ORDER BY id LIMIT ?"""
+READ_IDS = """
+SELECT DISTINCT exchange_id FROM graph_entity_turns
+WHERE exchange_id IN (SELECT value FROM json_each(?))"""
+DELETE_ENTITY_ROWS = """
+DELETE FROM graph_entity_turns WHERE exchange_id IN (SELECT value FROM json_each(?))"""
+DELETE_EDGE_ROWS = """
+DELETE FROM graph_edge_turns WHERE exchange_id IN (SELECT value FROM json_each(?))"""
+ENTITY_IDS = "SELECT key, id FROM graph_entities WHERE key IN (SELECT value FROM json_each(?))"
+SUBTRACT_ALIAS = """
+UPDATE graph_aliases SET mentions = mentions - ? WHERE entity_id = ? AND surface = ? AND kind = ?"""
+SUBTRACT_EDGE = "UPDATE graph_edges SET turns = turns - ? WHERE src = ? AND dst = ? AND kind = ?"
+DELETE_CURSOR = "DELETE FROM graph_cursors WHERE session_id = ?"
+RECOUNT = """
+UPDATE graph_entities SET turns = (SELECT count(*) FROM graph_entity_turns t
+                                   WHERE t.entity_id = graph_entities.id)
+WHERE id IN (SELECT value FROM json_each(?))"""
+UNSUPPORTED = """
+SELECT id FROM graph_entities WHERE id IN (SELECT value FROM json_each(?)) AND turns <= 0"""
+DROP_ENTITIES = (  # each statement binds the JSON list of entity ids as ?1
+    """DELETE FROM graph_edge_turns WHERE edge_id IN (
+         SELECT id FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
+                                       OR dst IN (SELECT value FROM json_each(?1)))""",
+    """DELETE FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
+                                  OR dst IN (SELECT value FROM json_each(?1))""",
+    "DELETE FROM graph_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
+    "DELETE FROM graph_entities WHERE id IN (SELECT value FROM json_each(?1))")
+DROP_ALIASES = """
+DELETE FROM graph_aliases WHERE mentions <= 0
+  AND entity_id IN (SELECT value FROM json_each(?))"""
+UNOBSERVED_EDGES = """
+SELECT id FROM graph_edges WHERE turns <= 0 AND (src IN (SELECT value FROM json_each(?1))
+                                              OR dst IN (SELECT value FROM json_each(?1)))"""
+DROP_EDGES = (  # each binds the JSON list of edge ids
+    "DELETE FROM graph_edge_turns WHERE edge_id IN (SELECT value FROM json_each(?1))",
+    "DELETE FROM graph_edges WHERE id IN (SELECT value FROM json_each(?1))")
+CLEAR_COMMUNITIES = """
+DELETE FROM graph_communities; UPDATE graph_entities SET community = NULL, centrality = 0"""
+
+
+def affected_graph_sessions(conn: apsw.Connection, turns: Iterable[tuple[int, int]]
+                            ) -> list[tuple[int, int]]:
+    """(session id, cursor) of each session whose read turns include one of ``turns``
+    ((exchange id, session id)): its cursor is at or past the turn."""
+    first_id: dict[int, int] = {}
+    for exchange_id, session_id in turns:
+        first_id[session_id] = min(first_id.get(session_id, exchange_id), exchange_id)
+    out = []
+    for session_id in sorted(first_id):
+        row = first(conn, SELECT_CURSOR, (session_id,))
+        if row is not None and int(row[0]) >= first_id[session_id]:
+            out.append((session_id, int(row[0])))
+    return out
+
+
+def session_page(conn: apsw.Connection, session_id: int, after: int, through: int,
+                 limit: int) -> list[PendingTurn]:
+    """The session's next stored turns after ``after`` up to its cursor ``through``."""
+    return [PendingTurn(int(r[0]), int(r[1]), str(r[2]))
+            for r in all_rows(conn, SELECT_PAGE, (session_id, after, through, limit))]
+
+
+def read_turn_ids(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of the turns have entity provenance rows (extraction read them)."""
+    return {int(r[0]) for r in all_rows(conn, READ_IDS, (json.dumps(list(ids)),))}
+
+
+def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[int]) -> None:
+    """Take one page's records out of the counts and delete the page's provenance rows
+    (``ids``: the page's turns). Call inside a write."""
+    keys = sorted({k for k, _, _ in records.aliases}
+                  | {k for a, b, _ in records.edges for k in (a, b)})
+    entity = {str(k): int(i) for k, i in conn.execute(ENTITY_IDS, (json.dumps(keys),))}
+    conn.executemany(SUBTRACT_ALIAS, [(n, entity[k], surface, kind)
+                                      for (k, surface, kind), n in sorted(records.aliases.items())
+                                      if k in entity])
+    conn.executemany(SUBTRACT_EDGE, [(n, entity[a], entity[b], kind)
+                                     for (a, b, kind), n in sorted(records.edges.items())
+                                     if a in entity and b in entity])
+    page = json.dumps(list(ids))
+    conn.execute(DELETE_ENTITY_ROWS, (page,))
+    conn.execute(DELETE_EDGE_ROWS, (page,))
+
+
+def uncount_session(conn: apsw.Connection, session_id: int, turns_read: int) -> None:
+    """The session's contribution is gone: its cursor is reset (the next extract reads
+    its remaining turns from the start) and its turns leave the read count."""
+    conn.execute(DELETE_CURSOR, (session_id,))
+    read = max(int(graph_meta(conn, "turns_read") or 0) - turns_read, 0)
+    set_graph_meta(conn, "turns_read", str(read))
+
+
+def settle(conn: apsw.Connection, keys: Iterable[str]) -> dict[str, int]:
+    """After subtracting: recount, drop what nothing supports, rename the rest, clear
+    the communities and mark the graph stale. Returns the entities and edges removed."""
+    wanted = json.dumps(sorted(set(keys)))
+    ids = sorted(int(r[1]) for r in conn.execute(ENTITY_IDS, (wanted,)))
+    listed = json.dumps(ids)
+    conn.execute(RECOUNT, (listed,))
+    gone = [int(r[0]) for r in all_rows(conn, UNSUPPORTED, (listed,))]
+    edges_before = int(one(conn, "SELECT count(*) FROM graph_edges")[0])
+    if gone:
+        for statement in DROP_ENTITIES:
+            conn.execute(statement, (json.dumps(gone),))
+    kept = json.dumps(sorted(set(ids) - set(gone)))
+    conn.execute(DROP_ALIASES, (kept,))
+    unobserved = [int(r[0]) for r in all_rows(conn, UNOBSERVED_EDGES, (kept,))]
+    if unobserved:
+        for statement in DROP_EDGES:
+            conn.execute(statement, (json.dumps(unobserved),))
+    conn.execute(REFRESH_NAMES, (kept,))
+    conn.execute(CLEAR_COMMUNITIES)
+    set_graph_meta(conn, "stale", "1")
+    edges_after = int(one(conn, "SELECT count(*) FROM graph_edges")[0])
+    return {"entities_removed": len(gone), "edges_removed": edges_before - edges_after}
