@@ -185,3 +185,22 @@ def test_a_session_partly_passed_over_by_since_resets_the_graph(app: App):
     extract(app)
     assert "quorravex" in export(app).lower()  # the remaining turns, all read this time
     assert audit_passes(app)
+
+
+def test_the_audit_finds_derived_rows_that_still_cite_a_forgotten_turn(app: App):
+    ids = ingest(app, corpus(12, seed=4))
+    extract(app)
+    gone = forget(app, exchange_ids=[ids[5]])["ids"]
+    assert audit_passes(app)
+    out, _ = app.run("contract_audit", {})
+    checked = {c["name"]: c["checked"] for c in out["report"]["contracts"]}
+    assert checked["forgotten_derived"] == 1
+    # Rows a forgetting without this repair would have left behind.
+    with app.store.write() as conn:
+        conn.execute("INSERT INTO graph_entity_turns SELECT id, ?, 1 FROM graph_entities "
+                     "LIMIT 1", (gone[0],))
+        conn.execute("INSERT INTO turn_origins VALUES (x'ff', ?, 'peer', 0)", (gone[0],))
+    out, _ = app.run("contract_audit", {})
+    (found,) = [c for c in out["report"]["contracts"] if c["name"] == "forgotten_derived"]
+    assert not out["report"]["passed"] and found["ids"] == gone
+    assert "1 graph entity row(s), 1 sync origin row(s)" in found["details"][0]
