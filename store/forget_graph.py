@@ -1,17 +1,18 @@
-"""Forgetting, GraphRAG part: take back what the graph derived from the affected sessions.
+"""Forgetting, GraphRAG part: re-derive the affected sessions without the forgotten turns.
 
 The graph's counts are sums over turns (store.graph_batches), and an edge's count is of
 observations (a turn, or a turn and the one before it), which its provenance rows do not
 determine; alias mentions are per surface form. So the exact repair is the inverse of
-extraction: before the turns are deleted, every session whose read turns include a
-forgotten one has its contribution re-extracted (the same ``batch_records``, page by
-page) and subtracted (``subtract_page``); its provenance rows go and its cursor is
-reset, so the next ``graphrag extract`` reads its remaining turns again and the graph
-equals a full rebuild. ``settle`` then recounts the touched entities from their
-remaining rows, removes what no turn supports any more (entities with their aliases and
-edges, aliases and edges with nothing left), renames the survivors from their remaining
-aliases, clears the communities (their labels quote entity labels) and marks the graph
-stale, so that the next extract recomputes communities and centrality.
+extraction followed by extraction: before the turns are deleted, every session whose
+read turns include a forgotten one has its contribution re-extracted page by page (the
+extraction's own ``batch_records``) and subtracted (``subtract_page``: counts down,
+provenance rows of the page deleted), and the records of the page's remaining turns are
+written back (``write_batch``, which also moves the session's cursor, reset first).
+``settle`` then recounts the touched entities from their rows, removes what no turn
+supports any more (entities with their aliases and edges, aliases and edges with nothing
+left), renames the survivors from their remaining aliases, clears the communities (their
+labels quote entity labels) and marks the graph stale, so that the next ``graphrag
+extract`` recomputes communities and centrality; the graph then equals a full rebuild.
 
 A session part of which was passed over by ``graphrag extract --since`` holds turns
 whose records were never added; such a turn is recognised (it names entities but has
@@ -32,15 +33,16 @@ from store.graph_batches import (
     graph_meta,
     set_graph_meta,
 )
-from store.sql import all_rows, first, one
+from store.sql import all_rows, first
 
 __all__ = [
     "affected_graph_sessions",
     "read_turn_ids",
+    "reset_cursor",
     "session_page",
     "settle",
     "subtract_page",
-    "uncount_session",
+    "uncount_turns",
 ]
 
 
@@ -66,12 +68,15 @@ UPDATE graph_entities SET turns = (SELECT count(*) FROM graph_entity_turns t
 WHERE id IN (SELECT value FROM json_each(?))"""
 UNSUPPORTED = """
 SELECT id FROM graph_entities WHERE id IN (SELECT value FROM json_each(?)) AND turns <= 0"""
-DROP_ENTITIES = (  # each statement binds the JSON list of entity ids as ?1
-    """DELETE FROM graph_edge_turns WHERE edge_id IN (
-         SELECT id FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
-                                       OR dst IN (SELECT value FROM json_each(?1)))""",
-    """DELETE FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
-                                  OR dst IN (SELECT value FROM json_each(?1))""",
+# Each statement binds the JSON list of entity ids as ?1.
+DROP_ENTITY_EDGE_ROWS = """
+DELETE FROM graph_edge_turns WHERE edge_id IN (
+  SELECT id FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
+                                OR dst IN (SELECT value FROM json_each(?1)))"""
+DROP_ENTITY_EDGES = """
+DELETE FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
+                           OR dst IN (SELECT value FROM json_each(?1))"""
+DROP_ENTITY_NAMES = (
     "DELETE FROM graph_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
     "DELETE FROM graph_entities WHERE id IN (SELECT value FROM json_each(?1))")
 DROP_ALIASES = """
@@ -131,34 +136,41 @@ def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[in
     conn.execute(DELETE_EDGE_ROWS, (page,))
 
 
-def uncount_session(conn: apsw.Connection, session_id: int, turns_read: int) -> None:
-    """The session's contribution is gone: its cursor is reset (the next extract reads
-    its remaining turns from the start) and its turns leave the read count."""
+def reset_cursor(conn: apsw.Connection, session_id: int) -> None:
+    """The session is re-derived: its cursor is set again by what is re-added."""
     conn.execute(DELETE_CURSOR, (session_id,))
+
+
+def uncount_turns(conn: apsw.Connection, turns_read: int) -> None:
+    """Turns whose records were subtracted leave the read count."""
     read = max(int(graph_meta(conn, "turns_read") or 0) - turns_read, 0)
     set_graph_meta(conn, "turns_read", str(read))
 
 
 def settle(conn: apsw.Connection, keys: Iterable[str]) -> dict[str, int]:
-    """After subtracting: recount, drop what nothing supports, rename the rest, clear
+    """After re-deriving: recount, drop what nothing supports, rename the rest, clear
     the communities and mark the graph stale. Returns the entities and edges removed."""
     wanted = json.dumps(sorted(set(keys)))
     ids = sorted(int(r[1]) for r in conn.execute(ENTITY_IDS, (wanted,)))
     listed = json.dumps(ids)
     conn.execute(RECOUNT, (listed,))
     gone = [int(r[0]) for r in all_rows(conn, UNSUPPORTED, (listed,))]
-    edges_before = int(one(conn, "SELECT count(*) FROM graph_edges")[0])
+    edges_removed = 0
     if gone:
-        for statement in DROP_ENTITIES:
-            conn.execute(statement, (json.dumps(gone),))
+        listed_gone = (json.dumps(gone),)
+        conn.execute(DROP_ENTITY_EDGE_ROWS, listed_gone)
+        conn.execute(DROP_ENTITY_EDGES, listed_gone)
+        edges_removed += conn.changes()
+        for statement in DROP_ENTITY_NAMES:
+            conn.execute(statement, listed_gone)
     kept = json.dumps(sorted(set(ids) - set(gone)))
     conn.execute(DROP_ALIASES, (kept,))
     unobserved = [int(r[0]) for r in all_rows(conn, UNOBSERVED_EDGES, (kept,))]
     if unobserved:
         for statement in DROP_EDGES:
             conn.execute(statement, (json.dumps(unobserved),))
+        edges_removed += len(unobserved)
     conn.execute(REFRESH_NAMES, (kept,))
     conn.execute(CLEAR_COMMUNITIES)
     set_graph_meta(conn, "stale", "1")
-    edges_after = int(one(conn, "SELECT count(*) FROM graph_edges")[0])
-    return {"entities_removed": len(gone), "edges_removed": edges_before - edges_after}
+    return {"entities_removed": len(gone), "edges_removed": edges_removed}
