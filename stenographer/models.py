@@ -209,8 +209,9 @@ class AuditReport(BaseModel):
 
 class ForgotGraph(BaseModel):
     sessions_rederived: int = Field(description=(
-        "Sessions whose GraphRAG records were re-derived without the forgotten turns; "
-        "communities are recomputed by the next `graphrag extract`."))
+        "Sessions whose GraphRAG records were re-derived around the forgotten turns "
+        "(the graph equals a rebuild without them); communities are recomputed by the "
+        "next `graphrag extract`."))
     entities_removed: int
     edges_removed: int
     reset: bool = Field(description="The whole graph was reset instead (see the text).")

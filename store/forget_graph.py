@@ -1,22 +1,24 @@
-"""Forgetting, GraphRAG part: re-derive the affected sessions without the forgotten turns.
+"""Forgetting, GraphRAG part: re-derive the graph around the forgotten turns.
 
-The graph's counts are sums over turns (store.graph_batches), and an edge's count is of
-observations (a turn, or a turn and the one before it), which its provenance rows do not
-determine; alias mentions are per surface form. So the exact repair is the inverse of
-extraction followed by extraction: before the turns are deleted, every session whose
-read turns include a forgotten one has its contribution re-extracted page by page (the
-extraction's own ``batch_records``) and subtracted (``subtract_page``: counts down,
-provenance rows of the page deleted), and the records of the page's remaining turns are
-written back (``write_batch``, which also moves the session's cursor, reset first).
-``settle`` then recounts the touched entities from their rows, removes what no turn
-supports any more (entities with their aliases and edges, aliases and edges with nothing
-left), renames the survivors from their remaining aliases, clears the communities (their
-labels quote entity labels) and marks the graph stale, so that the next ``graphrag
-extract`` recomputes communities and centrality; the graph then equals a full rebuild.
+The graph's counts are sums over turns (store.graph_batches): a turn's records depend
+on its text and, for window co-occurrences, on the turn before it. An edge's count is of
+observations, which its provenance rows do not determine (a window observation writes a
+row for the turn before too), and alias mentions are per surface form. So the exact
+repair is local re-extraction: around each run of forgotten turns, from the turn before
+it to the second turn after it, the extraction's own ``batch_records`` are subtracted
+(``subtract_page``: counts down, the rows of the turns whose rows change deleted) and
+those of the remaining turns of the range, with the same window, written back
+(``write_batch``). ``settle`` then recounts the touched entities from their rows,
+removes what no turn supports any more (entities with their aliases and edges, aliases
+and edges with nothing left), renames the survivors from their remaining aliases,
+clears the communities (their labels quote entity labels) and marks the graph stale,
+so that the next ``graphrag extract`` recomputes communities and centrality. The graph
+then equals a full rebuild on the remaining turns; the cost follows the number of
+forgotten turns, not the size of their sessions.
 
-A session part of which was passed over by ``graphrag extract --since`` holds turns
-whose records were never added; such a turn is recognised (it names entities but has
-no provenance rows) and the whole graph is reset instead (``reset_graph``).
+A turn in such a range that names entities but has no provenance rows was passed over
+by ``graphrag extract --since`` (its records were never added): the whole graph is
+reset instead (``reset_graph``) and the next extract rebuilds it.
 """
 
 from __future__ import annotations
@@ -37,19 +39,22 @@ from store.sql import all_rows, first
 
 __all__ = [
     "affected_graph_sessions",
+    "read_ids",
     "read_turn_ids",
-    "reset_cursor",
-    "session_page",
+    "set_cursor",
     "settle",
     "subtract_page",
+    "turns_by_ids",
     "uncount_turns",
 ]
 
 
 SELECT_CURSOR = "SELECT through_id FROM graph_cursors WHERE session_id = ?"
-SELECT_PAGE = """
-SELECT id, session_id, content FROM exchanges WHERE session_id = ? AND id > ? AND id <= ?
-ORDER BY id LIMIT ?"""
+SELECT_IDS = "SELECT id FROM exchanges WHERE session_id = ? AND id <= ? ORDER BY id"
+SELECT_TURNS = """
+SELECT id, session_id, content FROM exchanges WHERE id IN (SELECT value FROM json_each(?))
+ORDER BY id"""
+SET_CURSOR = "UPDATE graph_cursors SET through_id = ? WHERE session_id = ?"
 READ_IDS = """
 SELECT DISTINCT exchange_id FROM graph_entity_turns
 WHERE exchange_id IN (SELECT value FROM json_each(?))"""
@@ -107,11 +112,24 @@ def affected_graph_sessions(conn: apsw.Connection, turns: Iterable[tuple[int, in
     return out
 
 
-def session_page(conn: apsw.Connection, session_id: int, after: int, through: int,
-                 limit: int) -> list[PendingTurn]:
-    """The session's next stored turns after ``after`` up to its cursor ``through``."""
+def read_ids(conn: apsw.Connection, session_id: int, through: int) -> list[int]:
+    """The ids of the session's stored turns up to its cursor, in order."""
+    return [int(r[0]) for r in all_rows(conn, SELECT_IDS, (session_id, through))]
+
+
+def turns_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingTurn]:
+    """Stored turns (with their text), in id order."""
     return [PendingTurn(int(r[0]), int(r[1]), str(r[2]))
-            for r in all_rows(conn, SELECT_PAGE, (session_id, after, through, limit))]
+            for r in all_rows(conn, SELECT_TURNS, (json.dumps(list(ids)),))]
+
+
+def set_cursor(conn: apsw.Connection, session_id: int, through: int | None) -> None:
+    """The session's cursor after re-deriving: its last remaining read turn (as a rebuild
+    would leave it), or none when no read turn remains."""
+    if through is None:
+        conn.execute(DELETE_CURSOR, (session_id,))
+    else:
+        conn.execute(SET_CURSOR, (through, session_id))
 
 
 def read_turn_ids(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
@@ -120,8 +138,8 @@ def read_turn_ids(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
 
 
 def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[int]) -> None:
-    """Take one page's records out of the counts and delete the page's provenance rows
-    (``ids``: the page's turns). Call inside a write."""
+    """Take records out of the counts and delete the provenance rows of the turns
+    ``ids`` (the rows that re-deriving rewrites). Call inside a write."""
     keys = sorted({k for k, _, _ in records.aliases}
                   | {k for a, b, _ in records.edges for k in (a, b)})
     entity = {str(k): int(i) for k, i in conn.execute(ENTITY_IDS, (json.dumps(keys),))}
@@ -131,14 +149,9 @@ def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[in
     conn.executemany(SUBTRACT_EDGE, [(n, entity[a], entity[b], kind)
                                      for (a, b, kind), n in sorted(records.edges.items())
                                      if a in entity and b in entity])
-    page = json.dumps(list(ids))
-    conn.execute(DELETE_ENTITY_ROWS, (page,))
-    conn.execute(DELETE_EDGE_ROWS, (page,))
-
-
-def reset_cursor(conn: apsw.Connection, session_id: int) -> None:
-    """The session is re-derived: its cursor is set again by what is re-added."""
-    conn.execute(DELETE_CURSOR, (session_id,))
+    listed = json.dumps(list(ids))
+    conn.execute(DELETE_ENTITY_ROWS, (listed,))
+    conn.execute(DELETE_EDGE_ROWS, (listed,))
 
 
 def uncount_turns(conn: apsw.Connection, turns_read: int) -> None:

@@ -19,8 +19,8 @@ def _graph_part(graph: Mapping[str, Any]) -> str:
                 "over by --since): run `graphrag extract` to rebuild it")
     if not graph["sessions_rederived"]:
         return ""
-    return (f"GraphRAG: {graph['sessions_rederived']} session(s) re-derived without them "
-            f"({removed}); communities cleared until the next `graphrag extract`")
+    return (f"GraphRAG graph re-derived without them in {graph['sessions_rederived']} "
+            f"session(s) ({removed}); communities cleared until the next `graphrag extract`")
 
 
 def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:

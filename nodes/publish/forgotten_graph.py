@@ -1,12 +1,12 @@
 """Forgetting, GraphRAG part (run in the forget transaction, before the turns go).
 
-Each session whose read turns include a forgotten one is re-derived page by page with
-the extraction's own ``batch_records``: the records of all its read turns (the window of
-a page is the last turn of the page before) are subtracted and those of its remaining
-turns written back, so the graph at once equals a full rebuild on the remaining turns,
-communities aside (cleared and recomputed by the next ``graphrag extract``).
-store.forget_graph explains why, and the one case (turns passed over by ``--since``)
-where the whole graph is reset instead.
+In each session whose read turns include a forgotten one, every run of forgotten turns
+is re-derived locally with the extraction's own ``batch_records``: the records of the
+range from the turn before the run to the second turn after it (window: the turn before
+the range) are subtracted, and those of the range's remaining turns written back. The
+graph then equals a full rebuild on the remaining turns, communities aside (cleared,
+recomputed by the next ``graphrag extract``). store.forget_graph explains why, and the
+one case (turns passed over by ``--since``) where the whole graph is reset instead.
 """
 
 from __future__ import annotations
@@ -19,43 +19,69 @@ import apsw
 from nodes.extract.graph_records import batch_records
 from store.forget_graph import (
     affected_graph_sessions,
+    read_ids,
     read_turn_ids,
-    reset_cursor,
-    session_page,
+    set_cursor,
     settle,
     subtract_page,
+    turns_by_ids,
     uncount_turns,
 )
 from store.graph_batches import PendingTurn, reset_graph, write_batch
 
-__all__ = ["PAGE_TURNS", "forget_graph"]
+__all__ = ["forget_graph", "ranges"]
 
-PAGE_TURNS = 500  # turns re-extracted at a time (their text is held only for the page)
+def ranges(ids: Sequence[int], forgotten: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
+    """Positions ``(first, last)`` in ``ids`` (a session's read turns) to re-derive, and
+    the turns whose provenance rows change: each run of forgotten turns with the turn
+    before it and the one after it (their window neighbours change); the range reaches
+    one turn further, whose window observation writes a row for the turn after the run.
+    Overlapping ranges are merged (each turn is subtracted once)."""
+    out: list[tuple[int, int]] = []
+    rewritten: set[int] = set()
+    position, last = 0, len(ids) - 1
+    while position <= last:
+        if ids[position] not in forgotten:
+            position += 1
+            continue
+        end = position
+        while end < last and ids[end + 1] in forgotten:
+            end += 1
+        rewritten.update(ids[max(position - 1, 0):min(end + 1, last) + 1])
+        low, high = max(position - 1, 0), min(end + 2, last)
+        if out and low <= out[-1][1]:
+            out[-1] = (out[-1][0], high)
+        else:
+            out.append((low, high))
+        position = end + 1
+    return out, rewritten
 
 
 def _rederive_session(conn: apsw.Connection, session_id: int, through: int,
                       forgotten: set[int], keys: set[str]) -> bool:
-    """Subtract the session's records and write back those of its remaining turns;
-    False when a turn was passed over (then nothing here is consistent: reset)."""
-    reset_cursor(conn, session_id)
-    previous: PendingTurn | None = None  # the window over all read turns
-    kept_previous: PendingTurn | None = None  # and over the remaining ones
-    after, read = 0, 0
-    while page := session_page(conn, session_id, after, through, PAGE_TURNS):
-        ids = [t.id for t in page]
-        records = batch_records(page, {session_id: previous})
-        if {x for _, x, _ in records.entity_turns} - read_turn_ids(conn, ids):
+    """Re-derive the session's ranges; False when a turn was passed over (reset)."""
+    ids = read_ids(conn, session_id, through)
+    spans, rewritten = ranges(ids, forgotten)
+    read = 0
+    for low, high in spans:
+        window_id = [ids[low - 1]] if low else []
+        turns = turns_by_ids(conn, window_id + ids[low:high + 1])
+        window: PendingTurn | None = turns[0] if window_id else None
+        segment = turns[1:] if window_id else turns
+        old = batch_records(segment, {session_id: window})
+        if {x for _, x, _ in old.entity_turns} - read_turn_ids(conn, [t.id for t in segment]):
             return False  # it names entities yet was never read: passed over
-        keys.update(k for k, _, _ in records.aliases)
-        keys.update(k for a, b, _ in records.edges for k in (a, b))
-        subtract_page(conn, records, ids)
-        remaining = [t for t in page if t.id not in forgotten]
-        if remaining:
-            write_batch(conn, batch_records(remaining, {session_id: kept_previous}))
-            kept_previous = remaining[-1]
-        read += len(page)
-        previous, after = page[-1], page[-1].id
+        subtract_page(conn, old, [t.id for t in segment if t.id in rewritten])
+        new = batch_records([t for t in segment if t.id not in forgotten],
+                            {session_id: window})
+        write_batch(conn, new)
+        for records in (old, new):
+            keys.update(k for k, _, _ in records.aliases)
+            keys.update(k for a, b, _ in records.edges for k in (a, b))
+        read += len(segment)
     uncount_turns(conn, read)
+    remaining = [i for i in ids if i not in forgotten]
+    set_cursor(conn, session_id, remaining[-1] if remaining else None)
     return True
 
 

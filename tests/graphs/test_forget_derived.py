@@ -7,12 +7,14 @@ rebuild on the remaining turns."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nodes.publish.forgotten_graph import ranges
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from tests.graphs.test_graphrag import corpus, export, extract
@@ -219,3 +221,41 @@ def test_the_audit_finds_derived_rows_that_still_cite_a_forgotten_turn(app: App)
     (found,) = [c for c in out["report"]["contracts"] if c["name"] == "forgotten_derived"]
     assert not out["report"]["passed"] and found["ids"] == gone
     assert "1 graph entity row(s), 1 sync origin row(s)" in found["details"][0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_forgetting_any_turns_then_extract_equals_a_rebuild(tmp_path: Path, seed: int):
+    """Random forgotten sets (runs of neighbours, a session's first and last turns, turns
+    not yet read) over two forgets: the graph equals a rebuild on the remaining turns."""
+    rng = random.Random(seed)
+    turns = corpus(48, seed=seed, sessions=2)
+    kept, rebuilt = fresh(tmp_path / "kept"), fresh(tmp_path / "rebuilt")
+    try:
+        ids = ingest(kept, turns[:40])
+        extract(kept, batch_size=rng.choice((5, 13, 100)))
+        ids += ingest(kept, turns[40:])  # not read yet
+        first = sorted({*rng.sample(ids, 6), ids[0], ids[-1], *ids[20:23]})
+        second = sorted(rng.sample([i for i in ids if i not in first], 4))
+        for chosen in (first, second):
+            forget(kept, exchange_ids=chosen)
+            assert audit_passes(kept)
+        ingest(rebuilt, turns)
+        forget(rebuilt, exchange_ids=first + second)
+        extract(kept, batch_size=7)
+        extract(rebuilt)
+        assert export(kept) == export(rebuilt)
+        assert counts(kept) == counts(rebuilt)
+    finally:
+        kept.close()
+        rebuilt.close()
+
+
+def test_ranges_cover_each_run_with_its_neighbours_once():
+    ids = list(range(1, 11))
+    assert ranges(ids, {4}) == ([(2, 5)], {3, 4, 5})
+    assert ranges(ids, {4, 5}) == ([(2, 6)], {3, 4, 5, 6})
+    assert ranges(ids, {1}) == ([(0, 2)], {1, 2})
+    assert ranges(ids, {10}) == ([(8, 9)], {9, 10})
+    assert ranges(ids, {3, 6}) == ([(1, 7)], {2, 3, 4, 5, 6, 7})  # overlapping: merged
+    assert ranges(ids, {2, 8}) == ([(0, 3), (6, 9)], {1, 2, 3, 7, 8, 9})
+    assert ranges(ids, {42}) == ([], set())
