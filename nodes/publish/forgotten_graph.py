@@ -29,7 +29,10 @@ from store.forget_graph import (
 )
 from store.graph_batches import PendingTurn, reset_graph, write_batch
 
-__all__ = ["forget_graph", "ranges"]
+__all__ = ["PAGE_TURNS", "forget_graph", "ranges"]
+
+PAGE_TURNS = 500  # turns re-extracted at a time (their text is held only for the page)
+
 
 def ranges(ids: Sequence[int], forgotten: set[int]) -> tuple[list[tuple[int, int]], set[int]]:
     """Positions ``(first, last)`` in ``ids`` (a session's read turns) to re-derive, and
@@ -64,21 +67,22 @@ def _rederive_session(conn: apsw.Connection, session_id: int, through: int,
     spans, rewritten = ranges(ids, forgotten)
     read = 0
     for low, high in spans:
-        window_id = [ids[low - 1]] if low else []
-        turns = turns_by_ids(conn, window_id + ids[low:high + 1])
-        window: PendingTurn | None = turns[0] if window_id else None
-        segment = turns[1:] if window_id else turns
-        old = batch_records(segment, {session_id: window})
-        if {x for _, x, _ in old.entity_turns} - read_turn_ids(conn, [t.id for t in segment]):
-            return False  # it names entities yet was never read: passed over
-        subtract_page(conn, old, [t.id for t in segment if t.id in rewritten])
-        new = batch_records([t for t in segment if t.id not in forgotten],
-                            {session_id: window})
-        write_batch(conn, new)
-        for records in (old, new):
-            keys.update(k for k, _, _ in records.aliases)
-            keys.update(k for a, b, _ in records.edges for k in (a, b))
-        read += len(segment)
+        window: PendingTurn | None = turns_by_ids(conn, [ids[low - 1]])[0] if low else None
+        kept_window = window  # the window of the remaining turns
+        for start in range(low, high + 1, PAGE_TURNS):
+            page = turns_by_ids(conn, ids[start:min(start + PAGE_TURNS, high + 1)])
+            old = batch_records(page, {session_id: window})
+            if {x for _, x, _ in old.entity_turns} - read_turn_ids(conn, [t.id for t in page]):
+                return False  # it names entities yet was never read: passed over
+            subtract_page(conn, old, [t.id for t in page if t.id in rewritten])
+            remaining = [t for t in page if t.id not in forgotten]
+            new = batch_records(remaining, {session_id: kept_window})
+            write_batch(conn, new)
+            for records in (old, new):
+                keys.update(k for k, _, _ in records.aliases)
+                keys.update(k for a, b, _ in records.edges for k in (a, b))
+            read += len(page)
+            window, kept_window = page[-1], (remaining[-1] if remaining else kept_window)
     uncount_turns(conn, read)
     remaining = [i for i in ids if i not in forgotten]
     set_cursor(conn, session_id, remaining[-1] if remaining else None)
