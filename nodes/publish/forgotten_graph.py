@@ -84,8 +84,8 @@ def _rederive_session(conn: apsw.Connection, session_id: int, through: int,
             read += len(page)
             window, kept_window = page[-1], (remaining[-1] if remaining else kept_window)
     uncount_turns(conn, read)
-    remaining = [i for i in ids if i not in forgotten]
-    set_cursor(conn, session_id, remaining[-1] if remaining else None)
+    kept_ids = [i for i in ids if i not in forgotten]
+    set_cursor(conn, session_id, kept_ids[-1] if kept_ids else None)
     return True
 
 
