@@ -1,7 +1,9 @@
 """Nodes: forget the selected turns (one write transaction), then scrub the file.
 
-In the transaction: tombstones, deletion from the store and both indexes, the briefs
-that cited a forgotten turn rebuilt from their remaining sources (or removed when none
+In the transaction: the GraphRAG graph re-derived around the turns (while their text is
+still there: nodes.publish.forgotten_graph), tombstones, deletion from the store and
+both indexes (NAFE flags by cascade, sync origin rows moved into the tombstones), the
+briefs that cited a forgotten turn rebuilt from their remaining sources (or removed when none
 remain), the keyword entries of the next turns (which borrowed its words) rebuilt, and,
 when forgetting a literal text, the stored stage traces that mention it (a search for
 it, say) deleted. ``secure_delete`` zeroes the freed bytes; ``scrubbed_store`` then
