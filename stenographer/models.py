@@ -207,6 +207,16 @@ class AuditReport(BaseModel):
     trace: TraceOut
 
 
+class ForgotGraph(BaseModel):
+    sessions_rederived: int = Field(description=(
+        "Sessions whose GraphRAG records were re-derived around the forgotten turns "
+        "(the graph equals a rebuild without them); communities are recomputed by the "
+        "next `graphrag extract`."))
+    entities_removed: int
+    edges_removed: int
+    reset: bool = Field(description="The whole graph was reset instead (see the text).")
+
+
 class Forgot(BaseModel):
     text: str
     count: int = Field(description="Turns forgotten (each leaves a tombstone).")
@@ -217,6 +227,7 @@ class Forgot(BaseModel):
     milestones_removed: int
     reindexed: int = Field(description="Later turns whose keyword entry was rebuilt.")
     traces_purged: int
+    graph: ForgotGraph
     vacuumed: bool
     log_emptied: bool
     trace: TraceOut

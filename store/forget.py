@@ -1,12 +1,13 @@
 """Forgetting: turns leave the store and both indexes, tombstones keep their hashes.
 
 Everything a forgotten turn left behind is removed in the caller's write transaction:
-its row, keyword and vector index entries, provider vectors (cascade), milestone and
-brief source rows. The briefs that cited it are rewritten by the caller from their
-remaining sources (``brief_sources_of``, ``rewrite_brief``, ``delete_brief``), and the
-keyword entries of the turns right after it, which borrowed its words, are rebuilt
-(``reindex_turn``). ``scrub`` then rewrites the file so that no page still holds the
-text: index merge, ``VACUUM``, WAL checkpoint.
+its row, keyword and vector index entries, provider vectors and NAFE flags (cascade),
+milestone and brief source rows, its sync origin row (kept in the tombstone). What
+GraphRAG derived is taken back first (store.forget_graph). The briefs that cited it
+are rewritten by the caller from their remaining sources (``brief_sources_of``,
+``rewrite_brief``, ``delete_brief``), and the keyword entries of the turns right after
+it, which borrowed its words, are rebuilt (``reindex_turn``). ``scrub`` then rewrites
+the file so that no page still holds the text: index merge, ``VACUUM``, WAL checkpoint.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "reindex_turn",
     "rewrite_brief",
     "scrub",
+    "selected_turns",
 ]
 
 
@@ -84,10 +86,20 @@ def matching_sql(sel: Selection) -> tuple[str, list[Any]]:
     return sql, params
 
 
+def selected_turns(conn: apsw.Connection, sel: Selection) -> list[tuple[int, int]]:
+    """(exchange id, session id) of the selected turns, by id."""
+    sql, params = matching_sql(sel)
+    return [(int(r[0]), int(r[1])) for r in all_rows(conn, sql, params)]
+
+
+# The tombstone keeps the turn's sync origin (when it was re-linked here) and its
+# ``turn_origins`` row goes: a peer's old bundle still holding the turn is recognised.
 INSERT_TOMBSTONE = """
 INSERT INTO forgotten(exchange_id, session_id, forgotten_at, reason, selector, content_hash,
-                      chain_hash, brief_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+                      chain_hash, brief_id, origin)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+        (SELECT origin FROM turn_origins WHERE exchange_id = ?1))"""
+DELETE_ORIGIN = "DELETE FROM turn_origins WHERE exchange_id = ?"
 DELETE_FTS = "DELETE FROM exchanges_fts WHERE rowid = ?"
 DELETE_VECTOR = "DELETE FROM exchange_vectors WHERE rowid = ?"
 DELETE_MILESTONE = "DELETE FROM milestones WHERE exchange_id = ?"
@@ -112,6 +124,7 @@ def forget_turns(conn: apsw.Connection, sel: Selection, reason: str, now: float)
         conn.execute(DELETE_MILESTONE, (exchange_id,))
         milestones += conn.changes()
         conn.execute(DELETE_SOURCE, (exchange_id,))
+        conn.execute(DELETE_ORIGIN, (exchange_id,))
         conn.execute(DELETE_EXCHANGE, (exchange_id,))
         per_session[session_id] = per_session.get(session_id, 0) + 1
         if brief_id is not None:

@@ -394,6 +394,46 @@ def m009_sync(conn: apsw.Connection) -> None:
     )
 
 
+# --- forgetting what later features derived (GraphRAG, sync) ---------------------------------
+
+
+def m010_forget_derived(conn: apsw.Connection) -> None:
+    """A tombstone keeps its turn's sync origin (``forgotten.origin``, when the turn was
+    re-linked here and its origin differs from its chain hash), so that ``turn_origins``
+    holds stored turns only and a forgotten turn's row there goes with it; tombstones'
+    rows move now. A graph built before forgetting took back what GraphRAG derived may
+    still cite forgotten turns: then it is reset, and the next ``graphrag extract``
+    rebuilds it from the remaining turns (bounded: one index probe per tombstone).
+    """
+    conn.execute(
+        """
+        ALTER TABLE forgotten ADD COLUMN origin BLOB;
+        UPDATE forgotten SET origin = (
+          SELECT o.origin FROM turn_origins o WHERE o.exchange_id = forgotten.exchange_id)
+        WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = forgotten.exchange_id);
+        DELETE FROM turn_origins WHERE exchange_id IN (SELECT exchange_id FROM forgotten)
+          AND NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = turn_origins.exchange_id);
+        CREATE INDEX forgotten_by_origin ON forgotten(origin) WHERE origin IS NOT NULL;
+        """
+    )
+    stale = conn.execute(
+        """
+        SELECT EXISTS(SELECT 1 FROM forgotten f
+          WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id)
+            AND (EXISTS(SELECT 1 FROM graph_entity_turns t WHERE t.exchange_id = f.exchange_id)
+              OR EXISTS(SELECT 1 FROM graph_edge_turns t WHERE t.exchange_id = f.exchange_id)))
+        """).fetchone()
+    if stale is not None and stale[0]:
+        conn.execute(
+            """
+            DELETE FROM graph_entities; DELETE FROM graph_aliases;
+            DELETE FROM graph_entity_turns; DELETE FROM graph_edges;
+            DELETE FROM graph_edge_turns; DELETE FROM graph_cursors;
+            DELETE FROM graph_communities; DELETE FROM meta WHERE key LIKE 'graphrag_%';
+            """
+        )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -404,6 +444,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m007_graphrag,
     m008_capture,
     m009_sync,
+    m010_forget_derived,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

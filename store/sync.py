@@ -17,7 +17,10 @@ both sides wrote to the session since they last synced, the chains fork: each st
 chain records its own arrival order and verifies on its own, and the turn's origin
 (its chain hash where it was first recorded) is kept in ``turn_origins`` so that the
 turn is recognised wherever it travels next. A received tombstone of a turn never held
-here is appended the same way, with the sender's chain hash (``record_tombstone``).
+here is appended the same way, with the sender's chain hash (``record_tombstone``). A
+tombstone keeps its turn's origin itself (``forgotten.origin``, when it differs from the
+chain hash); ``turn_origins`` holds stored turns only, and forgetting a turn moves its
+origin there (migration 10).
 """
 
 from __future__ import annotations
@@ -74,9 +77,8 @@ SELECT id, session, role, created_at, content, content_hash, chain_hash, source_
   WHERE e.id > ?1 AND (?2 IS NULL OR e.session_id = ?2)
   UNION ALL
   SELECT f.exchange_id, s.name, NULL, NULL, NULL, f.content_hash, f.chain_hash, NULL, NULL,
-         coalesce(o.origin, f.chain_hash)
+         coalesce(f.origin, f.chain_hash)
   FROM forgotten f JOIN sessions s ON s.id = f.session_id
-  LEFT JOIN turn_origins o ON o.exchange_id = f.exchange_id
   WHERE f.exchange_id > ?1 AND (?2 IS NULL OR f.session_id = ?2)
     AND NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id)
 ) ORDER BY id LIMIT ?3"""
@@ -119,7 +121,8 @@ KNOWN_ORIGIN = """
 SELECT EXISTS(SELECT 1 FROM turn_origins WHERE origin = ?1)
     OR EXISTS(SELECT 1 FROM exchanges
               WHERE substr(chain_hash, 1, 8) = substr(?1, 1, 8) AND chain_hash = ?1)
-    OR EXISTS(SELECT 1 FROM forgotten WHERE chain_hash = ?1)"""
+    OR EXISTS(SELECT 1 FROM forgotten WHERE chain_hash = ?1)
+    OR EXISTS(SELECT 1 FROM forgotten WHERE origin = ?1)"""
 INSERT_ORIGIN = """
 INSERT OR IGNORE INTO turn_origins(origin, exchange_id, peer, received_at)
 VALUES (?, ?, ?, ?)"""
@@ -159,8 +162,8 @@ ON CONFLICT(name) DO UPDATE SET chain_head = excluded.chain_head
 RETURNING id"""
 INSERT_TOMBSTONE = """
 INSERT INTO forgotten(exchange_id, session_id, forgotten_at, reason, selector, content_hash,
-                      chain_hash, brief_id)
-VALUES (?, ?, ?, ?, 'sync', ?, ?, NULL)"""
+                      chain_hash, brief_id, origin)
+VALUES (?, ?, ?, ?, 'sync', ?, ?, NULL, ?)"""
 
 
 def record_tombstone(conn: apsw.Connection, session: str, content_hash: bytes, chain: bytes,
@@ -173,9 +176,7 @@ def record_tombstone(conn: apsw.Connection, session: str, content_hash: bytes, c
     ident = int(one(conn, TAKE_ID)[0])
     session_row = int(one(conn, UPSERT_TOMBSTONE_SESSION, (session, at, chain))[0])
     conn.execute(INSERT_TOMBSTONE, (ident, session_row, at, f"forgotten at a peer ({peer})"[:500],
-                                    content_hash, chain))
-    if origin != chain:
-        record_origin(conn, origin, ident, peer, at)
+                                    content_hash, chain, origin if origin != chain else None))
     return ident
 
 

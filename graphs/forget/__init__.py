@@ -1,9 +1,10 @@
 """forget: delete turns by ids, session, time range and/or literal text, for good.
 
-validate (confirm=true required) → resolve the session → forget in one transaction
-(tombstones; turns out of the store and both indexes; affected briefs rebuilt from their
-remaining sources; neighbours re-indexed; traces mentioning the text deleted) → scrub
-the file (index merge, VACUUM, checkpoint) → reply.
+validate (confirm=true required) → resolve the session → forget in one transaction (the
+GraphRAG graph re-derived without the turns; tombstones; turns out of the store and both
+indexes; affected briefs rebuilt from their remaining sources; neighbours re-indexed;
+traces mentioning the text deleted) → scrub the file (index merge, VACUUM, checkpoint) →
+reply.
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels

@@ -32,6 +32,8 @@ CONTRACTS: dict[str, str] = {
     "keyword_index": "the keyword (FTS) index holds exactly the stored turns",
     "vector_index": "the vector index holds exactly the stored turns",
     "milestones": "every milestone points at an existing turn of its session",
+    "forgotten_derived": "no GraphRAG provenance row, sync origin or NAFE flag cites a "
+                         "forgotten turn",
     "trace_retention": "stored stage traces stay within STENO_TRACE_RETENTION (plus one "
                        "prune interval)",
 }
@@ -157,6 +159,20 @@ def _milestones(records: list[list[Any]], findings: Findings) -> None:
                                             else "names another session"))
 
 
+def _forgotten(records: list[list[Any]], findings: Findings) -> None:
+    for ident, entity_rows, edge_rows, origins, flags in records:
+        findings["forgotten_derived"]["checked"] += 1
+        left = [f"{n} {what}" for n, what in ((entity_rows, "graph entity row(s)"),
+                                              (edge_rows, "graph edge row(s)"),
+                                              (origins, "sync origin row(s)"),
+                                              (flags, "NAFE flag(s)")) if n]
+        if left:
+            _flag(findings, "forgotten_derived", ident,
+                  f"forgotten turn #{ident} is still cited by " + ", ".join(left)
+                  + ("; `graphrag reset` then `graphrag extract` rebuilds the graph"
+                     if entity_rows or edge_rows else ""))
+
+
 def _compression(records: list[list[Any]], findings: Findings, first: bool,
                  turn_limit: int) -> None:
     if first and records:
@@ -196,6 +212,8 @@ def audit_findings(state: State, cfg: Mapping[str, Any]) -> Writes:
         _indexes(records, findings)
     elif name == "milestones":
         _milestones(records, findings)
+    elif name == "forgotten":
+        _forgotten(records, findings)
     elif name == "compression":
         _compression(records, findings, batch["first"], audit["turn_limit"])
     else:

@@ -20,13 +20,14 @@ from store.audit import (
     run_page,
     turn_page,
 )
+from store.audit_forgotten import forgotten_page
 from store.errors import NotFound
 from store.exchanges import session_row_id
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
 
 AUDIT_BATCH = 5_000
-PASSES = ("turns", "briefs", "indexes", "milestones", "compression", "runs")
+PASSES = ("turns", "briefs", "indexes", "milestones", "forgotten", "compression", "runs")
 
 
 def audit_scope(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -58,6 +59,8 @@ def audit_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
             records, cursor = index_page(conn, after, limit, session_row)
         elif name == "milestones":
             records, cursor = milestone_page(conn, after, limit, session_row)
+        elif name == "forgotten":
+            records, cursor = forgotten_page(conn, after, limit, session_row)
         elif name == "compression":
             records, cursor = compression_page(conn, after, limit, session_row,
                                                audit["turn_limit"])

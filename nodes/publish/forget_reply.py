@@ -10,6 +10,19 @@ from nodes.context import State, Writes
 __all__ = ["forget_reply"]
 
 
+def _graph_part(graph: Mapping[str, Any]) -> str:
+    """What forgetting did to the GraphRAG graph ('' when no read turn was forgotten)."""
+    removed = (f"{graph['entities_removed']} entit(ies) and {graph['edges_removed']} "
+               "edge(s) removed")
+    if graph["reset"]:
+        return (f"GraphRAG graph reset ({removed}; part of an affected session was passed "
+                "over by --since): run `graphrag extract` to rebuild it")
+    if not graph["sessions_rederived"]:
+        return ""
+    return (f"GraphRAG graph re-derived without them in {graph['sessions_rederived']} "
+            f"session(s) ({removed}); communities cleared until the next `graphrag extract`")
+
+
 def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     gone, scrubbed = state.get("forgotten"), state.get("scrubbed")
     count = gone["count"]
@@ -30,6 +43,8 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             parts.append(f"{gone['milestones_removed']} milestone(s) removed")
         if gone["traces_purged"]:
             parts.append(f"{gone['traces_purged']} stage trace(s) that mentioned it deleted")
+        if graph_part := _graph_part(gone["graph"]):
+            parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")
         if scrubbed["vacuumed"]:
             parts.append("file rewritten (VACUUM)" + (

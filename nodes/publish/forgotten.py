@@ -1,7 +1,9 @@
 """Nodes: forget the selected turns (one write transaction), then scrub the file.
 
-In the transaction: tombstones, deletion from the store and both indexes, the briefs
-that cited a forgotten turn rebuilt from their remaining sources (or removed when none
+In the transaction: the GraphRAG graph re-derived around the turns (while their text is
+still there: nodes.publish.forgotten_graph), tombstones, deletion from the store and
+both indexes (NAFE flags by cascade, sync origin rows moved into the tombstones), the
+briefs that cited a forgotten turn rebuilt from their remaining sources (or removed when none
 remain), the keyword entries of the next turns (which borrowed its words) rebuilt, and,
 when forgetting a literal text, the stored stage traces that mention it (a search for
 it, say) deleted. ``secure_delete`` zeroes the freed bytes; ``scrubbed_store`` then
@@ -21,6 +23,7 @@ from nodes.extract.brief import brief_text
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.load_evidence.compression import batch_records
+from nodes.publish.forgotten_graph import forget_graph
 from store.forget import (
     Forgotten,
     Selection,
@@ -34,6 +37,7 @@ from store.forget import (
     reindex_turn,
     rewrite_brief,
     scrub,
+    selected_turns,
 )
 from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
@@ -81,6 +85,7 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     conn.execute("PRAGMA secure_delete=ON")  # zero every freed byte, not only the cheap ones
     try:
         with store.write() as conn:
+            graph = forget_graph(conn, selected_turns(conn, selection))
             gone = forget_turns(conn, selection, forget["reason"], time.time())
             rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
             reindexed = _reindex_followers(conn, gone)
@@ -92,7 +97,8 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
                           "sessions": len(gone.sessions), "briefs_rebuilt": rebuilt,
                           "briefs_removed": removed, "milestones_removed": gone.milestones,
-                          "reindexed": reindexed, "traces_purged": purged}}
+                          "reindexed": reindexed, "traces_purged": purged,
+                          "graph": graph}}
 
 
 def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:

@@ -76,7 +76,7 @@ def test_an_untouched_store_passes_every_contract(app: App):
     checked = {c["name"]: c["checked"] for c in report["contracts"]}
     assert checked["turn_hashes"] == 16 and checked["keyword_index"] == 16
     assert checked["brief_sources"] == 12 and checked["milestones"] == 1
-    assert "all 9 contracts hold" in report["text"]
+    assert "all 10 contracts hold" in report["text"]
     scoped = audit(app, session_id="b")
     assert scoped["passed"] and scoped["contracts"][0]["checked"] == 6
 
@@ -181,7 +181,7 @@ def test_small_pages_give_the_same_report(app: App):
     finally:
         app.graphs.compile(DEFINITION, app.graphs.max_steps["contract_audit"])
     whole = audit(app)
-    assert paged["pages"] > 3 * whole["pages"]
+    assert paged["pages"] > 2 * whole["pages"]  # one page per pass at the default size
     strip = [{k: v for k, v in c.items()} for c in whole["contracts"]]
     assert [{k: v for k, v in c.items()} for c in paged["contracts"]] == strip
     assert failures(whole) == {"turn_hashes": [a[8][0]], "keyword_index": [a[0][0]]}
