@@ -6,6 +6,8 @@ the ``outbox:bus`` cursor. ``BackgroundBusPublish`` does that every
 ``STENO_BUS_INTERVAL`` seconds in a server process with the bus configured; after a
 failure (missing, locked, corrupt bus) it waits ``backoff(attempt)`` instead, doubling
 up to 30 s, and tries again — forever: the turns wait in the outbox, nothing is lost.
+While there is no bus file it only checks for one each round (status shows the turns
+pending; ``stenographer bus publish`` records "missing" as the cursor's last error).
 
 Several server processes on one store each run a publisher. They cannot publish an
 event twice: an event is inserted only if its key is not on the bus, checked inside the
@@ -89,7 +91,12 @@ class BackgroundBusPublish:
         return self
 
     def _loop(self) -> None:
+        path = self.app.settings.bus_path
+        assert path is not None
         while not self._stop.is_set():
+            if not path.is_file():  # no bus (yet): a stat per round, like the ingest path
+                self._stop.wait(self.app.settings.bus_interval)
+                continue
             try:
                 outcome = publish(self.app, stop=self._stop)
                 ok = outcome.ok

@@ -120,7 +120,7 @@ def test_new_turns_are_published_once_each_with_their_payload(graphs: Graphs,
     assert reply["text"].startswith(f"Published turns #1-#3 to {path}: 3 new events")
     found = events(path)
     assert [task for task, _, _ in found] == ["s", "t", "s"]
-    task, payload, created_at = found[0]
+    _, payload, created_at = found[0]
     store_id = process.rows("SELECT value FROM meta WHERE key = 'store_id'")[0][0]
     chain, content_hash = process.rows(
         "SELECT chain_hash, content_hash FROM exchanges WHERE id = ?",
@@ -260,7 +260,8 @@ def test_an_unusable_bus_keeps_the_turns_until_it_is_back(graphs: Graphs, proces
         path.write_bytes(b"\x00garbage" * 512)
     try:
         for i in range(3):
-            assert ingest(graphs, process, f"turn {i} while the bus is {kind}")["exchange_id"] == i + 1
+            turn = ingest(graphs, process, f"turn {i} while the bus is {kind}")
+            assert turn["exchange_id"] == i + 1
         reply = publish(graphs, process)
         assert not reply["ok"] and reply["retryable"] and f"the bus is {kind}" in reply["text"]
         state, text = status(graphs, process)
@@ -301,7 +302,7 @@ def test_forgotten_turns_are_not_published(graphs: Graphs, process: Process, sha
     path = make_bus(shared)
     ingest(graphs, process, "keep this")
     ingest(graphs, process, "the password is hunter2-zebra")
-    out, _ = graphs.run("forget", {"request": {"exchange_ids": [2], "confirm": True,
+    graphs.run("forget", {"request": {"exchange_ids": [2], "confirm": True,
                                                "reason": "test"}}, process.ctx)
     ingest(graphs, process, "keep this too")
     reply = publish(graphs, process)
