@@ -13,7 +13,6 @@ the cursor and retried by the driver (stenographer.bus); nothing is lost.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from nodes.context import State, Writes
@@ -48,15 +47,18 @@ def outgoing_events(state: State, cfg: Mapping[str, Any]) -> Writes:
         cursor = get_cursor(conn, BUS_OUTBOX, peer["url"])
         after = cursor.position if cursor is not None else 0
         batch = bus_batch(conn, after, peer["batch"], state.ctx.settings.bus_excerpt_chars)
+    # The payloads stay out of graph state (every crossing copies it): only their token.
+    token = None if batch.through is None else state.ctx.scratch.put({"events": batch.events})
     return {"outgoing": {"after": after, "through": batch.through, "records": batch.records,
-                         "events": [asdict(e) for e in batch.events]}}
+                         "events": len(batch.events), "token": token}}
 
 
 def published_events(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Insert the batch's events not on the bus yet, in one bus transaction."""
     bus, outgoing = state.ctx.bus, state.get("outgoing")
     assert bus is not None  # bus_destination checked
-    events = [OutgoingEvent(**e) for e in outgoing["events"]]
+    events: list[OutgoingEvent] = state.ctx.scratch.get(outgoing["token"])["events"]
+    state.ctx.scratch.drop(outgoing["token"])
     try:
         inserted, there = bus.publish(events, state.ctx.settings.bus_publish_timeout_ms)
     except BusUnavailable as ex:
@@ -76,7 +78,7 @@ def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "ok": False, "retryable": delivery["retryable"], "more": False,
                           "records": 0, "published": 0, "duplicates": 0,
                           "through": None, "cursor": state.get("cursor")}}
-    events = len(outgoing["events"])
+    events = outgoing["events"]
     text = (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
             f"{peer['url']}: {delivery['applied']:,} new events, "
             f"{delivery['duplicates']:,} already there"
