@@ -328,7 +328,8 @@ async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, C
     """Automatic capture progress (transcript watchers: files, offsets, last success,
     errors), delivery status (sync outbox: pending, delivered, last error), the
     coordination bus (state: ok, missing, locked, corrupt, unusable; shutdown events
-    unacknowledged and recorded; this process's last error and back-off) and store
+    unacknowledged and recorded; this process's last error and back-off; turns
+    published as STENO_EXCHANGE events: delivered, pending, last success and error) and store
     counts (sessions, exchanges, briefs, size). Read-only; about 1.5 KB.
     """
     out, trace = await _run(ctx, "status", {})
