@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graphs import bus_publish as bus_publish_graph
 from graphs import (
     capture,
     compress,
@@ -99,6 +100,12 @@ from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
 from nodes.publish.bundle_apply import applied_bundle
 from nodes.publish.bundle_export import exported_bundle
+from nodes.publish.bus_outbox import (
+    bus_destination,
+    bus_publish_reply,
+    outgoing_events,
+    published_events,
+)
 from nodes.publish.capture import advanced_cursor
 from nodes.publish.delivery import delivered_bundle, fetched_bundle
 from nodes.publish.embeddings import embedded_backlog
@@ -174,6 +181,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
         push_reply, fetched_bundle, acked_pull, pull_reply, checked_delivery_error,
+        bus_destination, outgoing_events, published_events, bus_publish_reply,
 )
 
 # Route conditions read only small channels that a node wrote for the purpose.
@@ -198,6 +206,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     *graphrag_graphs.DEFINITIONS,
     *capture.DEFINITIONS,
     *sync_graphs.DEFINITIONS,
+    bus_publish_graph.DEFINITION,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

@@ -407,6 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sync_commands(sub, _sub)
 
+    from stenographer.bus_cli import add_bus_commands
+
+    add_bus_commands(sub, _sub)
+
     _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
          cmd_doctor, json_flag=True)
 

@@ -35,6 +35,7 @@ from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
     from stenographer.app import App
+    from stenographer.bus import BackgroundBusPublish
     from stenographer.sync import BackgroundPush
 
 __all__ = ["main", "mcp"]
@@ -58,6 +59,7 @@ class AppLoader:
     def __init__(self) -> None:
         self._app: App | None = None
         self._push: BackgroundPush | None = None  # when STENO_SYNC_PEER is set
+        self._bus_publish: BackgroundBusPublish | None = None  # when a bus is configured
         self._error: BaseException | None = None
         self._ready = threading.Event()
         threading.Thread(target=self._open, name="steno-open", daemon=True).start()
@@ -79,6 +81,10 @@ class AppLoader:
                 from stenographer.sync import BackgroundPush
 
                 self._push = BackgroundPush(self._app).start()
+            if self._app.settings.bus_path is not None and self._app.settings.bus_publish:
+                from stenographer.bus import BackgroundBusPublish
+
+                self._bus_publish = BackgroundBusPublish(self._app).start()
         finally:
             self._ready.set()
 
@@ -94,6 +100,8 @@ class AppLoader:
         self._ready.wait()
         if self._push is not None:
             self._push.stop()
+        if self._bus_publish is not None:
+            self._bus_publish.stop()
         if self._app is not None:
             self._app.close()
 
@@ -320,7 +328,8 @@ async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, C
     """Automatic capture progress (transcript watchers: files, offsets, last success,
     errors), delivery status (sync outbox: pending, delivered, last error), the
     coordination bus (state: ok, missing, locked, corrupt, unusable; shutdown events
-    unacknowledged and recorded; this process's last error and back-off) and store
+    unacknowledged and recorded; this process's last error and back-off; turns
+    published as STENO_EXCHANGE events: delivered, pending, last success and error) and store
     counts (sessions, exchanges, briefs, size). Read-only; about 1.5 KB.
     """
     out, trace = await _run(ctx, "status", {})

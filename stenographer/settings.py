@@ -52,6 +52,11 @@ DEFAULT_GRAPH_WORKERS = 1
 # The coordination bus of the Omega/VERITAS tools: <dir>/coordination.sqlite (store.bus).
 DEFAULT_SHARED_DIR = Path("~/.veritas-shared")
 DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an ingest this once
+# Publishing turns to the bus as STENO_EXCHANGE events (store.bus_outbox, stenographer.bus).
+DEFAULT_BUS_BATCH = 200  # events per bus transaction
+DEFAULT_BUS_INTERVAL = 2.0  # seconds between background publish rounds
+DEFAULT_BUS_PUBLISH_TIMEOUT_MS = 2_000  # busy timeout of a publish (off the ingest path)
+DEFAULT_BUS_EXCERPT_CHARS = 4_000  # content characters in an event's payload
 DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
 DEFAULT_GRAPHRAG_BATCH = 1_000  # turns per GraphRAG extraction batch
 DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
@@ -121,6 +126,11 @@ class Settings:
     # directory they want, so embedding code and tests never touch ~/.veritas-shared.
     shared_dir: Path | None = None
     bus_timeout_ms: int = DEFAULT_BUS_TIMEOUT_MS
+    bus_publish: bool = True  # publish new turns when a bus is configured (STENO_BUS_PUBLISH)
+    bus_batch: int = DEFAULT_BUS_BATCH
+    bus_interval: float = DEFAULT_BUS_INTERVAL
+    bus_publish_timeout_ms: int = DEFAULT_BUS_PUBLISH_TIMEOUT_MS
+    bus_excerpt_chars: int = DEFAULT_BUS_EXCERPT_CHARS
     # GraphRAG batch extraction (`stenographer graphrag`).
     graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
     graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
@@ -179,6 +189,13 @@ class Settings:
             embeddings=_embeddings(env),
             shared_dir=_shared_dir(env),
             bus_timeout_ms=_int(env, "STENO_BUS_TIMEOUT_MS", DEFAULT_BUS_TIMEOUT_MS, 0, 2_000),
+            bus_publish=_switch(env, "STENO_BUS_PUBLISH", True),
+            bus_batch=_int(env, "STENO_BUS_BATCH", DEFAULT_BUS_BATCH, 1, 10_000),
+            bus_interval=_float(env, "STENO_BUS_INTERVAL", DEFAULT_BUS_INTERVAL, 0.05, 86_400.0),
+            bus_publish_timeout_ms=_int(env, "STENO_BUS_PUBLISH_TIMEOUT_MS",
+                                        DEFAULT_BUS_PUBLISH_TIMEOUT_MS, 0, 60_000),
+            bus_excerpt_chars=_int(env, "STENO_BUS_EXCERPT_CHARS", DEFAULT_BUS_EXCERPT_CHARS,
+                                   0, 10_000_000),
             graphrag_seed=_int(env, "STENO_GRAPHRAG_SEED", DEFAULT_GRAPHRAG_SEED, 0, 2**32 - 1),
             graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
             graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",

@@ -36,11 +36,13 @@ import apsw
 
 from store.sql import all_rows, one
 
-__all__ = ["BUS_FILE", "CONSUMER", "SHUTDOWN", "Bus", "BusEvent", "BusHealth"]
+__all__ = ["BUS_FILE", "CONSUMER", "PUBLISHED", "SHUTDOWN", "Bus", "BusEvent", "BusHealth",
+           "OutgoingEvent"]
 
 BUS_FILE = "coordination.sqlite"
 CONSUMER = "omega-stenographer"
 SHUTDOWN = "CLAEG_TERMINAL_SHUTDOWN"
+PUBLISHED = "STENO_EXCHANGE"  # the turns this store publishes (store.bus_outbox)
 RETRY_S, MAX_RETRY_S = 1.0, 60.0
 RESCAN_S = 60.0
 MAX_ASKED = 200  # rowids per read of a task's events
@@ -64,6 +66,17 @@ SELECT count(*) FROM events e WHERE e.event_type = ?1
 INSERT_RECEIPT = """
 INSERT INTO receipts(consumer, event_id) SELECT ?1, ?2
 WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE consumer = ?1 AND event_id = ?2)"""
+# Published turns: the bus is not ours, so no unique index can guard them. The keys of a
+# batch already on the bus are read and only the others inserted, in one BEGIN IMMEDIATE
+# transaction (it serialises every writer of the file, so two publishers of one store
+# cannot both insert a key). Other tools' payloads need not be JSON: json_valid first.
+SELECT_PUBLISHED_KEYS = """
+SELECT CASE WHEN json_valid(payload) THEN json_extract(payload, '$.key') END FROM events
+WHERE event_type = ?1 AND CASE WHEN json_valid(payload) THEN
+  json_extract(payload, '$.store_id') = ?2
+  AND json_extract(payload, '$.exchange_id') BETWEEN ?3 AND ?4 ELSE 0 END"""
+INSERT_EVENT = """
+INSERT INTO events(task_id, event_type, payload, created_at) VALUES (?1, ?2, ?3, ?4)"""
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,19 @@ class BusEvent:
     task_id: str
     payload: str | None
     created_at: Any  # ISO text or epoch seconds, as the writer chose
+
+
+@dataclass(frozen=True)
+class OutgoingEvent:
+    """A turn to publish: ``key`` is unique across stores (store id, exchange id, chain
+    hash) and is also the payload's ``key``."""
+
+    key: str
+    store_id: str
+    exchange_id: int
+    task_id: str
+    payload: str  # JSON
+    created_at: str  # ISO 8601
 
 
 @dataclass
@@ -88,6 +114,7 @@ class BusHealth:
     retry_at: float = 0.0  # monotonic; calls before it are skipped
     skipped: int = 0  # calls skipped during back-offs
     acknowledged: int = 0  # receipts written by this process (not those found written)
+    published: int = 0  # events inserted by this process (not those found there)
 
 
 class BusUnavailable(Exception):
@@ -213,6 +240,38 @@ class Bus:
         self._succeeded()
         return True
 
+    # --- publishing (the background deliverer, not the ingest path) -------------------
+
+    def publish(self, events: list[OutgoingEvent], timeout_ms: int) -> tuple[int, int]:
+        """Insert the events whose key is not on the bus yet, in one transaction;
+        returns (inserted, already there). Raises BusUnavailable when the bus is
+        missing, locked, corrupt or refuses the rows; the publisher records that on its
+        cursor and backs off on its own, so it never changes the ingest path's back-off
+        (``health``)."""
+        if not events:
+            return 0, 0
+        stores = {e.store_id for e in events}
+        if len(stores) != 1:
+            raise ValueError("a batch holds the turns of one store")
+        ids = [e.exchange_id for e in events]
+        with self._open(write=True, timeout_ms=timeout_ms) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                there = {str(r[0]) for r in all_rows(
+                    conn, SELECT_PUBLISHED_KEYS,
+                    (PUBLISHED, stores.pop(), min(ids), max(ids))) if r[0] is not None}
+                fresh = [e for e in events if e.key not in there]
+                conn.executemany(INSERT_EVENT, [
+                    (e.task_id, PUBLISHED, e.payload, e.created_at) for e in fresh])
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            # A failed COMMIT (busy) leaves the transaction open: closing rolls it back.
+            conn.execute("COMMIT")
+        with self._lock:
+            self.health.published += len(fresh)
+        return len(fresh), len(events) - len(fresh)
+
     # --- status ---------------------------------------------------------------------
 
     def probe(self) -> dict[str, Any]:
@@ -232,12 +291,14 @@ class Bus:
             return {"state": h.state, "detail": h.detail, "last_ok_at": h.last_ok_at,
                     "last_error": h.last_error, "last_error_at": h.last_error_at,
                     "failures": h.failures, "retry_in_s": round(retry_in, 3),
-                    "skipped": h.skipped, "acknowledged": h.acknowledged}
+                    "skipped": h.skipped, "acknowledged": h.acknowledged,
+                    "published": h.published}
 
     # --- internals ------------------------------------------------------------------
 
     @contextmanager
-    def _open(self, *, write: bool) -> Iterator[apsw.Connection]:
+    def _open(self, *, write: bool, timeout_ms: int | None = None
+              ) -> Iterator[apsw.Connection]:
         try:
             present = self.path.is_file()
         except OSError as ex:
@@ -248,7 +309,7 @@ class Bus:
         conn: apsw.Connection | None = None
         try:
             conn = apsw.Connection(str(self.path), flags=flags)
-            conn.set_busy_timeout(self.timeout_ms)
+            conn.set_busy_timeout(self.timeout_ms if timeout_ms is None else timeout_ms)
             yield conn
         except apsw.Error as ex:
             raise _classify(ex) from ex

@@ -434,6 +434,15 @@ def m010_forget_derived(conn: apsw.Connection) -> None:
         )
 
 
+def m011_bus_outbox(conn: apsw.Connection) -> None:
+    """The store's id for the turns it publishes to the coordination bus (issue #8
+    item 4): random, made once, so that the bus keys of a recreated store (whose
+    exchange ids start again at 1) never collide with those of the store before it.
+    The bus outbox's cursor is a ``cursors`` row of kind ``outbox:bus`` (migration 8)."""
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) "
+                 "VALUES ('store_id', lower(hex(randomblob(16))))")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -445,6 +454,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m008_capture,
     m009_sync,
     m010_forget_derived,
+    m011_bus_outbox,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,7 +1,9 @@
 """Node: the coordination bus in the capture status (issue #8 item 3).
 
 A live probe of the file (bounded by the bus's busy timeout), this process's last
-dealings with it (errors, back-off, receipts written) and the shutdown turns stored.
+dealings with it (errors, back-off, receipts written, events published), the shutdown
+turns stored, and the bus outbox (issue #8 item 4: delivered, pending, last success,
+last error — its cursor is also listed with the sync peers under ``delivery``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import iso
+from nodes.publish.bus_outbox import BUS_OUTBOX
+from store.cursors import get_cursor
 from store.shutdowns import count_shutdown_turns
+from store.sync import pending_after
 
 __all__ = ["bus_status"]
 
@@ -18,6 +24,10 @@ __all__ = ["bus_status"]
 def _summary(bus: dict[str, Any]) -> str:
     if bus["state"] == "off":
         return "bus: off (VERITAS_SHARED_DIR=off)"
+    return _state_text(bus) + _publishing_text(bus["publishing"])
+
+
+def _state_text(bus: dict[str, Any]) -> str:
     if bus["state"] == "missing":
         return f"bus: none at {bus['path']}"
     if bus["state"] == "ok":
@@ -26,6 +36,35 @@ def _summary(bus: dict[str, Any]) -> str:
     retry = bus["process"]["retry_in_s"]
     return (f"bus: {bus['state']} at {bus['path']} ({bus['detail']}); ingest goes on "
             "without it" + (f", next try in {retry:.0f} s" if retry else ""))
+
+
+def _publishing_text(p: dict[str, Any]) -> str:
+    text = f"; publishing: {p['delivered']:,} delivered, {p['pending']:,} pending"
+    if p["last_success_at"]:
+        text += f", last success {p['last_success_at']}"
+    if p["last_error"]:
+        text += f", last error {p['last_error_at']}: {str(p['last_error'])[:160]}"
+    return text
+
+
+def _publishing(state: State, path: str) -> dict[str, Any]:
+    """The bus outbox (its ``outbox:bus`` cursor): turns delivered and pending, the
+    last success and the last error."""
+    with state.ctx.store.read() as conn:
+        cursor = get_cursor(conn, BUS_OUTBOX, path)
+        position = 0 if cursor is None else cursor.position
+        pending = pending_after(conn, position)[0]
+    return {
+        "enabled": state.ctx.settings.bus_publish, "position": position, "pending": pending,
+        "delivered": 0 if cursor is None else cursor.captured,
+        "duplicates": 0 if cursor is None else cursor.duplicates,
+        "batches": 0 if cursor is None else cursor.lines,
+        "last_success_at": None if cursor is None or cursor.last_success_at is None
+        else iso(cursor.last_success_at),
+        "last_error": None if cursor is None else cursor.last_error,
+        "last_error_at": None if cursor is None or cursor.last_error_at is None
+        else iso(cursor.last_error_at),
+    }
 
 
 def bus_status(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -37,7 +76,8 @@ def bus_status(state: State, cfg: Mapping[str, Any]) -> Writes:
         report: dict[str, Any] = {"state": "off", "path": None, "detail": None,
                                   "pending_shutdowns": None, "process": None}
     else:
-        report = {"path": str(bus.path), **bus.probe(), "process": bus.snapshot()}
+        report = {"path": str(bus.path), **bus.probe(), "process": bus.snapshot(),
+                  "publishing": _publishing(state, str(bus.path))}
     report["recorded_shutdowns"] = recorded
     status["bus"] = report
     return {"status": status, "text": f"{text} | {_summary(report)}"}

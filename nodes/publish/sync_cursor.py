@@ -38,7 +38,9 @@ def _advance(state: State, kind: str, name: str, *, through: int | None, applied
         batches = old.lines if old is not None else 0
         ok = error is None
         cursor = advance_cursor(conn, CursorAdvance(
-            kind=kind, name=name, position=through if through is not None else position,
+            # Forward only: two deliverers of one store (two server processes) may
+            # acknowledge batches out of order.
+            kind=kind, name=name, position=max(position, through or 0),
             lines=batches + (1 if ok else 0), identity=None, head=None, session=None,
             at=time.time(), captured=applied, duplicates=duplicates, ok=ok, error=error))
     return {"kind": cursor.kind, "peer": cursor.name, "position": cursor.position,

@@ -7,6 +7,7 @@ compiled and run here instead.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,9 +20,11 @@ from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from stenographer.settings import Settings
+from store.bus import Bus
 from store.db import Store
 from store.errors import InvalidInput, NotFound, StenoError
 from store.runs import load_trace
+from tests.busfile import make_bus
 
 TURN_LIMIT = 3
 
@@ -191,6 +194,7 @@ RUNS: dict[str, Case] = {
         "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "i.zst")}},
     "sync_failure": lambda g, c, s: {"request": {
         "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
+    "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -267,6 +271,10 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["cursor"]["position"] == 0 and out["cursor"]["peer"] == UNREACHABLE
     elif name == "sync_failure":
         assert out["cursor"]["kind"] == "inbox:sync" and out["cursor"]["position"] == 0
+    elif name == "bus_publish":
+        assert out["reply"]["ok"] and out["reply"]["published"] == 4 + TURN_LIMIT
+        cursor = out["cursor"]
+        assert cursor["kind"] == "outbox:bus" and cursor["delivered"] == 4 + TURN_LIMIT
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
@@ -279,6 +287,8 @@ def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tm
         graphs.run("graphrag_batch", {"request": {}}, ctx)
         if name != "graphrag_communities":
             graphs.run("graphrag_communities", {"request": {}}, ctx)
+    if name == "bus_publish":  # publishes to a real bus file
+        ctx = dataclasses.replace(ctx, bus=Bus(make_bus(tmp_path / "veritas-shared")))
     out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
     nodes = check_trace(trace, name)
     first = next(e["to"] for e in DEFINITIONS_BY_NAME[name]["edges"] if e["from"] == "__start__")

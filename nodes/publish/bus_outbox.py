@@ -1,0 +1,87 @@
+"""Nodes: publish the outbox to the coordination bus (issue #8 item 4).
+
+The same outbox and cursor nodes as sync (nodes.publish.sync_cursor): the destination
+is the bus file (its path names the cursor, of kind ``outbox:bus``), a batch is the
+turns after the cursor as ``STENO_EXCHANGE`` events (store.bus_outbox), delivering is
+one bus transaction that inserts the events whose key is not there yet
+(store.bus.Bus.publish), and the cursor moves only after that transaction committed.
+A process that dies between the two re-sends the batch and finds every key there: the
+bus receives each turn once. A failure (missing, locked, corrupt bus) is recorded on
+the cursor and retried by the driver (stenographer.bus); nothing is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int
+from store.bus import BusUnavailable, OutgoingEvent
+from store.bus_outbox import bus_batch
+from store.cursors import get_cursor
+from store.errors import InvalidInput
+
+__all__ = ["BUS_OUTBOX", "bus_destination", "bus_publish_reply", "outgoing_events",
+           "published_events"]
+
+BUS_OUTBOX = "outbox:bus"
+MAX_BATCH = 10_000
+
+
+def bus_destination(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The configured bus as the destination, and the batch size."""
+    bus = state.ctx.bus
+    if bus is None:
+        raise InvalidInput("no coordination bus is configured (VERITAS_SHARED_DIR=off): "
+                           "set VERITAS_SHARED_DIR to the bus directory")
+    raw = state.get("request") or {}
+    batch = check_int("batch", raw.get("batch", 200), 1, MAX_BATCH)
+    return {"peer": {"url": str(bus.path), "batch": batch, "direction": "outbox"}}
+
+
+def outgoing_events(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The next batch of turns after the bus cursor, as events."""
+    peer = state.get("peer")
+    with state.ctx.store.read() as conn:
+        cursor = get_cursor(conn, BUS_OUTBOX, peer["url"])
+        after = cursor.position if cursor is not None else 0
+        batch = bus_batch(conn, after, peer["batch"], state.ctx.settings.bus_excerpt_chars)
+    return {"outgoing": {"after": after, "through": batch.through, "records": batch.records,
+                         "events": len(batch.events)},
+            "events": batch.events}
+
+
+def published_events(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Insert the batch's events not on the bus yet, in one bus transaction."""
+    bus = state.ctx.bus
+    assert bus is not None  # bus_destination checked
+    events: list[OutgoingEvent] = state.get("events")
+    try:
+        inserted, there = bus.publish(events, state.ctx.settings.bus_publish_timeout_ms)
+    except BusUnavailable as ex:
+        return {"delivery": {"ok": False, "retryable": True, "state": ex.state,
+                             "error": f"the bus is {ex.state}: {ex.detail}"[:2_000]}}
+    return {"delivery": {"ok": True, "applied": inserted, "duplicates": there}}
+
+
+def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+    peer, outgoing, delivery = state.get("peer"), state.get("outgoing"), state.get("delivery")
+    if outgoing["through"] is None:
+        return {"reply": {"text": f"Nothing to publish to {peer['url']}: it has every turn",
+                          "ok": True, "more": False, "records": 0, "published": 0,
+                          "duplicates": 0, "through": None}}
+    if not delivery["ok"]:
+        return {"reply": {"text": f"Publishing to {peer['url']} failed: {delivery['error']}",
+                          "ok": False, "retryable": delivery["retryable"], "more": False,
+                          "records": 0, "published": 0, "duplicates": 0,
+                          "through": None, "cursor": state.get("cursor")}}
+    events = outgoing["events"]
+    text = (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
+            f"{peer['url']}: {delivery['applied']:,} new events, "
+            f"{delivery['duplicates']:,} already there"
+            + (f", {outgoing['records'] - events} forgotten turns passed over"
+               if outgoing["records"] > events else ""))
+    return {"reply": {"text": text, "ok": True, "more": True, "records": outgoing["records"],
+                      "published": delivery["applied"], "duplicates": delivery["duplicates"],
+                      "through": outgoing["through"], "cursor": state.get("cursor")}}
