@@ -57,6 +57,11 @@ class BatchRecords:
     edge_turns: list[tuple[str, str, str, int, int]] = field(default_factory=list)
     cursors: dict[int, int] = field(default_factory=dict)  # session id -> last id read
 
+    def __repr__(self) -> str:  # sizes only: the stage trace summarises a channel write
+        return (f"BatchRecords(turns_read={self.turns_read}, aliases={len(self.aliases)}, "
+                f"entity_turns={len(self.entity_turns)}, edges={len(self.edges)}, "
+                f"edge_turns={len(self.edge_turns)}, cursors={len(self.cursors)})")
+
 
 SESSIONS_WITH_CURSORS = """
 SELECT s.id, coalesce(c.through_id, 0) FROM sessions s

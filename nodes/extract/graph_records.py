@@ -1,7 +1,8 @@
 """Node: the entities, relations and provenance of one extraction batch.
 
-Reads the batch's turns from the run's scratch (bulk stays out of graph state), and
-puts the records back there for the contract check and the publish stage.
+Reads the batch's turns from the ``pending`` and ``window`` channels and writes the
+records to ``records`` for the contract check and the publish stage (the graph runner
+keeps these bulk values out of the engine's state).
 """
 
 from __future__ import annotations
@@ -56,11 +57,8 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
 
 
 def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
-    token = state.get("batch")["token"]
-    turns, previous = state.ctx.scratch.get(token)["turns"]
-    records = batch_records(turns, previous)
-    state.ctx.scratch.get(token)["records"] = records
-    return {"extracted": {"entities": len({k for k, _, _ in records.aliases}),
+    records = batch_records(state.get("pending"), state.get("window"))
+    return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),
                           "edge_turns": len(records.edge_turns)}}
