@@ -12,7 +12,13 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.entities import mentions_and_occurrences
-from nodes.extract.relations import WINDOW_ENTITIES, co_occurring, salient, typed_relations
+from nodes.extract.relations import (
+    PAIR_ENTITIES,
+    WINDOW_ENTITIES,
+    co_occurring,
+    salient,
+    typed_relations,
+)
 from store.graph_batches import BatchRecords, PendingTurn
 
 __all__ = ["batch_records", "graph_records"]
@@ -35,7 +41,7 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
             alias = (key, surface, kind)
             out.aliases[alias] = out.aliases.get(alias, 0) + 1
             out.entity_turns.append((key, turn.id, turn.session_id))
-        keys = salient(found, max(WINDOW_ENTITIES, 8))
+        keys = salient(found, max(WINDOW_ENTITIES, PAIR_ENTITIES))
         prev_id, prev_keys = window.get(turn.session_id, (0, []))
         observed: set[tuple[str, str, str]] = set()
         for a, b, across in sorted(co_occurring(keys, prev_keys)):
@@ -52,7 +58,7 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
                 out.edge_turns.append((src, dst, kind, turn.id, turn.session_id))
         for edge in observed:
             out.edges[edge] = out.edges.get(edge, 0) + 1
-        window[turn.session_id] = (turn.id, salient(found, WINDOW_ENTITIES))
+        window[turn.session_id] = (turn.id, keys[:WINDOW_ENTITIES])  # = salient(found, 3)
     return out
 
 
