@@ -204,6 +204,14 @@ class _Scanner:
 
     def flush_phrase(self) -> None:
         run = self.words
+        if len(run) == 1:  # the common case, as the general one below reads it
+            word, start, end = run[0]
+            if len(word) >= 4 and not word.endswith(("ly", "ed")):
+                surface = self.text[start:end]
+                self.found.append((entity_key(surface, "phrase"), surface, "phrase", start,
+                                   end))
+            run.clear()
+            return
         while run and (run[0][0].endswith(("ly", "ed")) or len(run[0][0]) < 3):
             run.pop(0)
         while run and (run[-1][0].endswith(("ly", "ed")) or len(run[-1][0]) < 3):
@@ -254,15 +262,15 @@ class _Scanner:
         words, names = self.words, self.names
         sentence_start, prev_end, prev_start, prev_lower = True, -2, 0, ""
         for m in _TOKEN.finditer(text, start_at):
-            token, start = m.group(), m.start()
+            token = m.group()
+            start, end = m.span()
             parsed = _PARSED.get(token)
             if parsed is None:
                 parsed = _parse(token)
-            lead, core, tail, kind, plain, lower, terminal = parsed
-            cstart = start + lead
-            cend = cstart + len(core)
+            lead, core, tail, kind, plain, lower, terminal, core_end = parsed
+            cstart, cend = start + lead, start + core_end
             joined = start == prev_end + 1 and not lead and text[prev_end] == " "
-            prev_end = start + len(token)
+            prev_end = end
             if not core or (mask is not None and mask.find(1, cstart, cend) != -1):
                 if names or words:
                     self.flush()
@@ -313,14 +321,16 @@ class _Scanner:
 
 # A token's reading apart from its place in the text (see ``_parse``), by token: tokens
 # repeat within and across turns. Bounded: emptied when it holds ``_PARSED_MAX``.
-_PARSED: dict[str, tuple[int, str, str, str | None, int, str, bool]] = {}
+_Parsed = tuple[int, str, str, str | None, int, str, bool, int]
+_PARSED: dict[str, _Parsed] = {}
 _PARSED_MAX = 200_000
 _CAPITAL, _NOT_NOUN, _NOUN = 1, 2, 3  # plain words: capitalised, never a noun, else
 
 
-def _parse(token: str) -> tuple[int, str, str, str | None, int, str, bool]:
+def _parse(token: str) -> _Parsed:
     """(characters of leading punctuation, core, trailing punctuation, special kind,
-    plain-word class or 0, core lower-cased, whether the tail ends a sentence)."""
+    plain-word class or 0, core lower-cased, whether the tail ends a sentence, offset
+    of the core's end in the token)."""
     core = token.lstrip(_LEAD)
     lead = len(token) - len(core)
     stripped = core.rstrip(_TAIL)
@@ -344,7 +354,8 @@ def _parse(token: str) -> tuple[int, str, str, str | None, int, str, bool]:
                 plain = _NOT_NOUN
             else:
                 plain = _NOUN
-    parsed = (lead, core, tail, kind, plain, lower, any(c in _TERMINAL for c in tail))
+    parsed = (lead, core, tail, kind, plain, lower, any(c in _TERMINAL for c in tail),
+              lead + len(core))
     if len(_PARSED) >= _PARSED_MAX:
         _PARSED.clear()
     _PARSED[token] = parsed
