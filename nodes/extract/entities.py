@@ -1,7 +1,9 @@
 """Entities named in a turn, found without a model (GraphRAG, issue #6).
 
 One pass over the whitespace-separated tokens of the text (plus two screened regexes
-for backticks and package installs/imports) finds, per token:
+for backticks and package installs/imports) finds, per token (what a token is apart
+from its place — punctuation, core, kind, word class — is worked out once per distinct
+token and cached: tokens repeat within and across turns):
 
 * ``url``      ``https://host/path``
 * ``file``     paths with a slash, or names with a known source/document extension
@@ -323,7 +325,7 @@ class _Scanner:
 # repeat within and across turns. Bounded: emptied when it holds ``_PARSED_MAX``.
 _Parsed = tuple[int, str, str, str | None, int, str, bool, int]
 _PARSED: dict[str, _Parsed] = {}
-_PARSED_MAX = 200_000
+_PARSED_MAX = 50_000  # ~20 MB at most
 _CAPITAL, _NOT_NOUN, _NOUN = 1, 2, 3  # plain words: capitalised, never a noun, else
 
 
