@@ -371,6 +371,25 @@ def test_entities_never_crash_and_always_name_text_of_the_turn(text: str):
         assert {src, dst} <= {m[0] for m in found} and src != dst and kind
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=4))
+def test_the_token_cache_never_changes_what_is_found(texts: list[str]):
+    import nodes.extract.entities as entities
+
+    warm = [mentions_and_occurrences(t) for t in texts]
+    entities._PARSED.clear()
+    cold = [mentions_and_occurrences(t) for t in texts]
+    saved = entities._PARSED_MAX
+    entities._PARSED_MAX = 3  # a cache emptied on almost every token
+    entities._PARSED.clear()
+    try:
+        tiny = [mentions_and_occurrences(t) for t in texts]
+        assert len(entities._PARSED) <= 3
+    finally:
+        entities._PARSED_MAX = saved
+    assert warm == cold == tiny
+
+
 def test_pagerank_and_louvain_on_small_and_empty_graphs():
     import numpy as np
 
