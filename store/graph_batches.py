@@ -175,7 +175,7 @@ def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
                                     for (k, s, kind), n in sorted(records.aliases.items())])
     # Provenance rows go in primary-key order: B-tree inserts then touch each page once.
     conn.executemany(INSERT_ENTITY_TURN,
-                     sorted((ids[k], x, s) for k, x, s in records.entity_turns))
+                     [(ids[k], x, s) for k, x, s in records.entity_turns])
     per_entity: dict[int, int] = {}
     for key, _, _ in records.entity_turns:
         per_entity[ids[key]] = per_entity.get(ids[key], 0) + 1
@@ -191,9 +191,9 @@ def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
         returned = conn.executemany(UPSERT_EDGE, [
             (ids[a], ids[b], kind, records.edges[(a, b, kind)]) for a, b, kind in edge_keys])
         edge_ids = {k: int(r[0]) for k, r in zip(edge_keys, returned, strict=True)}
-    conn.executemany(INSERT_EDGE_TURN, sorted((edge_ids[(a, b, kind)], x, s)
-                                              for a, b, kind, x, s in records.edge_turns
-                                              if (a, b, kind) in edge_ids))
+    conn.executemany(INSERT_EDGE_TURN, [(edge_ids[(a, b, kind)], x, s)
+                                        for a, b, kind, x, s in records.edge_turns
+                                        if (a, b, kind) in edge_ids])
     conn.executemany(UPSERT_CURSOR, sorted(records.cursors.items()))
     read = int(graph_meta(conn, "turns_read") or 0) + records.turns_read
     set_graph_meta(conn, "turns_read", str(read))
