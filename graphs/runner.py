@@ -41,7 +41,7 @@ def _summary(value: Any) -> str:
     elif isinstance(value, list) and value:
         text = f"[{len(value)} items]"
     elif isinstance(value, dict) and len(value) > 4:
-        text = "{" + ", ".join(list(value)[:8]) + ("…}" if len(value) > 8 else "}")
+        text = "{" + ", ".join(map(str, list(value)[:8])) + ("…}" if len(value) > 8 else "}")
     else:
         try:
             text = json.dumps(value, ensure_ascii=False, default=str)

@@ -7,18 +7,16 @@ graph runner's adapter supplies it.
 
 from __future__ import annotations
 
-import itertools
 import re
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
 from store.bus import Bus
 from store.db import Store
 
-__all__ = ["Knobs", "NodeFn", "RunContext", "Scratch", "State", "Writes"]
+__all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes"]
 
 Writes = dict[str, Any]
 
@@ -61,36 +59,6 @@ class Knobs(Protocol):
     def bus_excerpt_chars(self) -> int: ...
 
 
-class Scratch:
-    """Bulk values of a run kept out of graph state (docs/neograph.md rule 5: every
-    crossing deep-copies state). A node ``put``s a dict and writes only the token; the
-    nodes after it ``get`` it; the last one ``drop``s it. Bounded: the oldest entries
-    go when ``MAX_ENTRIES`` are held (a failed run never drops its own)."""
-
-    MAX_ENTRIES = 16
-
-    def __init__(self) -> None:
-        self._items: dict[str, dict[str, Any]] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-
-    def put(self, value: dict[str, Any]) -> str:
-        with self._lock:
-            token = f"scratch-{next(self._ids)}"
-            self._items[token] = value
-            while len(self._items) > self.MAX_ENTRIES:
-                self._items.pop(next(iter(self._items)))
-            return token
-
-    def get(self, token: str) -> dict[str, Any]:
-        with self._lock:
-            return self._items[token]
-
-    def drop(self, token: str) -> None:
-        with self._lock:
-            self._items.pop(token, None)
-
-
 @dataclass(frozen=True)
 class RunContext:
     """Shared by every run of a process: the store, the settings, compiled patterns,
@@ -101,7 +69,6 @@ class RunContext:
     patterns: SignalPatterns = DEFAULT_PATTERNS
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
     bus: Bus | None = None  # the coordination bus (VERITAS_SHARED_DIR); None: off
-    scratch: Scratch = field(default_factory=Scratch)
 
 
 class State(Protocol):

@@ -109,9 +109,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     app = open_app()
     try:
         out, _ = app.run("graphrag_export", {"format": args.format})
-        token = out["document"]["token"]
-        document = app.ctx.scratch.get(token)["document"]
-        app.ctx.scratch.drop(token)
+        document: str = out["document"]
     finally:
         app.close()
     if args.output:

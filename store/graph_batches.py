@@ -57,6 +57,11 @@ class BatchRecords:
     edge_turns: list[tuple[str, str, str, int, int]] = field(default_factory=list)
     cursors: dict[int, int] = field(default_factory=dict)  # session id -> last id read
 
+    def __repr__(self) -> str:  # sizes only: the stage trace summarises a channel write
+        return (f"BatchRecords(turns_read={self.turns_read}, aliases={len(self.aliases)}, "
+                f"entity_turns={len(self.entity_turns)}, edges={len(self.edges)}, "
+                f"edge_turns={len(self.edge_turns)}, cursors={len(self.cursors)})")
+
 
 SESSIONS_WITH_CURSORS = """
 SELECT s.id, coalesce(c.through_id, 0) FROM sessions s
@@ -168,7 +173,9 @@ def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
     ids = _entity_ids(conn, keys)
     conn.executemany(UPSERT_ALIAS, [(ids[k], s, kind, n)
                                     for (k, s, kind), n in sorted(records.aliases.items())])
-    conn.executemany(INSERT_ENTITY_TURN, [(ids[k], x, s) for k, x, s in records.entity_turns])
+    # Provenance rows go in primary-key order: B-tree inserts then touch each page once.
+    conn.executemany(INSERT_ENTITY_TURN,
+                     [(ids[k], x, s) for k, x, s in records.entity_turns])
     per_entity: dict[int, int] = {}
     for key, _, _ in records.entity_turns:
         per_entity[ids[key]] = per_entity.get(ids[key], 0) + 1

@@ -22,8 +22,8 @@ __all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS",
 BATCH = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_batch",
-    "channels": channels("request", "batch_request", "batch", "extracted", "provenance",
-                         "published"),
+    "channels": channels("request", "batch_request", "batch", "pending", "window", "skipped",
+                         "extracted", "records", "provenance", "published"),
     "nodes": {
         "validate": {"type": "checked_graph_batch"},
         "load": {"type": "graph_batch_turns"},
@@ -37,7 +37,8 @@ BATCH = {
 COMMUNITIES = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_communities",
-    "channels": channels("request", "graph", "seed", "detection", "communities_written"),
+    "channels": channels("request", "graph", "graph_entities", "graph_edges", "seed",
+                         "detection", "ranks", "communities", "communities_written"),
     "nodes": {
         "load": {"type": "whole_graph_evidence"},
         "detect": {"type": "detected_communities"},
@@ -49,7 +50,8 @@ COMMUNITIES = {
 QUERY = {
     "schema_version": SCHEMA_VERSION,
     "name": "graph_query",
-    "channels": channels("request", "graph_query", "seeds", "neighbourhood", "ranked",
+    "channels": channels("request", "graph_query", "seeds", "neighbourhood", "hood_entities",
+                         "hood_edges", "ranked", "top_entities", "top_relations",
                          "graph_result", "text"),
     "nodes": {
         "validate": {"type": "checked_graph_query"},
@@ -86,8 +88,8 @@ COMMUNITY_LIST = {
 COMMUNITY = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_community",
-    "channels": channels("request", "community_id", "community", "turns_token", "sentences",
-                         "text"),
+    "channels": channels("request", "community_id", "community", "community_turns",
+                         "sentences", "text"),
     "nodes": {
         "validate": {"type": "checked_community_ref"},
         "load": {"type": "community_evidence"},
@@ -100,7 +102,8 @@ COMMUNITY = {
 EXPORT = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_export",
-    "channels": channels("request", "export", "rows", "document"),
+    "channels": channels("request", "export", "rows", "export_entities", "export_edges",
+                         "detection", "document", "exported"),
     "nodes": {
         "validate": {"type": "checked_graph_export"},
         "load": {"type": "export_rows"},

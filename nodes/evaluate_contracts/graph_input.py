@@ -80,12 +80,11 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Every entity row cites a turn of the batch that contains one of its surface
     forms; every edge's turns are batch turns (or the window's turn before) whose
     entities include its ends. A violation is a bug: nothing of the batch is written."""
-    data = state.ctx.scratch.get(state.get("batch")["token"])
-    turns, previous = data["turns"]
+    turns, previous = state.get("pending"), state.get("window")
     text = {t.id: t.content for t in turns}
     text.update({t.id: t.content for t in previous.values() if t is not None})
     folded: dict[int, str] = {}
-    records = data["records"]
+    records = state.get("records")
     surfaces: dict[str, set[str]] = {}
     for key, surface, _kind in records.aliases:
         surfaces.setdefault(key, set()).add(surface.casefold())

@@ -1,7 +1,9 @@
 """Entities named in a turn, found without a model (GraphRAG, issue #6).
 
 One pass over the whitespace-separated tokens of the text (plus two screened regexes
-for backticks and package installs/imports) finds, per token:
+for backticks and package installs/imports) finds, per token (what a token is apart
+from its place — punctuation, core, kind, word class — is worked out once per distinct
+token and cached: tokens repeat within and across turns):
 
 * ``url``      ``https://host/path``
 * ``file``     paths with a slash, or names with a known source/document extension
@@ -204,6 +206,14 @@ class _Scanner:
 
     def flush_phrase(self) -> None:
         run = self.words
+        if len(run) == 1:  # the common case, as the general one below reads it
+            word, start, end = run[0]
+            if len(word) >= 4 and not word.endswith(("ly", "ed")):
+                surface = self.text[start:end]
+                self.found.append((entity_key(surface, "phrase"), surface, "phrase", start,
+                                   end))
+            run.clear()
+            return
         while run and (run[0][0].endswith(("ly", "ed")) or len(run[0][0]) < 3):
             run.pop(0)
         while run and (run[-1][0].endswith(("ly", "ed")) or len(run[-1][0]) < 3):
@@ -250,67 +260,108 @@ class _Scanner:
             self.flush_phrase()
 
     def scan(self, start_at: int) -> list[Found]:
-        text, mask = self.text, self.mask
+        text, mask, found = self.text, self.mask, self.found
+        words, names = self.words, self.names
         sentence_start, prev_end, prev_start, prev_lower = True, -2, 0, ""
         for m in _TOKEN.finditer(text, start_at):
-            token, start = m.group(), m.start()
-            core = token.lstrip(_LEAD)
-            cstart = start + len(token) - len(core)
-            stripped = core.rstrip(_TAIL)
-            tail = core[len(stripped):]
-            if stripped.endswith("(") and tail.startswith(")"):  # call()
-                stripped, tail = stripped + ")", tail[1:]
-            core, cend = stripped, cstart + len(stripped)
-            joined = start == prev_end + 1 and text[prev_end] == " " and start == cstart
-            prev_end = start + len(token)
+            token = m.group()
+            start, end = m.span()
+            parsed = _PARSED.get(token)
+            if parsed is None:
+                parsed = _parse(token)
+            lead, core, tail, kind, plain, lower, terminal, core_end = parsed
+            cstart, cend = start + lead, start + core_end
+            joined = start == prev_end + 1 and not lead and text[prev_end] == " "
+            prev_end = end
             if not core or (mask is not None and mask.find(1, cstart, cend) != -1):
-                self.flush()
+                if names or words:
+                    self.flush()
                 prev_lower = ""
                 if tail:
-                    sentence_start = any(c in _TERMINAL for c in tail)
+                    sentence_start = terminal
                 continue
-            if core.isalpha():
-                # camelCase is code; "PostgreSQL" and "GitHub" stay names
-                kind = "code" if core[0].islower() and not core.islower() else None
-            else:
-                kind = _special(core)
-            if prev_lower in _ISSUE_WORDS and joined and (
+            if joined and prev_lower in _ISSUE_WORDS and (
                     (kind == "issue" and core[0] == "#") or (kind is None and core.isdigit())):
                 # "issue 42", "PR #7": the word belongs to the id
-                for run in (self.words, self.names):
+                for run in (words, names):
                     if run and run[-1][0].lower() == prev_lower:
                         run.pop()
                 kind, cstart, core = "issue", prev_start, text[prev_start:cend]
-            prev_start, prev_lower = cstart, core.lower()
+                lower = core.lower()
+            prev_start, prev_lower = cstart, lower
             if kind is not None:
-                self.flush()
-                self.found.append((entity_key(core, kind), core, kind, cstart, cend))
-            elif _PLAIN_WORD.fullmatch(core):
-                if not joined:
+                if names or words:
                     self.flush()
-                lower = prev_lower
-                if core[0].isupper():
-                    if self.words and not self.names:
+                found.append((entity_key(core, kind), core, kind, cstart, cend))
+            elif plain:
+                if not joined and (names or words):
+                    self.flush()
+                if plain == _CAPITAL:
+                    if words and not names:
                         self.flush_phrase()
-                    if not self.names:
+                    if not names:
                         self.names_at_sentence_start = sentence_start
-                    self.names.append((core, cstart, cend))
-                elif self.names and lower in _CONNECTORS and not tail:
-                    self.names.append((core, cstart, cend))
+                    names.append((core, cstart, cend))
+                elif names and lower in _CONNECTORS and not tail:
+                    names.append((core, cstart, cend))
                 else:
-                    if self.names:
+                    if names:
                         self.flush_names(True)
-                    if lower in _NON_NOUN or "'" in core or "’" in core:
-                        self.flush_phrase()
+                    if plain == _NOT_NOUN:
+                        if words:
+                            self.flush_phrase()
                     else:
-                        self.words.append((lower, cstart, cend))
-            else:
+                        words.append((lower, cstart, cend))
+            elif names or words:
                 self.flush()
-            if tail:
+            if tail and (names or words):
                 self.flush()
-            sentence_start = bool(tail) and any(c in _TERMINAL for c in tail)
+            sentence_start = terminal
         self.flush()
-        return self.found
+        return found
+
+
+# A token's reading apart from its place in the text (see ``_parse``), by token: tokens
+# repeat within and across turns. Bounded: emptied when it holds ``_PARSED_MAX``.
+_Parsed = tuple[int, str, str, str | None, int, str, bool, int]
+_PARSED: dict[str, _Parsed] = {}
+_PARSED_MAX = 50_000  # ~20 MB at most
+_CAPITAL, _NOT_NOUN, _NOUN = 1, 2, 3  # plain words: capitalised, never a noun, else
+
+
+def _parse(token: str) -> _Parsed:
+    """(characters of leading punctuation, core, trailing punctuation, special kind,
+    plain-word class or 0, core lower-cased, whether the tail ends a sentence, offset
+    of the core's end in the token)."""
+    core = token.lstrip(_LEAD)
+    lead = len(token) - len(core)
+    stripped = core.rstrip(_TAIL)
+    tail = core[len(stripped):]
+    if stripped.endswith("(") and tail.startswith(")"):  # call()
+        stripped, tail = stripped + ")", tail[1:]
+    core = stripped
+    kind: str | None = None
+    plain = 0
+    lower = core.lower()
+    if core:
+        if core.isalpha():
+            # camelCase is code; "PostgreSQL" and "GitHub" stay names
+            kind = "code" if core[0].islower() and not core.islower() else None
+        else:
+            kind = _special(core)
+        if kind is None and _PLAIN_WORD.fullmatch(core):
+            if core[0].isupper():
+                plain = _CAPITAL
+            elif lower in _NON_NOUN or "'" in core or "’" in core:
+                plain = _NOT_NOUN
+            else:
+                plain = _NOUN
+    parsed = (lead, core, tail, kind, plain, lower, any(c in _TERMINAL for c in tail),
+              lead + len(core))
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[token] = parsed
+    return parsed
 
 
 def mentions_and_occurrences(text: str) -> tuple[list[Mention], list[tuple[str, int, int]]]:

@@ -1,7 +1,8 @@
 """Node: the entities, relations and provenance of one extraction batch.
 
-Reads the batch's turns from the run's scratch (bulk stays out of graph state), and
-puts the records back there for the contract check and the publish stage.
+Reads the batch's turns from the ``pending`` and ``window`` channels and writes the
+records to ``records`` for the contract check and the publish stage (the graph runner
+keeps these bulk values out of the engine's state).
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.entities import mentions_and_occurrences
-from nodes.extract.relations import WINDOW_ENTITIES, co_occurring, salient, typed_relations
+from nodes.extract.relations import (
+    PAIR_ENTITIES,
+    WINDOW_ENTITIES,
+    co_occurring,
+    salient,
+    typed_relations,
+)
 from store.graph_batches import BatchRecords, PendingTurn
 
 __all__ = ["batch_records", "graph_records"]
@@ -27,40 +34,39 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
         if turn is not None:
             found, _ = mentions_and_occurrences(turn.content)
             window[session_id] = (turn.id, salient(found, WINDOW_ENTITIES))
+    aliases, edges, cursors = out.aliases, out.edges, out.cursors
+    add_entity_turn, add_edge_turn = out.entity_turns.append, out.edge_turns.append
     for turn in turns:
-        found, occ = mentions_and_occurrences(turn.content)
-        out.cursors[turn.session_id] = max(out.cursors.get(turn.session_id, 0), turn.id)
+        turn_id, session_id, content = turn.id, turn.session_id, turn.content
+        found, occ = mentions_and_occurrences(content)
+        cursors[session_id] = max(cursors.get(session_id, 0), turn_id)
         for key, surface, kind, _ in found:
             alias = (key, surface, kind)
-            out.aliases[alias] = out.aliases.get(alias, 0) + 1
-            out.entity_turns.append((key, turn.id, turn.session_id))
-        keys = salient(found, max(WINDOW_ENTITIES, 8))
-        prev_id, prev_keys = window.get(turn.session_id, (0, []))
+            aliases[alias] = aliases.get(alias, 0) + 1
+            add_entity_turn((key, turn_id, session_id))
+        keys = salient(found, max(WINDOW_ENTITIES, PAIR_ENTITIES))
+        prev_id, prev_keys = window.get(session_id, (0, []))
         observed: set[tuple[str, str, str]] = set()
         for a, b, across in sorted(co_occurring(keys, prev_keys)):
-            edge = (a, b, "co_occurs")
-            observed.add(edge)
-            out.edge_turns.append((a, b, "co_occurs", turn.id, turn.session_id))
+            observed.add((a, b, "co_occurs"))
+            add_edge_turn((a, b, "co_occurs", turn_id, session_id))
             if across:
-                out.edge_turns.append((a, b, "co_occurs", prev_id, turn.session_id))
+                add_edge_turn((a, b, "co_occurs", prev_id, session_id))
         speaker = found[0][0] if found and found[0][2] == "speaker" else None
-        for src, dst, kind in typed_relations(turn.content, occ, speaker):
+        for src, dst, kind in typed_relations(content, occ, speaker):
             edge = (src, dst, kind)
             if edge not in observed:
                 observed.add(edge)
-                out.edge_turns.append((src, dst, kind, turn.id, turn.session_id))
+                add_edge_turn((src, dst, kind, turn_id, session_id))
         for edge in observed:
-            out.edges[edge] = out.edges.get(edge, 0) + 1
-        window[turn.session_id] = (turn.id, salient(found, WINDOW_ENTITIES))
+            edges[edge] = edges.get(edge, 0) + 1
+        window[session_id] = (turn_id, keys[:WINDOW_ENTITIES])  # = salient(found, 3)
     return out
 
 
 def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
-    token = state.get("batch")["token"]
-    turns, previous = state.ctx.scratch.get(token)["turns"]
-    records = batch_records(turns, previous)
-    state.ctx.scratch.get(token)["records"] = records
-    return {"extracted": {"entities": len({k for k, _, _ in records.aliases}),
+    records = batch_records(state.get("pending"), state.get("window"))
+    return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),
                           "edge_turns": len(records.edge_turns)}}

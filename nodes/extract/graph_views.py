@@ -44,46 +44,43 @@ def _arrays(weights: Mapping[tuple[int, int], float]
 def detected_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Louvain communities (seeded) and PageRank centrality of every entity."""
     graph = state.get("graph")
-    data = state.ctx.scratch.get(graph["token"])
     settings = state.ctx.settings
     seed, resolution = settings.graphrag_seed, settings.graphrag_resolution
-    entities = [(e[0], e[1], e[2]) for e in data["entities"]]
-    keys, index, weights = _indexed(entities, data["edges"], data["total"])
+    entities = [(e[0], e[1], e[2]) for e in state.get("graph_entities")]
+    keys, index, weights = _indexed(entities, state.get("graph_edges"), graph["turns_read"])
     started = time.perf_counter()
     groups = louvain(keys, weights, seed, resolution)
     louvain_ms = (time.perf_counter() - started) * 1e3
     rank = pagerank(len(keys), *_arrays(weights))
     community_of = {i: n for n, group in enumerate(groups, start=1) for i in group}
     ids = {i: entity_id for entity_id, i in index.items()}
-    data["ranks"] = [(community_of.get(i), float(rank[i]), ids[i]) for i in range(len(keys))]
+    ranks = [(community_of.get(i), float(rank[i]), ids[i]) for i in range(len(keys))]
     labels = []
     for n, group in enumerate(groups, start=1):
         top = sorted(group, key=lambda i: (-rank[i], keys[i]))[:3]
         labels.append((n, len(group), " · ".join(keys[i] for i in top)))
-    data["communities"] = labels
     detection = {"algorithm": "louvain", "seed": seed, "resolution": resolution,
                  "communities": len(groups), "nodes": len(keys), "weighted_pairs": len(weights),
                  "louvain_ms": round(louvain_ms, 1)}
-    data["detection"] = detection
-    return {"seed": seed, "detection": detection}
+    return {"seed": seed, "detection": detection, "ranks": ranks, "communities": labels}
 
 
 def ranked_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Personalised PageRank over the neighbourhood, teleporting to the query's
     entities (rarer entities weigh more); the top entities and relations."""
     query = state.get("graph_query")
-    hood = state.get("neighbourhood")
-    data = state.ctx.scratch.get(hood["token"])
-    entities: dict[int, Any] = data["entities"]
+    total_read = state.get("neighbourhood")["turns_read"]
+    entities: dict[int, Any] = state.get("hood_entities")
+    edges: list[Any] = state.get("hood_edges")
     seeds = {s[0] for s in state.get("seeds") or []}
     if not entities:
-        data["ranked"] = ([], [])
-        return {"ranked": {"entities": 0, "relations": 0}}
+        return {"ranked": {"entities": 0, "relations": 0}, "top_entities": [],
+                "top_relations": []}
     rows = [(e[0], e[1], e[4]) for e in entities.values()]
-    keys, index, weights = _indexed(rows, [(s, d, k, n) for _, s, d, k, n in data["edges"]],
-                                    data["total"])
+    keys, index, weights = _indexed(rows, [(s, d, k, n) for _, s, d, k, n in edges],
+                                    total_read)
     personal = np.zeros(len(keys))
-    total = max(1, data["total"])
+    total = max(1, total_read)
     for entity_id in seeds:
         if entity_id in index:
             personal[index[entity_id]] = np.log1p(total / max(1, entities[entity_id][4]))
@@ -94,18 +91,18 @@ def ranked_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
     top = [(ids[i], float(rank[i])) for i in order]
     chosen = {entity_id for entity_id, _ in top}
     relations = sorted(
-        (e for e in data["edges"] if e[1] in chosen and e[2] in chosen),
+        (e for e in edges if e[1] in chosen and e[2] in chosen),
         key=lambda e: (-(rank[index[e[1]]] + rank[index[e[2]]]) * e[4], e[3], keys[index[e[1]]],
                        keys[index[e[2]]]))[:query["limit"]]
-    data["ranked"] = (top, relations)
-    return {"ranked": {"entities": len(top), "relations": len(relations)}}
+    return {"ranked": {"entities": len(top), "relations": len(relations)},
+            "top_entities": top, "top_relations": relations}
 
 
 def community_sentences(state: State, cfg: Mapping[str, Any]) -> Writes:
     """The 3-5 sentences of the community's supporting turns that name the most of its
     entities, each citing its turn (verbatim, at most one per turn)."""
     community = state.get("community")
-    turns = state.ctx.scratch.get(state.get("turns_token"))["turns"]
+    turns = state.get("community_turns")
     keys = set(community["keys"])
     scored = []
     for turn_id in sorted(turns):
@@ -120,5 +117,4 @@ def community_sentences(state: State, cfg: Mapping[str, Any]) -> Writes:
     picked = [{"exchange_id": turn_id, "session_id": turns[turn_id].session,
                "text": text[:SNIPPET_CHARS], "entities": -named}
               for named, turn_id, text in scored[:MAX_SENTENCES]]
-    state.ctx.scratch.drop(state.get("turns_token"))
     return {"sentences": picked}

@@ -50,6 +50,10 @@ _SCREEN = ("fix", "resolv", "patch", "replac", "supersed", "block", "break", "br
            "decided", "chose", "chosen", "opted", "went", "settled", "picked", "adopt",
            "going with", "sticking", "switch", "migrat", "moved", "moving", "standardi",
            "instead", "rather than", "in place")
+# The same verbs for an ASCII text lower-cased (same offsets): a case-sensitive scan is
+# about three times faster than ``re.I`` over the text.
+_VERB_LOWER = re.compile(_VERB.pattern)
+_SCREENED = re.compile("|".join(map(re.escape, _SCREEN)))  # on the lower-cased text
 _SENTENCE_END = re.compile(r"[.!?\n]")
 
 Occurrence = tuple[str, int, int]  # key, start, end
@@ -70,12 +74,13 @@ def co_occurring(current: Sequence[str], previous: Sequence[str]
     mine = list(current[:PAIR_ENTITIES])
     for i, a in enumerate(mine):
         for b in mine[i + 1:]:
-            pairs.add((min(a, b), max(a, b), False))
+            pairs.add((a, b, False) if a < b else (b, a, False))
     inside = {(a, b) for a, b, _ in pairs}
     for a in current[:WINDOW_ENTITIES]:
         for b in previous[:WINDOW_ENTITIES]:
-            if a != b and (min(a, b), max(a, b)) not in inside:
-                pairs.add((min(a, b), max(a, b), True))
+            pair = (a, b) if a < b else (b, a)
+            if a != b and pair not in inside:
+                pairs.add((*pair, True))
     return pairs
 
 
@@ -102,10 +107,13 @@ def typed_relations(text: str, occ: Sequence[Occurrence], speaker: str | None
                     ) -> Iterator[tuple[str, str, str]]:
     """(source key, target key, kind) stated in ``text``; ``occ`` is every occurrence
     of an entity in text order, ``speaker`` the key of the turn's speaker."""
-    lower = text.lower()
-    if not occ or not any(s in lower for s in _SCREEN):
+    if not occ:
         return
-    for m in _VERB.finditer(text):
+    lower = text.lower()
+    if not _SCREENED.search(lower):
+        return
+    verbs = _VERB_LOWER.finditer(lower) if text.isascii() else _VERB.finditer(text)
+    for m in verbs:
         kind_group = m.lastgroup
         before = _before(occ, text, m.start())
         after = _after(occ, text, m.end())

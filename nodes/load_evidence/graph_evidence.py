@@ -1,8 +1,9 @@
 """Nodes: read the GraphRAG evidence — pending turns of a batch, the whole graph, a
 query's entities and neighbourhood, communities, export rows and counts.
 
-Bulk reads go to the run's scratch (``RunContext.scratch``); graph state gets a token
-and a few counts.
+Bulk reads (turns, entity and edge rows) are written to channels of their own as plain
+values: the graph runner keeps them out of the engine's state (docs/neograph.md rule 5),
+so the counts channels stay small for the stage trace.
 """
 
 from __future__ import annotations
@@ -52,20 +53,19 @@ def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
             firsts.setdefault(turn.session_id, turn.id)
         previous = {s: previous_turn(conn, s, first_id) for s, first_id in firsts.items()}
         remaining = count_pending(conn, req["session"], req["since"]) - len(turns)
-    token = state.ctx.scratch.put({"turns": (turns, previous), "skipped": skipped})
-    return {"batch": {"token": token, "turns": len(turns), "sessions": len(firsts),
+    return {"batch": {"turns": len(turns), "sessions": len(firsts),
                       "first_id": turns[0].id if turns else None,
                       "last_id": turns[-1].id if turns else None,
-                      "remaining": max(0, remaining)}}
+                      "remaining": max(0, remaining)},
+            "pending": turns, "window": previous, "skipped": skipped}
 
 
 def whole_graph_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.read() as conn:
         entities, edges = whole_graph(conn)
         total = int(graph_meta(conn, "turns_read") or 0)
-    token = state.ctx.scratch.put({"entities": entities, "edges": edges, "total": total})
-    return {"graph": {"token": token, "entities": len(entities), "edges": len(edges),
-                      "turns_read": total}}
+    return {"graph": {"entities": len(entities), "edges": len(edges), "turns_read": total},
+            "graph_entities": entities, "graph_edges": edges}
 
 
 def graph_seeds(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -104,8 +104,8 @@ def graph_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
         entities = entities_by_ids(conn, sorted(nodes))
         total = int(graph_meta(conn, "turns_read") or 0)
     kept = [e for e in edges.values() if e[1] in entities and e[2] in entities]
-    token = state.ctx.scratch.put({"entities": entities, "edges": kept, "total": total})
-    return {"neighbourhood": {"token": token, "entities": len(entities), "edges": len(kept)}}
+    return {"neighbourhood": {"entities": len(entities), "edges": len(kept), "turns_read": total},
+            "hood_entities": entities, "hood_edges": kept}
 
 
 def graph_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -147,7 +147,6 @@ def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
         turn_ids = sorted({t for ids in (*support.values(), *member_support.values())
                            for t in ids})
         turns = exchanges_by_ids(conn, turn_ids)
-    token = state.ctx.scratch.put({"turns": turns})
     community = {
         "id": int(row[0]), "size": int(row[1]), "label": str(row[2]),
         "entities": [{"key": str(m[1]), "kind": str(m[2]), "label": str(m[3]),
@@ -158,16 +157,15 @@ def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
                        "turn_ids": support.get(int(r[0]), [])} for r in relations],
         "keys": [str(m[1]) for m in members],
     }
-    return {"community": community, "turns_token": token}
+    return {"community": community, "community_turns": turns}
 
 
 def export_rows(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.read() as conn:
         entities, edges = export_entities(conn), export_edges(conn)
         detection = graph_counts(conn)["detection"]
-    token = state.ctx.scratch.put({"entities": entities, "edges": edges,
-                                   "detection": detection})
-    return {"rows": {"token": token, "entities": len(entities), "edges": len(edges)}}
+    return {"rows": {"entities": len(entities), "edges": len(edges)},
+            "export_entities": entities, "export_edges": edges, "detection": detection}
 
 
 def graph_support(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -175,9 +173,8 @@ def graph_support(state: State, cfg: Mapping[str, Any]) -> Writes:
     ranks of the top entities it names. Each entity and relation keeps its newest
     supporting turn ids; the answer lists the turns with their provenance."""
     query = state.get("graph_query")
-    data = state.ctx.scratch.get(state.get("neighbourhood")["token"])
-    top, relations = data["ranked"]
-    entities: dict[int, Any] = data["entities"]
+    top, relations = state.get("top_entities"), state.get("top_relations")
+    entities: dict[int, Any] = state.get("hood_entities")
     session_row = query["session_row"]
     score = dict(top)
     with state.ctx.store.read() as conn:
@@ -193,7 +190,6 @@ def graph_support(state: State, cfg: Mapping[str, Any]) -> Writes:
         communities = {int(c[0]): c for c in community_rows(conn, 10_000)} \
             if any(entities[e][5] is not None for e, _ in top) else {}
     label = {e: str(entities[e][3]) for e in entities}
-    state.ctx.scratch.drop(state.get("neighbourhood")["token"])
     out_entities = [{"key": str(entities[e][1]), "label": label[e], "kind": str(entities[e][2]),
                      "score": round(s, 6), "turns": int(entities[e][4]),
                      "community": entities[e][5], "turn_ids": by_entity.get(e, [])}

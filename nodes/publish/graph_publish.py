@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from nodes.context import State, Writes
-from store.graph_batches import reset_graph, write_batch
+from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
 
 __all__ = [
@@ -27,25 +28,22 @@ __all__ = [
 
 def published_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
     batch = state.get("batch")
-    data = state.ctx.scratch.get(batch["token"])
-    records = data["records"]
-    for session_id, through in data["skipped"].items():
-        records.cursors[session_id] = max(records.cursors.get(session_id, 0), through)
+    records: BatchRecords = state.get("records")
+    cursors = dict(records.cursors)  # the sessions passed over move too (--since)
+    for session_id, through in state.get("skipped").items():
+        cursors[session_id] = max(cursors.get(session_id, 0), through)
     with state.ctx.store.write() as conn:
-        written = write_batch(conn, records)
-    state.ctx.scratch.drop(batch["token"])
+        written = write_batch(conn, replace(records, cursors=cursors))
     return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
                           "entities": written["entities"], "edges": written["edges"],
                           "turns_read_total": written["turns_read"]}}
 
 
 def published_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
-    token = state.get("graph")["token"]
-    data = state.ctx.scratch.get(token)
+    communities = state.get("communities")
     with state.ctx.store.write() as conn:
-        write_communities(conn, data["ranks"], data["communities"], data["detection"])
-    state.ctx.scratch.drop(token)
-    return {"communities_written": len(data["communities"])}
+        write_communities(conn, state.get("ranks"), communities, state.get("detection"))
+    return {"communities_written": len(communities)}
 
 
 def graph_reset(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -161,9 +159,10 @@ def _json(data: Mapping[str, Any]) -> str:
 
 
 def exported_graph(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """The serialised graph goes to the scratch (the command prints or saves it)."""
-    token = state.get("rows")["token"]
-    data = state.ctx.scratch.get(token)
+    """The serialised graph, in the ``document`` channel (the command prints or saves
+    it from the run's values)."""
+    data = {"entities": state.get("export_entities"), "edges": state.get("export_edges"),
+            "detection": state.get("detection")}
     fmt = state.get("export")["format"]
-    data["document"] = _graphml(data) if fmt == "graphml" else _json(data)
-    return {"document": {"token": token, "format": fmt, "chars": len(data["document"])}}
+    document = _graphml(data) if fmt == "graphml" else _json(data)
+    return {"document": document, "exported": {"format": fmt, "chars": len(document)}}

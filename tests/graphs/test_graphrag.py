@@ -76,10 +76,8 @@ def extract(app: App, batch_size: int = 1_000) -> list[int]:
 
 def export(app: App, fmt: str = "json") -> str:
     out, _ = app.run("graphrag_export", {"format": fmt})
-    token = out["document"]["token"]
-    document = str(app.ctx.scratch.get(token)["document"])
-    app.ctx.scratch.drop(token)
-    return document
+    assert out["exported"] == {"format": fmt, "chars": len(out["document"])}
+    return str(out["document"])
 
 
 def test_same_store_and_seed_give_byte_identical_exports(tmp_path: Path):
@@ -106,6 +104,20 @@ def test_the_seed_is_recorded_in_the_trace(app: App):
     _, trace = app.run("graphrag_communities", {})
     detect = next(s for s in trace["stages"] if s["node"] == "detect")
     assert detect["writes"]["seed"] == "42"
+
+
+def test_bulk_values_pass_through_channels_and_show_in_the_trace_by_size(app: App):
+    ingest(app, corpus(30))
+    out, trace = app.run("graphrag_batch", {})
+    writes = {s["node"]: s["writes"] for s in trace["stages"]}
+    assert writes["load"]["pending"] == "[30 items]" and "pending" in out
+    assert writes["extract"]["records"].startswith('"BatchRecords(turns_read=30, ')
+    assert out["records"].turns_read == 30 == out["published"]["turns"]
+    out, trace = app.run("graphrag_communities", {})
+    writes = {s["node"]: s["writes"] for s in trace["stages"]}
+    assert writes["load"]["graph_entities"] == f"[{out['graph']['entities']} items]"
+    assert out["communities_written"] == len(out["communities"]) >= 1
+    assert not hasattr(app.ctx, "scratch")
 
 
 def test_every_node_and_edge_cites_turns_that_exist_and_name_it(app: App):
@@ -320,23 +332,19 @@ def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app:
     class State:
         ctx = app.ctx
 
-        def __init__(self, token: str) -> None:
-            self.token = token
-
         def get(self, channel: str) -> Any:
-            return {"token": self.token}
+            return {"pending": turns, "window": {}, "records": records}[channel]
 
-    token = app.ctx.scratch.put({"turns": (turns, {}), "records": records})
     with pytest.raises(StoreError, match="does not name it"):
-        graph_batch_contract(State(token), {})
+        graph_batch_contract(State(), {})
     records.entity_turns = [("redis", 1, 1)]
     records.edges = {("kafka", "redis", "co_occurs"): 1}
     records.edge_turns = [("kafka", "redis", "co_occurs", 3, 1)]
     with pytest.raises(StoreError, match="names neither end"):
-        graph_batch_contract(State(token), {})
+        graph_batch_contract(State(), {})
     records.edge_turns = [("kafka", "redis", "co_occurs", 1, 1),
                           ("kafka", "redis", "co_occurs", 2, 1)]
-    assert graph_batch_contract(State(token), {})["provenance"]["checked"] is True
+    assert graph_batch_contract(State(), {})["provenance"]["checked"] is True
 
 
 _TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
@@ -361,6 +369,25 @@ def test_entities_never_crash_and_always_name_text_of_the_turn(text: str):
     speaker = found[0][0] if found and found[0][2] == "speaker" else None
     for src, dst, kind in typed_relations(text, occurrences, speaker):
         assert {src, dst} <= {m[0] for m in found} and src != dst and kind
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=4))
+def test_the_token_cache_never_changes_what_is_found(texts: list[str]):
+    import nodes.extract.entities as entities
+
+    warm = [mentions_and_occurrences(t) for t in texts]
+    entities._PARSED.clear()
+    cold = [mentions_and_occurrences(t) for t in texts]
+    saved = entities._PARSED_MAX
+    entities._PARSED_MAX = 3  # a cache emptied on almost every token
+    entities._PARSED.clear()
+    try:
+        tiny = [mentions_and_occurrences(t) for t in texts]
+        assert len(entities._PARSED) <= 3
+    finally:
+        entities._PARSED_MAX = saved
+    assert warm == cold == tiny
 
 
 def test_pagerank_and_louvain_on_small_and_empty_graphs():

@@ -8,6 +8,7 @@ compiled and run here instead.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -254,7 +255,8 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "graphrag_community":
         assert out["community"]["id"] == 1 and out["sentences"]
     elif name == "graphrag_export":
-        assert out["document"]["format"] == "json" and out["rows"]["entities"] > 0
+        assert out["exported"]["format"] == "json" and out["rows"]["entities"] > 0
+        assert json.loads(out["document"])["nodes"]
     elif name == "graphrag_reset":
         assert out["removed"]["entities"] > 0
     elif name == "capture_read":
