@@ -275,23 +275,32 @@ def _secret_file(name: str, path: Path) -> str:
     return value
 
 
-def _token_file(env: Mapping[str, str]) -> Path | None:
-    raw = env.get("STENO_HTTP_TOKEN_FILE", "").strip()
+def _file_setting(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name, "").strip()
     return Path(raw).expanduser().resolve() if raw else None
+
+
+def _token_file(env: Mapping[str, str]) -> Path | None:
+    return _file_setting(env, "STENO_HTTP_TOKEN_FILE")
+
+
+def _value_or_file(env: Mapping[str, str], name: str, file_name: str) -> tuple[str, str]:
+    """``name``'s value, or the secret in the file ``file_name`` names (one of them), and
+    how to refer to it in an error (never by its value)."""
+    value = env.get(name, "").strip()
+    path = _file_setting(env, file_name)
+    if value and path is not None:
+        raise SettingsError(f"set {name} or {file_name}, not both")
+    if path is not None:
+        return _secret_file(file_name, path), f"the token in {file_name} ({path})"
+    return value, name
 
 
 def _http_token(env: Mapping[str, str]) -> str | None:
     """The bearer token from STENO_HTTP_TOKEN or the file STENO_HTTP_TOKEN_FILE names
     (one of them; surrounding whitespace, e.g. a final newline, is dropped). The value
     is never quoted in an error."""
-    value = env.get("STENO_HTTP_TOKEN", "").strip()
-    path = _token_file(env)
-    if value and path is not None:
-        raise SettingsError("set STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, not both")
-    name = "STENO_HTTP_TOKEN"
-    if path is not None:
-        name = f"the token in STENO_HTTP_TOKEN_FILE ({path})"
-        value = _secret_file("STENO_HTTP_TOKEN_FILE", path)
+    value, name = _value_or_file(env, "STENO_HTTP_TOKEN", "STENO_HTTP_TOKEN_FILE")
     if not value:
         return None
     if len(value) < MIN_TOKEN_CHARS or not _TOKEN_RE.fullmatch(value):
@@ -420,12 +429,7 @@ def _sync_peer(env: Mapping[str, str]) -> str | None:
 def _sync_token(env: Mapping[str, str]) -> str | None:
     """The bearer token sent to peers: STENO_SYNC_TOKEN or the file STENO_SYNC_TOKEN_FILE
     names (the peer's STENO_HTTP_TOKEN). Never quoted in an error."""
-    value = env.get("STENO_SYNC_TOKEN", "").strip()
-    raw_path = env.get("STENO_SYNC_TOKEN_FILE", "").strip()
-    if value and raw_path:
-        raise SettingsError("set STENO_SYNC_TOKEN or STENO_SYNC_TOKEN_FILE, not both")
-    if raw_path:
-        value = _secret_file("STENO_SYNC_TOKEN_FILE", Path(raw_path).expanduser())
+    value, _ = _value_or_file(env, "STENO_SYNC_TOKEN", "STENO_SYNC_TOKEN_FILE")
     if value and not _TOKEN_RE.fullmatch(value):
         raise SettingsError("the sync token is not valid: visible ASCII without spaces")
     return value or None
