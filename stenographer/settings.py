@@ -48,7 +48,6 @@ DEFAULT_MAX_CONTENT_CHARS = 1_000_000  # one turn; 1 MB single-line turns are ac
 DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
 DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
-DEFAULT_GRAPH_WORKERS = 1
 # The coordination bus of the Omega/VERITAS tools: <dir>/coordination.sqlite (store.bus).
 DEFAULT_SHARED_DIR = Path("~/.veritas-shared")
 DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an ingest this once

@@ -19,7 +19,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +53,9 @@ class SyncOutcome:
     duplicates: int = 0
     retries: int = 0
     error: str | None = None
-    replies: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "replies"}
+        return dict(self.__dict__)
 
     def text(self) -> str:
         verb = "Pushed to" if self.direction == "push" else "Pulled from"

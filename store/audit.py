@@ -205,6 +205,8 @@ def overdue_sessions(conn: apsw.Connection, turn_limit: int, limit: int = 10_000
     interrupted, e.g. by a crash right after an ingest)."""
     return [int(r[0]) for r in all_rows(conn, SELECT_OVERDUE,
                                         (_BEFORE, None, turn_limit, limit))]
+
+
 _IDS_PER_SESSION = 100
 
 
