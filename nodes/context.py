@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
+from store.backend import Backend
 from store.bus import Bus
-from store.db import Store
 
 __all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes"]
 
@@ -64,7 +64,7 @@ class RunContext:
     """Shared by every run of a process: the store, the settings, compiled patterns,
     the coordination bus."""
 
-    store: Store
+    store: Backend
     settings: Knobs
     patterns: SignalPatterns = DEFAULT_PATTERNS
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled

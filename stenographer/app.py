@@ -12,8 +12,8 @@ from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.settings import Settings
 from store.audit import overdue_sessions
+from store.backend import Backend, open_store
 from store.bus import Bus
-from store.db import Store
 
 __all__ = ["App", "open_app"]
 
@@ -31,7 +31,7 @@ def graphs() -> Graphs:
 @dataclass
 class App:
     settings: Settings
-    store: Store
+    store: Backend
     ctx: RunContext
     graphs: Graphs
 
@@ -56,8 +56,8 @@ class App:
 def open_app(settings: Settings | None = None) -> App:
     settings = settings or Settings.from_env()
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
-    store = Store(settings.db_path, synchronous=settings.synchronous,
-                  vector_dim=settings.vector_dim)
+    store = open_store(settings.db_path, database_url=settings.database_url,
+                       synchronous=settings.synchronous, vector_dim=settings.vector_dim)
     bus = None if settings.bus_path is None else Bus(settings.bus_path,
                                                      timeout_ms=settings.bus_timeout_ms)
     ctx = RunContext(store=store, settings=settings, patterns=patterns,

@@ -17,6 +17,7 @@ from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
 from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
 from nodes.extract.secrets import compile_extra
 from nodes.extract.transcripts import KINDS as CAPTURE_KINDS
+from store.backend import is_postgres_url
 from store.bus import BUS_FILE
 
 __all__ = [
@@ -108,6 +109,9 @@ class Settings:
     trace_retention: int = DEFAULT_TRACE_RETENTION
     vector_dim: int = DEFAULT_VECTOR_DIM
     synchronous: str = DEFAULT_SYNCHRONOUS
+    # A shared PostgreSQL database (STENO_DATABASE_URL); None: the SQLite file in data_dir.
+    # It may hold a password: never in repr() or logs.
+    database_url: str | None = field(default=None, repr=False)
     decision_patterns: tuple[str, ...] = ()
     blocker_patterns: tuple[str, ...] = ()
     # Secret redaction at ingest (nodes.extract.secrets): on by default; extra regexes.
@@ -175,6 +179,7 @@ class Settings:
                 env, "STENO_TRACE_RETENTION", DEFAULT_TRACE_RETENTION, 10, 1_000_000
             ),
             synchronous=sync,
+            database_url=_database_url(env),
             decision_patterns=_patterns(env.get("STENO_DECISION_PATTERNS")),
             blocker_patterns=_patterns(env.get("STENO_BLOCKER_PATTERNS")),
             redact_secrets=_switch(env, "STENO_REDACT_SECRETS", True),
@@ -214,6 +219,19 @@ class Settings:
             sync_timeout=_float(env, "STENO_SYNC_TIMEOUT", DEFAULT_SYNC_TIMEOUT, 1.0, 3_600.0),
             sync_retries=_int(env, "STENO_SYNC_RETRIES", DEFAULT_SYNC_RETRIES, 0, 100),
         )
+
+
+def _database_url(env: Mapping[str, str]) -> str | None:
+    """STENO_DATABASE_URL (or the file STENO_DATABASE_URL_FILE names): postgresql://..."""
+    raw, name = _value_or_file(env, "STENO_DATABASE_URL", "STENO_DATABASE_URL_FILE")
+    if not raw:
+        return None
+    if not is_postgres_url(raw):
+        raise SettingsError(
+            f"{name} must be a postgresql://user:password@host:port/database URL "
+            "(unset: the SQLite file in OMEGA_STENOGRAPHER_DIR)"
+        )
+    return raw
 
 
 def _shared_dir(env: Mapping[str, str]) -> Path | None:

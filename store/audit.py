@@ -12,10 +12,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import apsw
-
 from store.runs import PRUNE_EVERY
-from store.sql import all_rows, first, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = [
     "Page",
@@ -67,7 +65,7 @@ WHERE s.chain_head IS NOT NULL AND (?1 IS NULL OR s.id = ?1)
 LIMIT 100"""
 
 
-def turn_page(conn: apsw.Connection, after: list[int] | None, limit: int,
+def turn_page(conn: Conn, after: list[int] | None, limit: int,
               session_id: int | None) -> Page:
     """Turns and tombstones in chain order. A turn record:
     ``["turn", session, id, name, role, created_at, source_key, trace_id, digest of the
@@ -112,7 +110,7 @@ WHERE b.id >= ?1 AND (b.id > ?1 OR coalesce(s.exchange_id, ?3) > ?2)
 ORDER BY b.id, s.exchange_id LIMIT ?5"""
 
 
-def brief_page(conn: apsw.Connection, after: list[int] | None, limit: int,
+def brief_page(conn: Conn, after: list[int] | None, limit: int,
                session_id: int | None) -> Page:
     """``[brief, source turn or None, recorded hash, turn exists, turn's hash, same
     session, turn's brief]`` per source row (one row with ``None`` for a brief without
@@ -142,7 +140,7 @@ SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors_rowids WHERE rowid > ? A
 SELECT_VECTOR_SESSION = "SELECT session_id FROM exchange_vectors WHERE rowid = ?"
 
 
-def index_page(conn: apsw.Connection, after: int | None, limit: int,
+def index_page(conn: Conn, after: int | None, limit: int,
                session_id: int | None) -> Page:
     """One record for the next ``limit`` turns (of the session, if given):
     ``[checked turns, [turns missing from the keyword index], [keyword rows without a
@@ -180,7 +178,7 @@ WHERE m.exchange_id > ?1 AND (?2 IS NULL OR m.session_id = ?2)
 ORDER BY m.exchange_id LIMIT ?3"""
 
 
-def milestone_page(conn: apsw.Connection, after: int | None, limit: int,
+def milestone_page(conn: Conn, after: int | None, limit: int,
                    session_id: int | None) -> Page:
     """``[turn id, turn exists, same session]`` per milestone."""
     rows = all_rows(conn, SELECT_MILESTONES,
@@ -200,7 +198,7 @@ SELECT id FROM exchanges WHERE session_id = ? AND brief_id IS NULL ORDER BY id L
 COUNT_SESSIONS = "SELECT count(*) FROM sessions WHERE ?1 IS NULL OR id = ?1"
 
 
-def overdue_sessions(conn: apsw.Connection, turn_limit: int, limit: int = 10_000) -> list[int]:
+def overdue_sessions(conn: Conn, turn_limit: int, limit: int = 10_000) -> list[int]:
     """Sessions holding ``turn_limit`` or more uncompressed turns (a compression was
     interrupted, e.g. by a crash right after an ingest)."""
     return [int(r[0]) for r in all_rows(conn, SELECT_OVERDUE,
@@ -210,7 +208,7 @@ def overdue_sessions(conn: apsw.Connection, turn_limit: int, limit: int = 10_000
 _IDS_PER_SESSION = 100
 
 
-def compression_page(conn: apsw.Connection, after: int | None, limit: int,
+def compression_page(conn: Conn, after: int | None, limit: int,
                      session_id: int | None, turn_limit: int) -> Page:
     """``[session, uncompressed turns, [ids of the turns due]]`` per session that holds
     ``turn_limit`` or more uncompressed turns; the first record is ``[sessions checked]``.
@@ -233,7 +231,7 @@ COUNT_RUNS = "SELECT count(*) FROM runs"
 SELECT_OLDEST_RUNS = "SELECT seq FROM runs ORDER BY seq LIMIT ?"
 
 
-def run_page(conn: apsw.Connection, retention: int) -> Page:
+def run_page(conn: Conn, retention: int) -> Page:
     """``[stored traces, allowed, [seqs of the oldest beyond]]``: a store keeps
     ``retention`` traces, plus at most one prune interval before the next prune."""
     count = int(one(conn, COUNT_RUNS)[0])

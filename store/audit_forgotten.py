@@ -8,10 +8,8 @@ tombstones, not by the size of the graph.
 
 from __future__ import annotations
 
-import apsw
-
 from store.audit import Page
-from store.sql import all_rows
+from store.sql import Conn, all_rows
 
 __all__ = ["forgotten_page"]
 
@@ -29,7 +27,7 @@ WHERE f.exchange_id > ?1 AND (?2 IS NULL OR f.session_id = ?2)
 ORDER BY f.exchange_id LIMIT ?3"""
 
 
-def forgotten_page(conn: apsw.Connection, after: int | None, limit: int,
+def forgotten_page(conn: Conn, after: int | None, limit: int,
                    session_id: int | None) -> Page:
     """``[turn id, entity rows, edge rows, origin rows, flag rows]`` per tombstone."""
     rows = all_rows(conn, SELECT_FORGOTTEN,

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import apsw
-
-from store.sql import Row, all_rows, one
+from store.sql import Conn, Row, all_rows, one
 
 __all__ = ["Brief", "BriefDraft", "ClaimLost", "briefs_by_ids", "claim_brief", "session_briefs"]
 
@@ -52,7 +50,7 @@ FROM briefs b JOIN sessions s ON s.id = b.session_id"""
 SELECT_SESSION_BRIEFS = SELECT_BRIEF + " WHERE b.session_id = ? ORDER BY b.id DESC LIMIT ?"
 
 
-def claim_brief(conn: apsw.Connection, draft: BriefDraft) -> int:
+def claim_brief(conn: Conn, draft: BriefDraft) -> int:
     """Write a brief and mark its source turns compressed, all or nothing.
 
     Call inside a write transaction. Each turn is claimed only if it is still
@@ -88,14 +86,14 @@ def _row(row: Row) -> Brief:
     )
 
 
-def session_briefs(conn: apsw.Connection, session_id: int, limit: int) -> list[Brief]:
+def session_briefs(conn: Conn, session_id: int, limit: int) -> list[Brief]:
     """The newest ``limit`` briefs of a session, oldest first."""
     rows = [_row(r) for r in all_rows(conn, SELECT_SESSION_BRIEFS, (session_id, limit))]
     rows.reverse()
     return rows
 
 
-def briefs_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Brief]:
+def briefs_by_ids(conn: Conn, ids: Sequence[int]) -> dict[int, Brief]:
     if not ids:
         return {}
     sql = SELECT_BRIEF + f" WHERE b.id IN ({','.join('?' * len(ids))})"

@@ -21,10 +21,8 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import apsw
-
 from store.bus import OutgoingEvent
-from store.sql import all_rows, first
+from store.sql import Conn, all_rows, first
 from store.sync import record_rows
 
 __all__ = ["SOURCE", "BusBatch", "bus_batch", "store_id"]
@@ -45,7 +43,7 @@ class BusBatch:
     records: int  # turns and tombstones read
 
 
-def store_id(conn: apsw.Connection) -> str:
+def store_id(conn: Conn) -> str:
     row = first(conn, SELECT_STORE_ID)
     if row is None:  # a store older than the migration never gets here (it runs at open)
         raise LookupError("the store has no store_id (migration m011_bus_outbox)")
@@ -57,7 +55,7 @@ def _iso(seconds: float | None) -> str:
     return when.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def bus_batch(conn: apsw.Connection, after: int, limit: int, excerpt_chars: int) -> BusBatch:
+def bus_batch(conn: Conn, after: int, limit: int, excerpt_chars: int) -> BusBatch:
     """The turns after id ``after`` (at most ``limit`` records) as bus events."""
     rows = record_rows(conn, after, limit)
     if not rows:

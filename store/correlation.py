@@ -6,9 +6,7 @@ created once per session (migration 6 added ``sessions.trace_id``) and kept.
 
 from __future__ import annotations
 
-import apsw
-
-from store.sql import first
+from store.sql import Conn, first
 
 __all__ = ["exchange_trace", "keep_session_trace", "session_trace"]
 
@@ -17,17 +15,17 @@ SET_SESSION_TRACE = "UPDATE sessions SET trace_id = ? WHERE id = ? AND trace_id 
 SELECT_EXCHANGE_TRACE = "SELECT trace_id FROM exchanges WHERE id = ?"
 
 
-def session_trace(conn: apsw.Connection, session: str) -> str | None:
+def session_trace(conn: Conn, session: str) -> str | None:
     """The session's trace id; None for a new session or one recorded before it had one."""
     row = first(conn, SELECT_SESSION_TRACE, (session,))
     return None if row is None or row[0] is None else str(row[0])
 
 
-def keep_session_trace(conn: apsw.Connection, session_id: int, trace_id: str) -> None:
+def keep_session_trace(conn: Conn, session_id: int, trace_id: str) -> None:
     """Give a session its trace id unless it has one. Call inside the ingest's write."""
     conn.execute(SET_SESSION_TRACE, (trace_id, session_id))
 
 
-def exchange_trace(conn: apsw.Connection, exchange_id: int) -> str | None:
+def exchange_trace(conn: Conn, exchange_id: int) -> str | None:
     row = first(conn, SELECT_EXCHANGE_TRACE, (exchange_id,))
     return None if row is None or row[0] is None else str(row[0])

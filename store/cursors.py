@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from store.sql import all_rows, first, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = ["Cursor", "CursorAdvance", "advance_cursor", "cursor_totals", "get_cursor",
            "recent_cursors"]
@@ -80,12 +78,13 @@ VALUES (:kind, :name, :position, :lines, :identity, :head, :session, :captured,
         CASE WHEN :error IS NOT NULL THEN :at END, :at)
 ON CONFLICT(kind, name) DO UPDATE SET
   position = excluded.position, lines = excluded.lines, identity = excluded.identity,
-  head = excluded.head, session = coalesce(excluded.session, session),
-  captured = captured + excluded.captured, duplicates = duplicates + excluded.duplicates,
-  skipped = skipped + excluded.skipped, resets = resets + excluded.resets,
-  last_success_at = coalesce(excluded.last_success_at, last_success_at),
-  last_error = coalesce(excluded.last_error, last_error),
-  last_error_at = coalesce(excluded.last_error_at, last_error_at),
+  head = excluded.head, session = coalesce(excluded.session, cursors.session),
+  captured = cursors.captured + excluded.captured,
+  duplicates = cursors.duplicates + excluded.duplicates,
+  skipped = cursors.skipped + excluded.skipped, resets = cursors.resets + excluded.resets,
+  last_success_at = coalesce(excluded.last_success_at, cursors.last_success_at),
+  last_error = coalesce(excluded.last_error, cursors.last_error),
+  last_error_at = coalesce(excluded.last_error_at, cursors.last_error_at),
   updated_at = excluded.updated_at"""
 TOTALS = f"""
 SELECT kind, count(*), coalesce(sum(position), 0), coalesce(sum(captured), 0),
@@ -101,24 +100,24 @@ def _cursor(row: tuple[Any, ...]) -> Cursor:
     return Cursor(*row)
 
 
-def get_cursor(conn: apsw.Connection, kind: str, name: str) -> Cursor | None:
+def get_cursor(conn: Conn, kind: str, name: str) -> Cursor | None:
     row = first(conn, SELECT_CURSOR, (kind, name))
     return None if row is None else _cursor(row)
 
 
-def advance_cursor(conn: apsw.Connection, step: CursorAdvance) -> Cursor:
+def advance_cursor(conn: Conn, step: CursorAdvance) -> Cursor:
     """Record where a stream stands now (call inside a write); returns the stored cursor."""
     conn.execute(UPSERT_CURSOR, dict(step.__dict__))
     return _cursor(one(conn, SELECT_CURSOR, (step.kind, step.name)))
 
 
-def recent_cursors(conn: apsw.Connection, limit: int, *, peers: bool = False) -> list[Cursor]:
+def recent_cursors(conn: Conn, limit: int, *, peers: bool = False) -> list[Cursor]:
     """The ``limit`` most recently updated cursors of followed files (of peers, when
     ``peers``)."""
     return [_cursor(r) for r in all_rows(conn, SELECT_RECENT, (peers, limit))]
 
 
-def cursor_totals(conn: apsw.Connection, *, peers: bool = False) -> dict[str, Any]:
+def cursor_totals(conn: Conn, *, peers: bool = False) -> dict[str, Any]:
     """Per kind: streams, bytes read, turns captured, duplicates, skipped lines, resets,
     the last success and the last error time; plus the newest error overall. Files'
     cursors, or peers' when ``peers``."""

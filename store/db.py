@@ -35,10 +35,14 @@ apsw.bestpractice.apply(
 class Store:
     """A store file and the connections that serve it. Thread-safe."""
 
+    dialect = "sqlite"
+
     def __init__(
         self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256
     ) -> None:
         self.path = Path(path)
+        self.location = str(self.path)
+        self.data_dir = self.path.parent
         self.vectors = VectorCache(vector_dim)
         self.traces = TraceBuffer(self.write)
         self.synchronous = synchronous
@@ -105,6 +109,16 @@ class Store:
         conn = self.connection()
         with self._write_lock:
             yield conn
+
+    @contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """This thread's writes zero every byte they free, not only the cheap ones."""
+        conn = self.connection()
+        conn.execute("PRAGMA secure_delete=ON")
+        try:
+            yield
+        finally:
+            conn.execute("PRAGMA secure_delete=FAST")
 
     @contextmanager
     def read(self) -> Iterator[apsw.Connection]:

@@ -6,10 +6,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import apsw
-
 from store.provenance import chain_hash, session_head
-from store.sql import Row, all_rows, first, one
+from store.sql import Conn, Row, all_rows, first, is_postgres, one
+from store.vectors import vector_text
 
 __all__ = [
     "Exchange",
@@ -66,7 +65,8 @@ class Exchange:
 
 UPSERT_SESSION = """
 INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?2, ?2, 1, ?3)
-ON CONFLICT(name) DO UPDATE SET last_at = max(last_at, excluded.last_at), turns = turns + 1,
+ON CONFLICT(name) DO UPDATE SET last_at = max(sessions.last_at, excluded.last_at),
+  turns = sessions.turns + 1,
   chain_head = excluded.chain_head
 RETURNING id"""
 FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
@@ -79,6 +79,12 @@ INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?
 INSERT_VECTOR = (
     "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
 )
+# PostgreSQL: one weighted tsvector (store.postgres.schema) and a pgvector halfvec.
+INSERT_FTS_PG = """
+INSERT INTO exchanges_fts(rowid, session_id, doc) VALUES (?1, ?5,
+  setweight(to_tsvector('english', ?2), 'A') || setweight(to_tsvector('english', ?4), 'B')
+  || setweight(to_tsvector('english', ?3), 'C'))"""
+INSERT_VECTOR_PG = "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, ?)"
 COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
 SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
 
@@ -120,7 +126,7 @@ def exchange_from_row(row: Row) -> Exchange:
     )
 
 
-def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
+def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
@@ -150,36 +156,41 @@ def record_turn(conn: apsw.Connection, turn: NewTurn) -> Recorded:
             linked,
         ),
     )[0]
-    conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
-                              scope_token(session_id)))
-    conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
+    if is_postgres(conn):
+        conn.execute(INSERT_FTS_PG, (exchange_id, turn.content, turn.context, turn.dated,
+                                     session_id))
+        conn.execute(INSERT_VECTOR_PG, (exchange_id, session_id, vector_text(turn.vector)))
+    else:
+        conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
+                                  scope_token(session_id)))
+        conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
 
 
-def count_live(conn: apsw.Connection, session_id: int) -> int:
+def count_live(conn: Conn, session_id: int) -> int:
     """Uncompressed turns of a session (an index-only count over at most a batch or so)."""
     count: int = one(conn, COUNT_LIVE, (session_id,))[0]
     return count
 
 
-def session_row_id(conn: apsw.Connection, session: str) -> int | None:
+def session_row_id(conn: Conn, session: str) -> int | None:
     row = first(conn, SESSION_ROW_ID, (session,))
     return None if row is None else int(row[0])
 
 
-def live_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
+def live_turns(conn: Conn, session_id: int, limit: int) -> list[Exchange]:
     """The oldest ``limit`` uncompressed turns of a session, oldest first."""
     return [exchange_from_row(r) for r in all_rows(conn, SELECT_LIVE, (session_id, limit))]
 
 
-def recent_turns(conn: apsw.Connection, session_id: int, limit: int) -> list[Exchange]:
+def recent_turns(conn: Conn, session_id: int, limit: int) -> list[Exchange]:
     """The newest ``limit`` uncompressed turns of a session, oldest first."""
     rows = [exchange_from_row(r) for r in all_rows(conn, SELECT_RECENT, (session_id, limit))]
     rows.reverse()
     return rows
 
 
-def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exchange]:
+def exchanges_by_ids(conn: Conn, ids: Sequence[int]) -> dict[int, Exchange]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
@@ -187,7 +198,7 @@ def exchanges_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Exc
     return {ex.id: ex for ex in (exchange_from_row(r) for r in all_rows(conn, sql, ids))}
 
 
-def brief_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, int | None]:
+def brief_ids(conn: Conn, ids: Sequence[int]) -> dict[int, int | None]:
     """The brief that holds each of ``ids`` (None: not compressed); unknown ids are absent."""
     if not ids:
         return {}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from store.sql import all_rows, one
+from store.sql import Conn, all_rows, is_postgres, one
 
 __all__ = ["Migration", "PageStats", "applied_migrations", "page_stats", "table_bytes"]
 
@@ -23,6 +23,16 @@ VIRTUAL_TABLES = """
 SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"""
 MIGRATIONS_TABLE = """
 SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"""
+# PostgreSQL: the database's size in its block size, and each table with its indexes and
+# TOAST data.
+PG_PAGES = """
+SELECT current_setting('block_size')::bigint,
+       pg_database_size(current_database()) / current_setting('block_size')::bigint, 0"""
+PG_OBJECT_BYTES = """
+SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND n.nspname = current_schema()"""
+PG_MIGRATIONS_TABLE = "SELECT count(to_regclass('schema_migrations'))"
 APPLIED = "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
 
 
@@ -44,15 +54,18 @@ class Migration:
     applied_at: float
 
 
-def page_stats(conn: apsw.Connection) -> PageStats:
-    size, count, free = one(conn, PAGES)
+def page_stats(conn: Conn) -> PageStats:
+    size, count, free = one(conn, PG_PAGES if is_postgres(conn) else PAGES)
     return PageStats(int(size), int(count), int(free))
 
 
-def table_bytes(conn: apsw.Connection) -> dict[str, int] | None:
+def table_bytes(conn: Conn) -> dict[str, int] | None:
     """Bytes per table, indexes included and the shadow tables of a virtual table
     (FTS5, vec0) folded into it, largest first; None when SQLite was built without the
     ``dbstat`` virtual table. Reads every page once: seconds on a multi-GB store."""
+    if is_postgres(conn):
+        rows = all_rows(conn, PG_OBJECT_BYTES)
+        return dict(sorted(((str(n), int(b)) for n, b in rows), key=lambda kv: (-kv[1], kv[0])))
     try:
         rows = all_rows(conn, OBJECT_BYTES)
     except apsw.SQLError as ex:
@@ -68,8 +81,8 @@ def table_bytes(conn: apsw.Connection) -> dict[str, int] | None:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def applied_migrations(conn: apsw.Connection) -> list[Migration]:
+def applied_migrations(conn: Conn) -> list[Migration]:
     """The migrations recorded in the store, oldest first (none for an empty file)."""
-    if not one(conn, MIGRATIONS_TABLE)[0]:
+    if not one(conn, PG_MIGRATIONS_TABLE if is_postgres(conn) else MIGRATIONS_TABLE)[0]:
         return []
     return [Migration(int(r[0]), str(r[1]), float(r[2])) for r in all_rows(conn, APPLIED)]

@@ -17,13 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from store.db import Store
+from store.backend import Backend
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, scope_token
 from store.provider_vectors import forget_provider_caches
 from store.runs import decode_trace
-from store.sql import Row, all_rows, first, id_list, where
+from store.sql import Conn, Row, all_rows, first, id_list, where
 
 __all__ = [
     "Forgotten",
@@ -86,7 +84,7 @@ def matching_sql(sel: Selection) -> tuple[str, list[Any]]:
     return sql, params
 
 
-def selected_turns(conn: apsw.Connection, sel: Selection) -> list[tuple[int, int]]:
+def selected_turns(conn: Conn, sel: Selection) -> list[tuple[int, int]]:
     """(exchange id, session id) of the selected turns, by id."""
     sql, params = matching_sql(sel)
     return [(int(r[0]), int(r[1])) for r in all_rows(conn, sql, params)]
@@ -109,7 +107,7 @@ DELETE_EXCHANGE = "DELETE FROM exchanges WHERE id = ?"
 UPDATE_SESSION_TURNS = "UPDATE sessions SET turns = max(turns - ?, 0) WHERE id = ?"
 
 
-def forget_turns(conn: apsw.Connection, sel: Selection, reason: str, now: float) -> Forgotten:
+def forget_turns(conn: Conn, sel: Selection, reason: str, now: float) -> Forgotten:
     """Delete the selected turns and leave a tombstone for each. Call inside a write."""
     sql, params = matching_sql(sel)
     rows = all_rows(conn, sql, params)
@@ -146,18 +144,18 @@ WHERE id = ?"""
 DELETE_BRIEF = "DELETE FROM briefs WHERE id = ?"
 
 
-def brief_sources_of(conn: apsw.Connection, brief_id: int) -> list[Exchange]:
+def brief_sources_of(conn: Conn, brief_id: int) -> list[Exchange]:
     """The brief's remaining source turns, oldest first."""
     return [exchange_from_row(r) for r in all_rows(conn, SELECT_BRIEF_SOURCE_TURNS,
                                                    (brief_id,))]
 
 
-def rewrite_brief(conn: apsw.Connection, brief_id: int, tier: str, body: str,
+def rewrite_brief(conn: Conn, brief_id: int, tier: str, body: str,
                   ids: Sequence[int]) -> None:
     conn.execute(UPDATE_BRIEF, (tier, body, ids[0], ids[-1], len(ids), brief_id))
 
 
-def delete_brief(conn: apsw.Connection, brief_id: int) -> None:
+def delete_brief(conn: Conn, brief_id: int) -> None:
     """A brief none of whose sources remain."""
     conn.execute(DELETE_BRIEF, (brief_id,))
 
@@ -172,13 +170,13 @@ INSERT_FTS = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 
 
-def following_turns(conn: apsw.Connection, session_id: int, after: int, count: int
+def following_turns(conn: Conn, session_id: int, after: int, count: int
                     ) -> list[int]:
     """The ``count`` stored turns after ``after`` in the session."""
     return [int(r[0]) for r in all_rows(conn, SELECT_FOLLOWING, (session_id, after, count))]
 
 
-def preceding_contents(conn: apsw.Connection, exchange_id: int, count: int, chars: int
+def preceding_contents(conn: Conn, exchange_id: int, count: int, chars: int
                        ) -> tuple[Row, list[str]]:
     """A stored turn ``(session, created_at, content)`` and the heads of the ``count``
     turns before it in its session, nearest first."""
@@ -189,7 +187,7 @@ def preceding_contents(conn: apsw.Connection, exchange_id: int, count: int, char
     return turn, before
 
 
-def reindex_turn(conn: apsw.Connection, exchange_id: int, session_id: int, content: str,
+def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
                  context: str, dated: str) -> None:
     """Replace a turn's keyword index entry (its borrowed context words changed)."""
     conn.execute(DELETE_FTS, (exchange_id,))
@@ -201,7 +199,7 @@ DELETE_RUN = "DELETE FROM runs WHERE seq = ?"
 _RUN_PAGE = 200
 
 
-def purge_traces(conn: apsw.Connection, text: str) -> int:
+def purge_traces(conn: Conn, text: str) -> int:
     """Delete the stored stage traces that mention ``text`` (e.g. a search for it).
     Call inside a write; reads a page of traces at a time."""
     after, purged = 0, 0
@@ -219,13 +217,13 @@ def purge_traces(conn: apsw.Connection, text: str) -> int:
 OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
 
 
-def drop_caches(store: Store) -> None:
+def drop_caches(store: Backend) -> None:
     """Forget this process's in-memory vector copies (they still hold deleted turns)."""
     store.vectors.forget()
     forget_provider_caches(store)
 
 
-def scrub(store: Store) -> bool:
+def scrub(store: Backend) -> bool:
     """Rewrite the file without the deleted pages; True when the write-ahead log was
     emptied too (a reader in another process can hold it until it finishes).
 

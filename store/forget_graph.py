@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-import apsw
-
 from store.graph_batches import (
     REFRESH_NAMES,
     BatchRecords,
@@ -35,7 +33,7 @@ from store.graph_batches import (
     graph_meta,
     set_graph_meta,
 )
-from store.sql import all_rows, first
+from store.sql import Conn, all_rows, first
 
 __all__ = [
     "affected_graph_sessions",
@@ -97,7 +95,7 @@ CLEAR_COMMUNITIES = """
 DELETE FROM graph_communities; UPDATE graph_entities SET community = NULL, centrality = 0"""
 
 
-def affected_graph_sessions(conn: apsw.Connection, turns: Iterable[tuple[int, int]]
+def affected_graph_sessions(conn: Conn, turns: Iterable[tuple[int, int]]
                             ) -> list[tuple[int, int]]:
     """(session id, cursor) of each session whose read turns include one of ``turns``
     ((exchange id, session id)): its cursor is at or past the turn."""
@@ -112,18 +110,18 @@ def affected_graph_sessions(conn: apsw.Connection, turns: Iterable[tuple[int, in
     return out
 
 
-def read_ids(conn: apsw.Connection, session_id: int, through: int) -> list[int]:
+def read_ids(conn: Conn, session_id: int, through: int) -> list[int]:
     """The ids of the session's stored turns up to its cursor, in order."""
     return [int(r[0]) for r in all_rows(conn, SELECT_IDS, (session_id, through))]
 
 
-def turns_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingTurn]:
+def turns_by_ids(conn: Conn, ids: Sequence[int]) -> list[PendingTurn]:
     """Stored turns (with their text), in id order."""
     return [PendingTurn(int(r[0]), int(r[1]), str(r[2]))
             for r in all_rows(conn, SELECT_TURNS, (json.dumps(list(ids)),))]
 
 
-def set_cursor(conn: apsw.Connection, session_id: int, through: int | None) -> None:
+def set_cursor(conn: Conn, session_id: int, through: int | None) -> None:
     """The session's cursor after re-deriving: its last remaining read turn (as a rebuild
     would leave it), or none when no read turn remains."""
     if through is None:
@@ -132,12 +130,12 @@ def set_cursor(conn: apsw.Connection, session_id: int, through: int | None) -> N
         conn.execute(SET_CURSOR, (through, session_id))
 
 
-def read_turn_ids(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
+def read_turn_ids(conn: Conn, ids: Sequence[int]) -> set[int]:
     """Which of the turns have entity provenance rows (extraction read them)."""
     return {int(r[0]) for r in all_rows(conn, READ_IDS, (json.dumps(list(ids)),))}
 
 
-def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[int]) -> None:
+def subtract_page(conn: Conn, records: BatchRecords, ids: Sequence[int]) -> None:
     """Take records out of the counts and delete the provenance rows of the turns
     ``ids`` (the rows that re-deriving rewrites). Call inside a write."""
     keys = sorted({k for k, _, _ in records.aliases}
@@ -154,13 +152,13 @@ def subtract_page(conn: apsw.Connection, records: BatchRecords, ids: Sequence[in
     conn.execute(DELETE_EDGE_ROWS, (listed,))
 
 
-def uncount_turns(conn: apsw.Connection, turns_read: int) -> None:
+def uncount_turns(conn: Conn, turns_read: int) -> None:
     """Turns whose records were subtracted leave the read count."""
     read = max(int(graph_meta(conn, "turns_read") or 0) - turns_read, 0)
     set_graph_meta(conn, "turns_read", str(read))
 
 
-def settle(conn: apsw.Connection, keys: Iterable[str]) -> dict[str, int]:
+def settle(conn: Conn, keys: Iterable[str]) -> dict[str, int]:
     """After re-deriving: recount, drop what nothing supports, rename the rest, clear
     the communities and mark the graph stale. Returns the entities and edges removed."""
     wanted = json.dumps(sorted(set(keys)))

@@ -17,9 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import apsw
-
-from store.sql import all_rows, first, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = [
     "BatchRecords",
@@ -86,7 +84,8 @@ INSERT INTO graph_entities(key, kind, label) VALUES (?, ?, ?) ON CONFLICT(key) D
 ENTITY_IDS = "SELECT key, id FROM graph_entities WHERE key IN (SELECT value FROM json_each(?))"
 UPSERT_ALIAS = """
 INSERT INTO graph_aliases(entity_id, surface, kind, mentions) VALUES (?, ?, ?, ?)
-ON CONFLICT(entity_id, surface, kind) DO UPDATE SET mentions = mentions + excluded.mentions"""
+ON CONFLICT(entity_id, surface, kind)
+  DO UPDATE SET mentions = graph_aliases.mentions + excluded.mentions"""
 INSERT_ENTITY_TURN = "INSERT OR IGNORE INTO graph_entity_turns VALUES (?, ?, ?)"
 ADD_ENTITY_TURNS = "UPDATE graph_entities SET turns = turns + ? WHERE id = ?"
 # The label is the most mentioned surface form, the kind the most mentioned kind (ties:
@@ -100,11 +99,12 @@ UPDATE graph_entities SET
 WHERE id IN (SELECT value FROM json_each(?))"""
 UPSERT_EDGE = """
 INSERT INTO graph_edges(src, dst, kind, turns) VALUES (?, ?, ?, ?)
-ON CONFLICT(src, dst, kind) DO UPDATE SET turns = turns + excluded.turns RETURNING id"""
+ON CONFLICT(src, dst, kind) DO UPDATE SET turns = graph_edges.turns + excluded.turns RETURNING id"""
 INSERT_EDGE_TURN = "INSERT OR IGNORE INTO graph_edge_turns VALUES (?, ?, ?)"
 UPSERT_CURSOR = """
 INSERT INTO graph_cursors(session_id, through_id) VALUES (?, ?)
-ON CONFLICT(session_id) DO UPDATE SET through_id = max(through_id, excluded.through_id)"""
+ON CONFLICT(session_id)
+  DO UPDATE SET through_id = max(graph_cursors.through_id, excluded.through_id)"""
 GET_META = "SELECT value FROM meta WHERE key = ?"
 SET_META = """
 INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"""
@@ -114,7 +114,7 @@ DELETE FROM graph_edges; DELETE FROM graph_edge_turns; DELETE FROM graph_cursors
 DELETE FROM graph_communities; DELETE FROM meta WHERE key LIKE 'graphrag_%'"""
 
 
-def pending_turns(conn: apsw.Connection, session: str | None, since: float | None,
+def pending_turns(conn: Conn, session: str | None, since: float | None,
                   limit: int) -> tuple[list[PendingTurn], dict[int, int]]:
     """Up to ``limit`` unread turns, session by session in id order, and the cursors
     that turns older than ``since`` move to (they are passed over, not read)."""
@@ -133,26 +133,26 @@ def pending_turns(conn: apsw.Connection, session: str | None, since: float | Non
     return out, skipped
 
 
-def count_pending(conn: apsw.Connection, session: str | None, since: float | None) -> int:
+def count_pending(conn: Conn, session: str | None, since: float | None) -> int:
     return int(one(conn, COUNT_PENDING, (session, since))[0])
 
 
-def previous_turn(conn: apsw.Connection, session_id: int, before_id: int
+def previous_turn(conn: Conn, session_id: int, before_id: int
                   ) -> PendingTurn | None:
     row = first(conn, PREVIOUS_TURN, (session_id, before_id))
     return None if row is None else PendingTurn(int(row[0]), int(row[1]), str(row[2]))
 
 
-def graph_meta(conn: apsw.Connection, name: str) -> str | None:
+def graph_meta(conn: Conn, name: str) -> str | None:
     row = first(conn, GET_META, (f"graphrag_{name}",))
     return None if row is None else str(row[0])
 
 
-def set_graph_meta(conn: apsw.Connection, name: str, value: str) -> None:
+def set_graph_meta(conn: Conn, name: str, value: str) -> None:
     conn.execute(SET_META, (f"graphrag_{name}", value))
 
 
-def _entity_ids(conn: apsw.Connection, keys: Sequence[str]) -> dict[str, int]:
+def _entity_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
     return {str(k): int(i) for k, i in conn.execute(ENTITY_IDS, (json.dumps(list(keys)),))}
 
 
@@ -162,7 +162,7 @@ def _entity_ids(conn: apsw.Connection, keys: Sequence[str]) -> dict[str, int]:
 BULK_CACHE_KIB = 131_072
 
 
-def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
+def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
     conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
     keys = sorted({k for k, _, _ in records.aliases})
@@ -202,7 +202,7 @@ def write_batch(conn: apsw.Connection, records: BatchRecords) -> dict[str, int]:
     return {"entities": len(keys), "edges": len(edge_keys), "turns_read": read}
 
 
-def reset_graph(conn: apsw.Connection) -> dict[str, int]:
+def reset_graph(conn: Conn) -> dict[str, int]:
     """Forget the whole derived graph (the turns stay); the next run reads every turn."""
     counts = {"entities": int(one(conn, "SELECT count(*) FROM graph_entities")[0]),
               "edges": int(one(conn, "SELECT count(*) FROM graph_edges")[0])}

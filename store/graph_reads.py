@@ -7,10 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
-
 from store.graph_batches import graph_meta, set_graph_meta
-from store.sql import Row, all_rows, first, one
+from store.sql import Conn, Row, all_rows, first, one
 
 __all__ = [
     "EntityRow",
@@ -103,7 +101,7 @@ FROM graph_edges e JOIN graph_entities a ON a.id = e.src JOIN graph_entities b O
 ORDER BY a.key, b.key, e.kind"""
 
 
-def graph_counts(conn: apsw.Connection) -> dict[str, Any]:
+def graph_counts(conn: Conn) -> dict[str, Any]:
     row = one(conn, COUNTS)
     keys = ("entities", "edges", "entity_turns", "edge_turns", "communities", "sessions")
     out: dict[str, Any] = dict(zip(keys, (int(v) for v in row), strict=True))
@@ -117,13 +115,13 @@ def graph_counts(conn: apsw.Connection) -> dict[str, Any]:
     return out
 
 
-def whole_graph(conn: apsw.Connection) -> tuple[list[Row], list[Row]]:
+def whole_graph(conn: Conn) -> tuple[list[Row], list[Row]]:
     """Every entity (id, key, turns), in key order, and every edge (src, dst, kind,
     turns)."""
     return all_rows(conn, WHOLE_ENTITIES), all_rows(conn, WHOLE_EDGES)
 
 
-def write_communities(conn: apsw.Connection, ranks: Sequence[tuple[int | None, float, int]],
+def write_communities(conn: Conn, ranks: Sequence[tuple[int | None, float, int]],
                       communities: Sequence[tuple[int, int, str]], detection: dict[str, Any]
                       ) -> None:
     """Replace the detected communities; ``ranks`` is (community, centrality, entity id)."""
@@ -134,7 +132,7 @@ def write_communities(conn: apsw.Connection, ranks: Sequence[tuple[int | None, f
     set_graph_meta(conn, "stale", "0")
 
 
-def entities_by_keys(conn: apsw.Connection, keys: Sequence[str], session_id: int | None
+def entities_by_keys(conn: Conn, keys: Sequence[str], session_id: int | None
                      ) -> list[EntityRow]:
     sql = BY_KEYS + (IN_SESSION if session_id is not None else "")
     params: tuple[Any, ...] = (json.dumps(list(keys)),)
@@ -143,11 +141,11 @@ def entities_by_keys(conn: apsw.Connection, keys: Sequence[str], session_id: int
     return all_rows(conn, sql + " ORDER BY key", params)
 
 
-def entities_by_ids(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, EntityRow]:
+def entities_by_ids(conn: Conn, ids: Sequence[int]) -> dict[int, EntityRow]:
     return {int(r[0]): r for r in all_rows(conn, BY_IDS, (json.dumps(list(ids)),))}
 
 
-def neighbour_edges(conn: apsw.Connection, ids: Sequence[int], session_id: int | None,
+def neighbour_edges(conn: Conn, ids: Sequence[int], session_id: int | None,
                     per_node: int) -> list[Row]:
     """Edges (id, src, dst, kind, turns) at ``ids``: the ``per_node`` most observed on
     each side of each entity, supported in the session when one is given."""
@@ -161,7 +159,7 @@ def neighbour_edges(conn: apsw.Connection, ids: Sequence[int], session_id: int |
     return [rows[k] for k in sorted(rows)]
 
 
-def _support(conn: apsw.Connection, sql: str, ids: Sequence[int], session_id: int | None,
+def _support(conn: Conn, sql: str, ids: Sequence[int], session_id: int | None,
              per_item: int) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for item in ids:
@@ -171,19 +169,19 @@ def _support(conn: apsw.Connection, sql: str, ids: Sequence[int], session_id: in
     return out
 
 
-def edge_support(conn: apsw.Connection, ids: Sequence[int], session_id: int | None,
+def edge_support(conn: Conn, ids: Sequence[int], session_id: int | None,
                  per_edge: int) -> dict[int, list[int]]:
     """The newest ``per_edge`` supporting turn ids of each edge."""
     return _support(conn, EDGE_SUPPORT, ids, session_id, per_edge)
 
 
-def entity_support(conn: apsw.Connection, ids: Sequence[int], session_id: int | None,
+def entity_support(conn: Conn, ids: Sequence[int], session_id: int | None,
                    per_entity: int) -> dict[int, list[int]]:
     sql = ENTITY_SUPPORT if session_id is None else ENTITY_SUPPORT_IN_SESSION
     return _support(conn, sql, ids, session_id, per_entity)
 
 
-def turn_entities(conn: apsw.Connection, exchange_ids: Sequence[int],
+def turn_entities(conn: Conn, exchange_ids: Sequence[int],
                   entity_ids: Sequence[int]) -> list[tuple[int, int]]:
     """(entity id, exchange id) pairs: which of ``entity_ids`` each turn mentions."""
     rows = all_rows(conn, TURN_ENTITIES, (json.dumps(list(exchange_ids)),
@@ -191,28 +189,28 @@ def turn_entities(conn: apsw.Connection, exchange_ids: Sequence[int],
     return [(int(a), int(b)) for a, b in rows]
 
 
-def community_rows(conn: apsw.Connection, limit: int, offset: int = 0) -> list[Row]:
+def community_rows(conn: Conn, limit: int, offset: int = 0) -> list[Row]:
     return all_rows(conn, COMMUNITIES, (limit, offset))
 
 
-def community_row(conn: apsw.Connection, community_id: int) -> Row | None:
+def community_row(conn: Conn, community_id: int) -> Row | None:
     return first(conn, COMMUNITY, (community_id,))
 
 
-def community_members(conn: apsw.Connection, community_id: int, limit: int
+def community_members(conn: Conn, community_id: int, limit: int
                       ) -> list[EntityRow]:
     return all_rows(conn, MEMBERS, (community_id, limit))
 
 
-def community_edges(conn: apsw.Connection, community_id: int, limit: int) -> list[Row]:
+def community_edges(conn: Conn, community_id: int, limit: int) -> list[Row]:
     return all_rows(conn, COMMUNITY_EDGES, (community_id, limit))
 
 
-def export_entities(conn: apsw.Connection) -> list[Row]:
+def export_entities(conn: Conn) -> list[Row]:
     """(key, kind, label, turns, community, centrality, aliases JSON, turn ids JSON)."""
     return all_rows(conn, EXPORT_ENTITIES)
 
 
-def export_edges(conn: apsw.Connection) -> list[Row]:
+def export_edges(conn: Conn) -> list[Row]:
     """(source key, target key, kind, turns, turn ids JSON)."""
     return all_rows(conn, EXPORT_EDGES)

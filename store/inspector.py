@@ -12,9 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from store.sql import all_rows, first, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = [
     "SessionSummary",
@@ -55,7 +53,7 @@ SELECT_SOURCE_HASHES = """
 SELECT exchange_id, content_hash FROM brief_sources WHERE brief_id = ? ORDER BY exchange_id"""
 
 
-def list_sessions(conn: apsw.Connection, limit: int, offset: int = 0) -> list[SessionSummary]:
+def list_sessions(conn: Conn, limit: int, offset: int = 0) -> list[SessionSummary]:
     """Sessions by last activity, newest first."""
     return [
         SessionSummary(str(r[0]), float(r[1]), float(r[2]), int(r[3]), int(r[4]), int(r[5]),
@@ -64,11 +62,11 @@ def list_sessions(conn: apsw.Connection, limit: int, offset: int = 0) -> list[Se
     ]
 
 
-def count_sessions(conn: apsw.Connection) -> int:
+def count_sessions(conn: Conn) -> int:
     return int(one(conn, COUNT_SESSIONS)[0])
 
 
-def session_neighbours(conn: apsw.Connection, exchange_id: int
+def session_neighbours(conn: Conn, exchange_id: int
                        ) -> tuple[int | None, int | None]:
     """The previous and next turn ids of the same session (None at either end)."""
     owner = first(conn, SELECT_SESSION_OF, (exchange_id,))
@@ -78,7 +76,7 @@ def session_neighbours(conn: apsw.Connection, exchange_id: int
     return (None if row[0] is None else int(row[0]), None if row[1] is None else int(row[1]))
 
 
-def brief_source_hashes(conn: apsw.Connection, brief_id: int) -> dict[int, bytes]:
+def brief_source_hashes(conn: Conn, brief_id: int) -> dict[int, bytes]:
     """The content hash recorded for each source turn when the brief was made."""
     return {int(r[0]): bytes(r[1]) for r in all_rows(conn, SELECT_SOURCE_HASHES, (brief_id,))}
 
@@ -96,7 +94,7 @@ def recent_runs_sql(graph: str | None, exclude: Sequence[str]) -> tuple[str, lis
     return sql + " ORDER BY seq DESC LIMIT ?", params
 
 
-def recent_runs_except(conn: apsw.Connection, limit: int, graph: str | None = None,
+def recent_runs_except(conn: Conn, limit: int, graph: str | None = None,
                        exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The newest ``limit`` runs (of ``graph``, or of every graph not in ``exclude``)."""
     sql, params = recent_runs_sql(graph, exclude)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import apsw
-
-from store.sql import all_rows, first
+from store.sql import Conn, all_rows, first
 
 __all__ = [
     "Milestone", "exchange_session", "mark_milestone", "milestone_ids", "session_milestones",
@@ -34,12 +32,12 @@ FROM milestones m JOIN exchanges e ON e.id = m.exchange_id
 WHERE m.session_id = ?1 ORDER BY m.exchange_id DESC LIMIT ?2"""
 
 
-def exchange_session(conn: apsw.Connection, exchange_id: int) -> int | None:
+def exchange_session(conn: Conn, exchange_id: int) -> int | None:
     row = first(conn, SELECT_EXCHANGE_SESSION, (exchange_id,))
     return None if row is None else int(row[0])
 
 
-def mark_milestone(conn: apsw.Connection, session_id: int, exchange_id: int, label: str,
+def mark_milestone(conn: Conn, session_id: int, exchange_id: int, label: str,
                    now: float) -> int | None:
     """Flag a turn (marking it again replaces the label); return its brief id, if any.
 
@@ -50,7 +48,7 @@ def mark_milestone(conn: apsw.Connection, session_id: int, exchange_id: int, lab
     return None if row is None or row[0] is None else int(row[0])
 
 
-def session_milestones(conn: apsw.Connection, session_id: int, limit: int,
+def session_milestones(conn: Conn, session_id: int, limit: int,
                        excerpt_chars: int = 200) -> list[Milestone]:
     """The newest ``limit`` milestones of a session, oldest first."""
     rows = [
@@ -62,7 +60,7 @@ def session_milestones(conn: apsw.Connection, session_id: int, limit: int,
     return rows
 
 
-def milestone_ids(conn: apsw.Connection, exchange_ids: list[int]) -> dict[int, str]:
+def milestone_ids(conn: Conn, exchange_ids: list[int]) -> dict[int, str]:
     """Labels of those of ``exchange_ids`` that are milestones."""
     if not exchange_ids:
         return {}

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import apsw
-
-from store.sql import all_rows
+from store.sql import Conn, all_rows
 
 __all__ = ["NEIGHBOUR_CHARS", "answers_to", "previous_contents"]
 
@@ -18,7 +16,7 @@ WHERE e.session_id = (SELECT id FROM sessions WHERE name = ?1)
 ORDER BY e.id DESC LIMIT ?2"""
 
 
-def previous_contents(conn: apsw.Connection, session: str, count: int) -> list[str]:
+def previous_contents(conn: Conn, session: str, count: int) -> list[str]:
     """The newest ``count`` turns of a session (by name), nearest first, each cut to
     NEIGHBOUR_CHARS characters. Read before a new turn is stored, these are the turns
     just before it."""
@@ -35,7 +33,7 @@ AND (rtrim(substr(e.content, -64), ' \t\r\n') LIKE '%?'
      OR rtrim(substr(e.content, -64), ' \t\r\n') LIKE '%？')"""
 
 
-def answers_to(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, int]:
+def answers_to(conn: Conn, ids: Sequence[int]) -> dict[int, int]:
     """For the turns among ``ids`` that end with a question: the id of the next turn in
     their session (the one that answers), when there is one."""
     if not ids:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 
-import apsw
-
-from store.sql import all_rows, first
+from store.sql import Conn, all_rows, first, is_postgres
 
 __all__ = ["GENESIS", "backfill_chain", "chain_hash", "session_head"]
 
@@ -43,10 +41,18 @@ def chain_hash(previous: bytes, content_hash: bytes, session: str, role: str,
 
 
 SELECT_HEAD = "SELECT id, chain_head FROM sessions WHERE name = ?"
+LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 
-def session_head(conn: apsw.Connection, session: str) -> tuple[int | None, bytes]:
-    """(session row id or None, the hash the session's next turn links to)."""
+def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
+    """(session row id or None, the hash the session's next turn links to).
+
+    Call inside the write that links the next turn. SQLite has one writer at a time; on
+    PostgreSQL a transaction lock on the session's name makes every other writer of the
+    session wait here until this one commits, so the chain never forks (nor do the
+    session's exchange ids leave commit order)."""
+    if is_postgres(conn):
+        conn.execute(LOCK_SESSION, (session,))
     row = first(conn, SELECT_HEAD, (session,))
     if row is None:
         return None, GENESIS
@@ -61,7 +67,7 @@ SET_CHAIN = "UPDATE exchanges SET chain_hash = ? WHERE id = ?"
 SET_HEAD = "UPDATE sessions SET chain_head = ? WHERE id = ?"
 
 
-def backfill_chain(conn: apsw.Connection) -> None:
+def backfill_chain(conn: Conn) -> None:
     """Chain every stored turn, session by session in id order, a page at a time (a
     store of a million turns is never held in memory). Call inside a transaction."""
     for session_id, name in all_rows(conn, SELECT_SESSIONS):

@@ -13,13 +13,11 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import apsw
-
-from store.sql import Row, all_rows, first
+from store.sql import Conn, Row, all_rows, first
 from store.vectors import MatrixCache
 
 if TYPE_CHECKING:
-    from store.db import Store
+    from store.backend import Backend
 
 __all__ = [
     "EMBED_CHARS",
@@ -54,20 +52,20 @@ def _through_key(model: str) -> str:
     return f"provider_through:{model}"
 
 
-def provider_through(conn: apsw.Connection, model: str) -> int:
+def provider_through(conn: Conn, model: str) -> int:
     """Every turn up to this id was offered to ``model`` (0: none yet)."""
     row = first(conn, SELECT_THROUGH, (_through_key(model),))
     return int(row[0]) if row is not None else 0
 
 
-def pending_turns(conn: apsw.Connection, model: str, limit: int) -> list[PendingTurn]:
+def pending_turns(conn: Conn, model: str, limit: int) -> list[PendingTurn]:
     """The next ``limit`` turns not yet offered to ``model``, oldest first."""
     after = provider_through(conn, model)
     return [(int(r[0]), str(r[1])) for r in all_rows(conn, SELECT_PENDING,
                                                      (after, limit, EMBED_CHARS))]
 
 
-def save_provider_vectors(conn: apsw.Connection, model: str, expected_through: int,
+def save_provider_vectors(conn: Conn, model: str, expected_through: int,
                           through: int, vectors: Sequence[tuple[int, bytes]]) -> bool:
     """Store vectors (int8 bytes) and move the mark to ``through``. Call inside a write.
 
@@ -89,16 +87,16 @@ class ProviderCache(MatrixCache):
         super().__init__(0)
         self.model = model
 
-    def rows_after(self, conn: apsw.Connection, last: int) -> list[Row]:
+    def rows_after(self, conn: Conn, last: int) -> list[Row]:
         return all_rows(conn, SELECT_NEW, (self.model, last))
 
 
-_CACHES: weakref.WeakKeyDictionary[Store, dict[str, ProviderCache]] = (
+_CACHES: weakref.WeakKeyDictionary[Backend, dict[str, ProviderCache]] = (
     weakref.WeakKeyDictionary())
 _CACHES_LOCK = threading.Lock()
 
 
-def provider_cache(store: Store, model: str) -> ProviderCache:
+def provider_cache(store: Backend, model: str) -> ProviderCache:
     """The process's in-memory copy of ``model``'s vectors in ``store`` (made on first use)."""
     with _CACHES_LOCK:
         caches = _CACHES.setdefault(store, {})
@@ -108,7 +106,7 @@ def provider_cache(store: Store, model: str) -> ProviderCache:
         return cache
 
 
-def forget_provider_caches(store: Store) -> None:
+def forget_provider_caches(store: Backend) -> None:
     """Drop the in-memory copies of ``store``'s provider vectors (after deletions)."""
     with _CACHES_LOCK:
         caches = list(_CACHES.get(store, {}).values())

@@ -7,10 +7,9 @@ import threading
 import time
 from typing import Any
 
-import apsw
 import zstandard
 
-from store.sql import all_rows, first, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = ["PRUNE_EVERY", "TraceBuffer", "decode_trace", "load_trace", "recent_runs", "save_trace"]
 
@@ -29,7 +28,7 @@ _compressor = zstandard.ZstdCompressor(level=3)
 _decompressor = zstandard.ZstdDecompressor()
 
 
-def save_trace(conn: apsw.Connection, trace: dict[str, Any], started_at: float,
+def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
                retention: int) -> None:
     """Store one trace; every PRUNE_EVERY runs drop those beyond ``retention``."""
     blob = _compressor.compress(json.dumps(trace, separators=(",", ":")).encode())
@@ -49,12 +48,12 @@ def decode_trace(blob: bytes) -> dict[str, Any]:
     return trace
 
 
-def load_trace(conn: apsw.Connection, run_id: str) -> dict[str, Any] | None:
+def load_trace(conn: Conn, run_id: str) -> dict[str, Any] | None:
     row = first(conn, SELECT_TRACE, (run_id,))
     return None if row is None else decode_trace(row[0])
 
 
-def recent_runs(conn: apsw.Connection, limit: int, graph: str | None = None
+def recent_runs(conn: Conn, limit: int, graph: str | None = None
                 ) -> list[dict[str, Any]]:
     return [
         {"run_id": r[0], "graph": r[1], "status": r[2], "started_at": r[3], "duration_ms": r[4]}

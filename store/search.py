@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 
 from store.exchanges import scope_token
-from store.sql import all_rows, id_list, where
+from store.sql import Conn, all_rows, id_list, where
 
 __all__ = [
     "ANY_FLAG",
@@ -99,7 +99,7 @@ def _syntax_error(ex: apsw.SQLError) -> bool:
         "unknown special query", "expected integer"))
 
 
-def check_expression(conn: apsw.Connection, expression: str) -> None:
+def check_expression(conn: Conn, expression: str) -> None:
     """Raise ``FtsSyntaxError`` unless ``expression`` parses on its own.
 
     A caller's expression is checked alone before it is combined with the session
@@ -167,7 +167,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
 
 
 def keyword_hits(
-    conn: apsw.Connection, expression: str, flt: HitFilter, limit: int, *,
+    conn: Conn, expression: str, flt: HitFilter, limit: int, *,
     caller_syntax: bool = False,
 ) -> list[tuple[int, float]]:
     """Best keyword matches as (exchange id, score), best first; higher score is better.
@@ -191,7 +191,7 @@ def keyword_hits(
 
 
 def ids_matching(
-    conn: apsw.Connection, ids: Sequence[int], flt: HitFilter
+    conn: Conn, ids: Sequence[int], flt: HitFilter
 ) -> set[int]:
     """Which of ``ids`` pass the filter (used for vector hits)."""
     if not ids:

@@ -3,9 +3,7 @@ coordination bus, found by their source keys (``claeg:<event id>:<digest>``)."""
 
 from __future__ import annotations
 
-import apsw
-
-from store.sql import one
+from store.sql import Conn, one
 
 __all__ = ["count_shutdown_turns"]
 
@@ -14,6 +12,6 @@ COUNT_SHUTDOWN_TURNS = """
 SELECT count(*) FROM exchanges WHERE source_key >= 'claeg:' AND source_key < 'claeg;'"""
 
 
-def count_shutdown_turns(conn: apsw.Connection) -> int:
+def count_shutdown_turns(conn: Conn) -> int:
     count: int = one(conn, COUNT_SHUTDOWN_TURNS)[0]
     return count

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import apsw
-
-from store.sql import all_rows
+from store.sql import Conn, all_rows
 
 __all__ = ["StoredFlag", "flags_by_exchange", "record_flags", "session_flags"]
 
@@ -31,14 +29,14 @@ SELECT_SESSION_FLAGS = SELECT_FLAGS + """
 WHERE session_id = ? ORDER BY exchange_id DESC, span_start LIMIT ?"""
 
 
-def record_flags(conn: apsw.Connection, exchange_id: int, session_id: int,
+def record_flags(conn: Conn, exchange_id: int, session_id: int,
                  flags: Sequence[StoredFlag]) -> None:
     """Store a turn's flags. Call inside the write that stores the turn."""
     for f in flags:
         conn.execute(INSERT_FLAG, (exchange_id, session_id, f.signature, f.start, f.end, f.span))
 
 
-def flags_by_exchange(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, list[StoredFlag]]:
+def flags_by_exchange(conn: Conn, ids: Sequence[int]) -> dict[int, list[StoredFlag]]:
     """The flags of each of ``ids`` that has any, in stored order."""
     if not ids:
         return {}
@@ -50,7 +48,7 @@ def flags_by_exchange(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, li
     return out
 
 
-def session_flags(conn: apsw.Connection, session_id: int, limit: int) -> list[StoredFlag]:
+def session_flags(conn: Conn, session_id: int, limit: int) -> list[StoredFlag]:
     """The newest ``limit`` flags of a session, oldest first."""
     rows = [StoredFlag(*r) for r in all_rows(conn, SELECT_SESSION_FLAGS, (session_id, limit))]
     rows.reverse()

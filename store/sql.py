@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import apsw
+from typing import Any, Protocol
 
 from store.errors import StoreError
 
-__all__ = ["Row", "all_rows", "first", "id_list", "one", "where"]
+__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "is_postgres", "one", "where"]
 
 Row = tuple[Any, ...]
 
 
-def first(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row | None:
+class Conn(Protocol):
+    """What the store modules need of a connection: ``apsw.Connection`` on SQLite,
+    ``store.postgres.connection.PgConnection`` on PostgreSQL (the same ``?``/``?N``
+    statements; the few that differ branch on ``is_postgres``)."""
+
+    def execute(self, statements: str, bindings: Any = None, /) -> Any: ...
+    def executemany(self, statements: str, sequenceofbindings: Any, /) -> Any: ...
+    def changes(self) -> int: ...
+
+
+def is_postgres(conn: Conn) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
+def first(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row | None:
     """The first row, or None."""
     row = conn.execute(sql, params).fetchone()
     return None if row is None else tuple(row)
 
 
-def one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row:
+def one(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row:
     """Exactly the first row of a statement that always returns one."""
     row = first(conn, sql, params)
     if row is None:
@@ -28,7 +40,7 @@ def one(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> Row:
     return row
 
 
-def all_rows(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+def all_rows(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     return [tuple(r) for r in conn.execute(sql, params)]
 
 

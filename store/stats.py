@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
-from store.sql import one
+from store.sql import Conn, one
 
 __all__ = ["store_counts"]
 
@@ -20,7 +18,7 @@ SELECT (SELECT count(*) FROM sessions),
 PAGES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
 
 
-def store_counts(conn: apsw.Connection) -> dict[str, Any]:
+def store_counts(conn: Conn) -> dict[str, Any]:
     row = one(conn, COUNTS)
     keys = ("sessions", "exchanges", "uncompressed", "briefs", "milestones", "runs")
     out: dict[str, Any] = dict(zip(keys, (int(v) for v in row), strict=True))

@@ -28,10 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import apsw
-
 from store.provenance import GENESIS
-from store.sql import first, one
+from store.sql import Conn, first, one
 
 __all__ = [
     "RecordRow",
@@ -85,7 +83,7 @@ SELECT id, session, role, created_at, content, content_hash, chain_hash, source_
 SESSION_BY_NAME = "SELECT id FROM sessions WHERE name = ?"
 
 
-def record_rows(conn: apsw.Connection, after: int, limit: int,
+def record_rows(conn: Conn, after: int, limit: int,
                 session_row: int | None = None) -> list[RecordRow]:
     """The next ``limit`` turns and tombstones after id ``after`` (of one session row,
     if given), in id order."""
@@ -104,7 +102,7 @@ SELECT coalesce((SELECT chain_hash FROM exchanges WHERE id = ?1),
                 (SELECT chain_hash FROM forgotten WHERE exchange_id = ?1))"""
 
 
-def previous_link(conn: apsw.Connection, session: str, before_id: int) -> bytes:
+def previous_link(conn: Conn, session: str, before_id: int) -> bytes:
     """The chain hash that the session's record with id ``before_id`` follows: that of
     the turn or tombstone just before it, or GENESIS."""
     row = first(conn, SESSION_BY_NAME, (session,))
@@ -131,18 +129,18 @@ VALUES (?, ?, ?, ?)"""
 CHAIN_OF_TURN = "SELECT chain_hash FROM exchanges WHERE id = ?"
 
 
-def turn_chain(conn: apsw.Connection, exchange_id: int) -> bytes:
+def turn_chain(conn: Conn, exchange_id: int) -> bytes:
     """The chain hash a stored turn was given."""
     return bytes(one(conn, CHAIN_OF_TURN, (exchange_id,))[0])
 
 
-def known_origin(conn: apsw.Connection, origin: bytes) -> bool:
+def known_origin(conn: Conn, origin: bytes) -> bool:
     """Whether the turn that originated as ``origin`` is here, or was here and was
     forgotten (a peer does not bring a forgotten turn back)."""
     return bool(one(conn, KNOWN_ORIGIN, (origin,))[0])
 
 
-def record_origin(conn: apsw.Connection, origin: bytes, exchange_id: int, peer: str,
+def record_origin(conn: Conn, origin: bytes, exchange_id: int, peer: str,
                   at: float) -> None:
     """Remember where a received turn came from (only needed when it was re-linked:
     otherwise its chain hash is its origin)."""
@@ -166,7 +164,7 @@ INSERT INTO forgotten(exchange_id, session_id, forgotten_at, reason, selector, c
 VALUES (?, ?, ?, ?, 'sync', ?, ?, NULL, ?)"""
 
 
-def record_tombstone(conn: apsw.Connection, session: str, content_hash: bytes, chain: bytes,
+def record_tombstone(conn: Conn, session: str, content_hash: bytes, chain: bytes,
                      origin: bytes, peer: str, at: float) -> int:
     """Store a tombstone received from a peer for a turn this store never held: it
     becomes the session's newest link (its chain hash is the sender's: without the
@@ -185,7 +183,7 @@ SELECT (SELECT count(*) FROM exchanges WHERE id > ?1),
        coalesce((SELECT max(id) FROM exchanges), 0)"""
 
 
-def pending_after(conn: apsw.Connection, after: int) -> tuple[int, int]:
+def pending_after(conn: Conn, after: int) -> tuple[int, int]:
     """(turns stored after id ``after``, the newest turn id)."""
     row = one(conn, PENDING, (after,))
     return int(row[0]), int(row[1])
@@ -197,14 +195,14 @@ WHERE brief_id IS NULL AND session_id > ?1
 GROUP BY session_id HAVING count(*) >= ?2 ORDER BY session_id LIMIT 1"""
 
 
-def next_overdue(conn: apsw.Connection, after: int, turn_limit: int) -> int | None:
+def next_overdue(conn: Conn, after: int, turn_limit: int) -> int | None:
     """The first session row after ``after`` holding ``turn_limit`` or more
     uncompressed turns (compression catches up after an import)."""
     row = first(conn, NEXT_OVERDUE, (after, turn_limit))
     return None if row is None else int(row[0])
 
 
-def iter_records(conn: apsw.Connection, after: int, through: int | None, page: int,
+def iter_records(conn: Conn, after: int, through: int | None, page: int,
                  session_row: int | None = None) -> Iterator[RecordRow]:
     """Every record after ``after`` (up to ``through`` when given), a page at a time."""
     while True:

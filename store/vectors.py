@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import threading
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
 from store.errors import StoreError
-from store.sql import Row, all_rows
+from store.sql import Conn, Row, all_rows
 
-__all__ = ["MatrixCache", "VectorCache"]
+__all__ = ["MatrixCache", "VectorCache", "vector_text"]
+
+
+def vector_text(blob: bytes) -> str:
+    """An int8 vector blob in pgvector's text form, ``[1,-2,...]``."""
+    return "[" + ",".join(map(str, np.frombuffer(blob, dtype=np.int8).tolist())) + "]"
 
 # vec0 cannot seek by rowid range (a `rowid > ?` scan reads every vector), so new rows
 # are found through the exchanges primary key and fetched from vec0 by point lookups.
@@ -47,10 +51,10 @@ class MatrixCache:
         self._sessions = np.zeros(0, dtype=np.int64)
         self._mat = np.zeros((0, dim), dtype=np.float32)
 
-    def rows_after(self, conn: apsw.Connection, last: int) -> list[Row]:
+    def rows_after(self, conn: Conn, last: int) -> list[Row]:
         raise NotImplementedError
 
-    def _refresh(self, conn: apsw.Connection) -> None:
+    def _refresh(self, conn: Conn) -> None:
         last = int(self._ids[self._n - 1]) if self._n else 0
         rows = self.rows_after(conn, last)
         if not rows:
@@ -81,7 +85,7 @@ class MatrixCache:
 
     def knn(
         self,
-        conn: apsw.Connection,
+        conn: Conn,
         query: npt.NDArray[np.float32],
         k: int,
         session_id: int | None = None,
@@ -113,5 +117,5 @@ class MatrixCache:
 class VectorCache(MatrixCache):
     """The hashed vectors of every turn (``exchange_vectors``)."""
 
-    def rows_after(self, conn: apsw.Connection, last: int) -> list[Row]:
+    def rows_after(self, conn: Conn, last: int) -> list[Row]:
         return all_rows(conn, SELECT_NEW, (last,))

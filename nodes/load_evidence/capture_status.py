@@ -7,11 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from nodes.evaluate_contracts.inputs import iso
 from store.capture_lock import lock_holder
 from store.cursors import cursor_totals, recent_cursors
+from store.sql import Conn
 
 __all__ = ["LISTED_FILES", "capture_summary"]
 
@@ -29,7 +28,7 @@ def _size(path: str) -> int | None:
         return None  # the host deleted or moved it since
 
 
-def capture_summary(conn: apsw.Connection, data_dir: Path) -> tuple[dict[str, Any], str]:
+def capture_summary(conn: Conn, data_dir: Path) -> tuple[dict[str, Any], str]:
     """The ``capture`` part of status, and its line of text."""
     totals = cursor_totals(conn)
     files = []

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
 from nodes.evaluate_contracts.inputs import iso
 from store.cursors import recent_cursors
+from store.sql import Conn
 from store.sync import pending_after
 
 __all__ = ["LISTED_PEERS", "delivery_summary"]
@@ -20,7 +19,7 @@ def _when(seconds: float | None) -> str | None:
     return None if seconds is None else iso(seconds)
 
 
-def delivery_summary(conn: apsw.Connection, configured: str | None
+def delivery_summary(conn: Conn, configured: str | None
                      ) -> tuple[dict[str, Any], str]:
     """The ``delivery`` part of status, and its line of text."""
     peers: list[dict[str, Any]] = []

@@ -16,7 +16,7 @@ from nodes.context import State, Writes
 from nodes.extract.embedding_config import embedding_config
 from nodes.extract.embeddings import EmbeddingError, embed_query
 from nodes.extract.vectors import text_vector
-from store.db import Store
+from store.backend import Backend
 from store.provider_vectors import provider_cache
 from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits
 from store.vectors import MatrixCache
@@ -65,7 +65,7 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"keyword": [[i, s] for i, s in hits], "notes": notes}
 
 
-def _nearest(store: Store, cache: MatrixCache, vec: npt.NDArray[np.float32],
+def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
              flt: HitFilter) -> list[list[Any]]:
     """KNN within the session, then the other filters (role, time, compressed, trace id,
     flag)."""

@@ -18,10 +18,10 @@ __all__ = ["capture_status", "recent_traces", "stored_trace"]
 def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.read() as conn:
         counts = store_counts(conn)
-        capture, capture_text = capture_summary(conn, state.ctx.store.path.parent)
+        capture, capture_text = capture_summary(conn, state.ctx.store.data_dir)
         delivery, delivery_text = delivery_summary(conn, state.ctx.settings.sync_peer)
     status = {
-        "store": {"path": str(state.ctx.store.path), **counts},
+        "store": {"path": state.ctx.store.location, **counts},
         "capture": capture,
         "delivery": delivery,
     }

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from store.footprint import applied_migrations, page_stats, table_bytes
-from store.migrations import MIGRATIONS, SCHEMA_VERSION
+from store.migrations import MIGRATIONS
 from store.stats import store_counts
 
 __all__ = ["store_stats"]
@@ -22,6 +22,14 @@ def _file_bytes(path: Path) -> int | None:
         return None
 
 
+def _migrations(dialect: str) -> Sequence[Callable[..., None]]:
+    if dialect == "postgresql":
+        from store.postgres.schema import PG_MIGRATIONS
+
+        return PG_MIGRATIONS
+    return MIGRATIONS
+
+
 def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
     store = state.ctx.store
     store.traces.flush()  # so that `runs` counts this process's recent runs too
@@ -31,14 +39,16 @@ def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
         tables = table_bytes(conn)
         applied = applied_migrations(conn)
     version = max((m.version for m in applied), default=0)
-    known = {i: step.__name__ for i, step in enumerate(MIGRATIONS, start=1)}
+    known = {i: step.__name__ for i, step in enumerate(_migrations(store.dialect), start=1)}
+    files = Path(store.location) if store.dialect == "sqlite" else None
     stats = {
-        "path": str(store.path),
+        "path": store.location,
         "counts": {k: v for k, v in counts.items() if k != "database_bytes"},
         "size": {
             "database_bytes": pages.database_bytes,
-            "file_bytes": _file_bytes(store.path),
-            "wal_bytes": _file_bytes(store.path.with_name(store.path.name + "-wal")),
+            "file_bytes": None if files is None else _file_bytes(files),
+            "wal_bytes": None if files is None else _file_bytes(
+                files.with_name(files.name + "-wal")),
             "page_size": pages.page_size,
             "page_count": pages.page_count,
             "free_pages": pages.freelist_count,
@@ -47,8 +57,8 @@ def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
         "dbstat": tables is not None,
         "schema": {
             "version": version,
-            "expected": SCHEMA_VERSION,
-            "current": version == SCHEMA_VERSION
+            "expected": len(known),
+            "current": version == len(known)
             and all(known.get(m.version) == m.name for m in applied),
             "migrations": [{"version": m.version, "name": m.name,
                             "applied_at": iso(m.applied_at)} for m in applied],

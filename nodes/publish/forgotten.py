@@ -16,8 +16,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import apsw
-
 from nodes.context import State, Writes
 from nodes.extract.brief import brief_text
 from nodes.extract.search_fields import CONTEXT_TURNS
@@ -42,13 +40,14 @@ from store.forget import (
 from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
 from store.search import dated_terms
+from store.sql import Conn
 
 __all__ = ["MAX_LISTED", "forgotten_turns", "scrubbed_store"]
 
 MAX_LISTED = 1_000  # forgotten ids listed in the reply (all are counted and tombstoned)
 
 
-def _rebuild_briefs(conn: apsw.Connection, briefs: list[int]) -> tuple[list[int], list[int]]:
+def _rebuild_briefs(conn: Conn, briefs: list[int]) -> tuple[list[int], list[int]]:
     rebuilt, removed = [], []
     for brief_id in briefs:
         turns = brief_sources_of(conn, brief_id)
@@ -63,7 +62,7 @@ def _rebuild_briefs(conn: apsw.Connection, briefs: list[int]) -> tuple[list[int]
     return rebuilt, removed
 
 
-def _reindex_followers(conn: apsw.Connection, gone: Forgotten) -> int:
+def _reindex_followers(conn: Conn, gone: Forgotten) -> int:
     followers: set[int] = set()
     for exchange_id, session_id in gone.turns:
         followers.update(following_turns(conn, session_id, exchange_id, CONTEXT_TURNS))
@@ -81,17 +80,12 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
                           since=forget["since"], until=forget["until"], text=forget["text"])
     store = state.ctx.store
     store.traces.flush()  # traces still in memory may mention the text: store them first
-    conn = store.connection()
-    conn.execute("PRAGMA secure_delete=ON")  # zero every freed byte, not only the cheap ones
-    try:
-        with store.write() as conn:
-            graph = forget_graph(conn, selected_turns(conn, selection))
-            gone = forget_turns(conn, selection, forget["reason"], time.time())
-            rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
-            reindexed = _reindex_followers(conn, gone)
-            purged = purge_traces(conn, forget["text"]) if forget["text"] else 0
-    finally:
-        conn.execute("PRAGMA secure_delete=FAST")
+    with store.scrubbing(), store.write() as conn:
+        graph = forget_graph(conn, selected_turns(conn, selection))
+        gone = forget_turns(conn, selection, forget["reason"], time.time())
+        rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
+        reindexed = _reindex_followers(conn, gone)
+        purged = purge_traces(conn, forget["text"]) if forget["text"] else 0
     drop_caches(store)
     ids = [i for i, _ in gone.turns]
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],

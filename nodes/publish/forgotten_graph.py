@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
-
 from nodes.extract.graph_records import batch_records
 from store.forget_graph import (
     affected_graph_sessions,
@@ -28,6 +26,7 @@ from store.forget_graph import (
     uncount_turns,
 )
 from store.graph_batches import PendingTurn, reset_graph, write_batch
+from store.sql import Conn
 
 __all__ = ["PAGE_TURNS", "forget_graph", "ranges"]
 
@@ -60,7 +59,7 @@ def ranges(ids: Sequence[int], forgotten: set[int]) -> tuple[list[tuple[int, int
     return out, rewritten
 
 
-def _rederive_session(conn: apsw.Connection, session_id: int, through: int,
+def _rederive_session(conn: Conn, session_id: int, through: int,
                       forgotten: set[int], keys: set[str]) -> bool:
     """Re-derive the session's ranges; False when a turn was passed over (reset)."""
     ids = read_ids(conn, session_id, through)
@@ -89,7 +88,7 @@ def _rederive_session(conn: apsw.Connection, session_id: int, through: int,
     return True
 
 
-def forget_graph(conn: apsw.Connection, turns: Sequence[tuple[int, int]]) -> dict[str, Any]:
+def forget_graph(conn: Conn, turns: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """Take back what the graph derived from the sessions of ``turns`` ((exchange id,
     session id), still stored). Call inside the forget's write transaction."""
     sessions = affected_graph_sessions(conn, turns)

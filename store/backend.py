@@ -1,0 +1,63 @@
+"""The store interface the nodes use, and the choice of its backend.
+
+Two backends implement it: ``store.db.Store`` (the SQLite file, the default) and
+``store.postgres.db.PgStore`` (a shared PostgreSQL database, selected by
+``STENO_DATABASE_URL=postgresql://...``). Both lend connections that run the store
+modules' statements (``store.sql.Conn``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from store.errors import InvalidInput
+from store.runs import TraceBuffer
+from store.sql import Conn
+from store.vectors import VectorCache
+
+__all__ = ["Backend", "is_postgres_url", "open_store"]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Backend(Protocol):
+    dialect: str  # "sqlite" | "postgresql"
+    location: str  # the file path, or the database URL without its password
+    data_dir: Path  # where the process keeps its own files (capture locks, the bus)
+    vectors: VectorCache
+    traces: TraceBuffer
+
+    def read(self) -> AbstractContextManager[Conn]: ...
+    def write(self) -> AbstractContextManager[Conn]: ...
+    def exclusive(self) -> AbstractContextManager[Conn]: ...
+    def scrubbing(self) -> AbstractContextManager[None]:
+        """Writes inside it overwrite what they delete (forgetting)."""
+    def close(self) -> None: ...
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(POSTGRES_SCHEMES)
+
+
+def open_store(db_path: Path, *, database_url: str | None = None, synchronous: str = "normal",
+               vector_dim: int = 256) -> Backend:
+    """The SQLite file at ``db_path``, or the PostgreSQL database ``database_url`` names."""
+    if database_url is None or database_url == "":
+        from store.db import Store
+
+        return Store(db_path, synchronous=synchronous, vector_dim=vector_dim)
+    if not is_postgres_url(database_url):
+        raise InvalidInput(
+            "STENO_DATABASE_URL must be a postgresql:// or postgres:// URL "
+            "(leave it unset for the SQLite file)"
+        )
+    try:
+        from store.postgres.db import PgStore
+    except ImportError as ex:
+        raise InvalidInput(
+            "STENO_DATABASE_URL names PostgreSQL but psycopg is not installed: "
+            "pip install 'omega-stenographer-mcp[postgres]'"
+        ) from ex
+    return PgStore(database_url, data_dir=db_path.parent, vector_dim=vector_dim)

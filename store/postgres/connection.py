@@ -1,0 +1,79 @@
+"""One PostgreSQL connection behind the interface the store modules use on SQLite.
+
+The store's statements are written with SQLite's ``?`` and ``?N`` parameters; this
+wrapper rewrites them once per statement text into psycopg's ``%s`` (numbered
+parameters are expanded in order of appearance) and remembers the row count of the
+last statement for ``changes()``, as ``apsw.Connection.changes`` does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+
+__all__ = ["PgConnection", "translate"]
+
+# A quoted literal or identifier (copied as is), a parameter (?, ?N, :name; not a ::cast)
+# or a % to escape.
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?(\d*)|(?<!:):([A-Za-z_]\w*)|::|%")
+
+
+@lru_cache(maxsize=1024)
+def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
+    """``sql`` with psycopg placeholders, and the order in which numbered parameters
+    are passed (None: plain ``?`` parameters, passed as given)."""
+    order: list[int] = []
+    numbered = False
+
+    def swap(match: re.Match[str]) -> str:
+        nonlocal numbered
+        text = match.group(0)
+        if text == "%":
+            return "%%"
+        if match.group(2):
+            return f"%({match.group(2)})s"
+        if not text.startswith("?"):
+            return text.replace("%", "%%")
+        if match.group(1):
+            numbered = True
+            order.append(int(match.group(1)) - 1)
+        return "%s"
+
+    out = _TOKEN.sub(swap, sql)
+    return out, (tuple(order) if numbered else None)
+
+
+class PgConnection:
+    """A psycopg connection with ``execute``/``changes`` in the store's SQLite style."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+        self._changes = 0
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        if not params:  # no parameters: sent as written (may hold several statements)
+            cur = self.raw.execute(sql.encode())
+        else:
+            text, order = translate(sql)
+            args = params if order is None or isinstance(params, Mapping) \
+                else [params[i] for i in order]
+            cur = self.raw.execute(text, args)
+        self._changes = max(cur.rowcount, 0)
+        return cur
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        text, order = translate(sql)
+        if order is not None:
+            rows = [[row[i] for i in order] for row in rows]
+        with self.raw.cursor() as cur:
+            cur.executemany(text, rows)
+            self._changes = max(cur.rowcount, 0)
+
+    def changes(self) -> int:
+        return self._changes

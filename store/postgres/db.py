@@ -1,0 +1,113 @@
+"""The PostgreSQL store: a connection pool behind the SQLite store's interface.
+
+``read()`` and ``write()`` lend a pooled connection for one transaction (READ COMMITTED,
+as PostgreSQL defaults; the statements that need more take row or advisory locks
+themselves: the session chain head, the compression claim). A read inside a write on
+the same thread uses the write's connection, as on SQLite.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from store.errors import StoreError
+from store.postgres.connection import PgConnection
+from store.postgres.schema import migrate_postgres
+from store.runs import TraceBuffer
+from store.vectors import VectorCache
+
+__all__ = ["PgStore", "redact_url"]
+
+POOL_MAX = 8  # connections a process holds at most: graph worker threads + traces
+CONNECT_TIMEOUT_S = 10
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages and status."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PgStore:
+    """A PostgreSQL database shared by any number of server processes. Thread-safe."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, data_dir: Path, vector_dim: int = 256,
+                 pool_max: int = POOL_MAX) -> None:
+        self.url = url
+        self.location = redact_url(url)
+        self.data_dir = data_dir
+        self.vectors = VectorCache(vector_dim)  # unused here: pgvector answers in SQL
+        self.traces = TraceBuffer(self.write)
+        self._local = threading.local()
+        try:
+            self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+                url, min_size=1, max_size=pool_max, open=True, name="stenographer",
+                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+                timeout=CONNECT_TIMEOUT_S,
+            )
+            self._pool.wait(timeout=CONNECT_TIMEOUT_S)
+        except Exception as ex:
+            raise StoreError(f"cannot connect to the database {self.location}: {ex}") from ex
+        with self._pool.connection() as raw:
+            self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[PgConnection]:
+        current: PgConnection | None = getattr(self._local, "conn", None)
+        if current is not None:  # nested in this thread's open transaction
+            yield current
+            return
+        with self._pool.connection() as raw:
+            conn = PgConnection(raw)
+            conn.execute(begin)
+            self._local.conn = conn
+            try:
+                yield conn
+            except BaseException:
+                self._local.conn = None
+                if not raw.closed:
+                    conn.execute("ROLLBACK")
+                raise
+            self._local.conn = None
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[PgConnection]:
+        """One write transaction: committed on success, else rolled back."""
+        with self._transaction("BEGIN") as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[PgConnection]:
+        """A consistent snapshot for several reads."""
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn:
+            yield conn
+
+    @contextmanager
+    def exclusive(self) -> Iterator[PgConnection]:
+        """A connection with no transaction open (maintenance statements)."""
+        with self._pool.connection() as raw:
+            yield PgConnection(raw)
+
+    @contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """Nothing to switch: PostgreSQL leaves deleted rows as dead tuples until VACUUM
+        (``store.forget.scrub``) reclaims them."""
+        yield
+
+    def close(self) -> None:
+        self.traces.close()
+        self._pool.close()
