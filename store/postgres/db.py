@@ -53,20 +53,25 @@ class PgStore:
         self.vectors = VectorCache(vector_dim)  # unused here: pgvector answers in SQL
         self.traces = TraceBuffer(self.write)
         self._local = threading.local()
-        try:
-            self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-                url, min_size=1, max_size=pool_max, open=True, name="stenographer",
-                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
-                        # Parameters bound client-side, as literals: the server infers
-                        # their types from context as SQLite does (e.g. `? IS NULL`).
-                        "cursor_factory": psycopg.ClientCursor},
-                timeout=POOL_WAIT_S,
-            )
-            self._pool.wait(timeout=CONNECT_TIMEOUT_S)
-        except Exception as ex:
-            raise StoreError(f"cannot connect to the database {self.location}: {ex}") from ex
-        with self._borrowed() as raw:
-            self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+        options: dict[str, Any] = {
+            "autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
+            # Parameters bound client-side, as literals: the server infers their types
+            # from context as SQLite does (e.g. `? IS NULL`).
+            "cursor_factory": psycopg.ClientCursor}
+        try:  # one direct connection first: a refused or bad URL fails at once, clearly
+            with psycopg.connect(url, **options) as raw:
+                self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+        except psycopg.Error as ex:
+            raise StoreError(f"cannot open the database {self.location}: "
+                             f"{self._scrub(str(ex).strip())}") from ex
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url, min_size=1, max_size=pool_max, open=True, name="stenographer",
+            kwargs=options, timeout=POOL_WAIT_S)
+
+    def _scrub(self, message: str) -> str:
+        """``message`` without the URL's password (a driver may quote the URL back)."""
+        password = urlsplit(self.url).password
+        return message.replace(password, "***") if password else message
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PgConnection]:
@@ -99,7 +104,8 @@ class PgStore:
             raise StoreError(f"no free connection to {self.location} within "
                              f"{POOL_WAIT_S} s ({POOL_MAX} in use)") from ex
         except psycopg.OperationalError as ex:
-            raise StoreError(f"the database {self.location} failed: {ex}") from ex
+            raise StoreError(f"the database {self.location} failed: "
+                             f"{self._scrub(str(ex))}") from ex
 
     @contextmanager
     def write(self) -> Iterator[PgConnection]:
