@@ -7,11 +7,13 @@ reading only the rows added since (ids only grow: ``exchanges`` uses AUTOINCREME
 search is then one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan
 takes ~10 ms.
 
-On PostgreSQL the database answers instead (pgvector): there, several processes write
-and a turn with a smaller id can commit after one with a larger id, so a copy that
-reads "the rows after the last id it has" would miss rows. Within a session the
-session's vectors are scanned (exact, as the copy is); across sessions the HNSW index
-is searched, with ``hnsw.ef_search`` at least the number of neighbours asked for.
+On PostgreSQL the database answers for the hashed vectors instead (pgvector): there,
+several processes write and a turn with a smaller id can commit after one with a
+larger id, so a copy that reads "the rows after the last id it has" would miss rows.
+Within a session the session's vectors are scanned (exact, as the copy is); across
+sessions the HNSW index is searched, with ``hnsw.ef_search`` at least the number of
+neighbours asked for. (The provider's vectors keep the copy on both backends; see
+``store.provider_vectors``.)
 """
 
 from __future__ import annotations
@@ -77,10 +79,6 @@ class MatrixCache:
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         raise NotImplementedError
 
-    def nearest_in_sql(self, conn: Conn, query: str, k: int, session_id: int | None
-                       ) -> list[Row]:
-        """PostgreSQL: (exchange id, similarity) of the ``k`` nearest, best first."""
-        raise NotImplementedError
 
     def _refresh(self, conn: Conn) -> None:
         last = int(self._ids[self._n - 1]) if self._n else 0
@@ -119,12 +117,6 @@ class MatrixCache:
         session_id: int | None = None,
     ) -> list[tuple[int, float]]:
         """The ``k`` most similar turns as (exchange id, cosine similarity), best first."""
-        if is_postgres(conn):
-            if len(query) != self.dim:
-                raise StoreError(f"a {len(query)}-component query against {self.dim}-component "
-                                 "stored vectors")
-            found = self.nearest_in_sql(conn, query_text(query), k, session_id)
-            return [(int(i), float(s)) for i, s in found if float(s) > 0.0]
         with self._lock:
             self._refresh(conn)
             if self._n and len(query) != self.dim:
@@ -154,10 +146,23 @@ class VectorCache(MatrixCache):
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         return all_rows(conn, SELECT_NEW, (last,))
 
-    def nearest_in_sql(self, conn: Conn, query: str, k: int, session_id: int | None
-                       ) -> list[Row]:
+    def knn(
+        self,
+        conn: Conn,
+        query: npt.NDArray[np.float32],
+        k: int,
+        session_id: int | None = None,
+    ) -> list[tuple[int, float]]:
+        """As ``MatrixCache.knn``; on PostgreSQL answered by pgvector (module docstring)."""
+        if not is_postgres(conn):
+            return super().knn(conn, query, k, session_id)
+        if len(query) != self.dim:
+            raise StoreError(f"a {len(query)}-component query against {self.dim}-component "
+                             "stored vectors")
         if session_id is not None:
-            return all_rows(conn, KNN_SESSION_PG, (session_id, query, k))
-        ef_search = min(max(k, EF_SEARCH_MIN), EF_SEARCH_MAX)
-        all_rows(conn, SET_EF_SEARCH, (str(ef_search),))
-        return all_rows(conn, KNN_ALL_PG, (query, k))
+            found = all_rows(conn, KNN_SESSION_PG, (session_id, query_text(query), k))
+        else:
+            ef_search = min(max(k, EF_SEARCH_MIN), EF_SEARCH_MAX)
+            all_rows(conn, SET_EF_SEARCH, (str(ef_search),))
+            found = all_rows(conn, KNN_ALL_PG, (query_text(query), k))
+        return [(int(i), float(s)) for i, s in found if float(s) > 0.0]

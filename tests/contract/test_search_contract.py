@@ -4,12 +4,13 @@ tests on the SQLite file and on a PostgreSQL database (the ``database_url`` fixt
 Natural-language questions find their turns; valid FTS5 syntax is honoured; invalid
 syntax and SQL-looking text fall back to the words without an error and change
 nothing; reads stay in their session; the filters hold; every hit cites a stored turn;
-the hashed vectors find related wording.
+the hashed vectors and an embedding provider's find related wording.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodes.extract.embeddings import reset_clients
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.exchanges import session_row_id
+from store.provider_vectors import provider_through, save_provider_vectors
 from store.search import HitFilter, keyword_hits
+from tests.retrieval.test_embeddings import DIM, Provider, config, serve
 
 CONVERSATION = [  # (session, role, content, created_at)
     ("music", "user", "Ada: I finally bought a clarinet and practise scales every evening.",
@@ -269,3 +273,44 @@ def test_semantic_search_finds_related_wording(app: App, turns: list[int]):
     assert hit_ids(search(app, "vacuum settings for postgres", mode="semantic"))[0] == turns[6]
     assert hit_ids(search(app, "tram tickets in Lisbon", None, mode="semantic"))[0] == turns[9]
     assert hit_ids(search(app, "sourdough starter", mode="hybrid"))[0] == turns[3]
+
+
+def test_provider_vectors_find_what_shares_no_word(tmp_path: Path, database_url: str | None):
+    reset_clients()
+    for provider in serve(Provider()):
+        application = open_app(Settings(data_dir=tmp_path / "data", database_url=database_url,
+                                        turn_limit=1_000, embeddings=config(provider)))
+        try:
+            car, _, _ = [int(application.run("ingest", {
+                "role": "user", "content": text, "session_id": "s"})[0]["recorded"]["exchange_id"])
+                for text in ("I finally bought a car last week.",
+                             "The puppy chewed my slippers.", "We had lasagna for dinner.")]
+            assert hit_ids(search(application, "automobile", "s", mode="keyword")) == []
+            assert hit_ids(search(application, "automobile", "s"))[:1] == [car]
+            assert hit_ids(search(application, "automobile", None, mode="semantic"))[:1] == [car]
+            assert [len(r["input"]) for r in provider.requests] == [3, 1, 1]  # backlog once
+        finally:
+            application.close()
+    reset_clients()
+
+
+def test_provider_vectors_of_a_backlog_are_stored_once(app: App, turns: list[int]):
+    """Two processes embedding the same backlog: the second to write waits for the first
+    and stores nothing, so a model's rows are committed in id order (store.provider_vectors)."""
+    vectors = [(i, bytes(DIM)) for i in turns[:4]]
+    second: list[bool] = []
+    with app.store.write() as conn:
+        assert save_provider_vectors(conn, "m", 0, turns[3], vectors)
+
+        def other_process() -> None:
+            with app.store.write() as other:
+                second.append(save_provider_vectors(other, "m", 0, turns[3], vectors))
+
+        thread = threading.Thread(target=other_process)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive()  # waits for the first write
+    thread.join(30)
+    assert second == [False]
+    with app.store.read() as conn:
+        assert provider_through(conn, "m") == turns[3]
