@@ -73,7 +73,7 @@ ANY_FLAG = "NAFE"
 
 
 def flag_condition(flt: HitFilter, id_column: str, params: list[object],
-                    numbered: int | None) -> str:
+                   numbered: int | None) -> str:
     """An EXISTS over the turn's flags; ``numbered``: offset of ?N parameters, else ?."""
     sql = f"EXISTS (SELECT 1 FROM signal_flags g WHERE g.exchange_id = {id_column}"
     if flt.flag != ANY_FLAG:

@@ -38,6 +38,7 @@ def query_text(query: npt.NDArray[np.float32]) -> str:
     """A query vector in pgvector's text form."""
     return "[" + ",".join(f"{x:.6g}" for x in query.tolist()) + "]"
 
+
 # vec0 cannot seek by rowid range (a `rowid > ?` scan reads every vector), so new rows
 # are found through the exchanges primary key and fetched from vec0 by point lookups.
 SELECT_NEW = """
@@ -78,7 +79,6 @@ class MatrixCache:
 
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         raise NotImplementedError
-
 
     def _refresh(self, conn: Conn) -> None:
         last = int(self._ids[self._n - 1]) if self._n else 0
