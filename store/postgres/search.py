@@ -19,11 +19,9 @@ translated by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25
 
 from __future__ import annotations
 
-import math
-
 from store.postgres.tsquery import Tsquery, translate
 from store.search import BM25_WEIGHTS, POOL, HitFilter, flag_condition
-from store.sql import Conn, all_rows, one, where
+from store.sql import Conn, all_rows, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
            "query_notes", "ranked_hits"]
@@ -35,18 +33,22 @@ LENGTH_PRIOR = 0.0
 RANK_NORMALIZATION = 1
 MIN_IDF = 1e-6
 
-# Turns (N) and turns holding each phrase (n), as bm25() counts them over the whole
-# table. N is the sum of the sessions' turn counters (ingest adds, forget subtracts):
-# counting the index would read all of it.
-SELECT_COUNTS = """
-SELECT (SELECT coalesce(sum(turns), 0) FROM sessions),
-       array(SELECT (SELECT count(*) FROM exchanges_fts WHERE doc @@ to_tsquery('english', u.t))
-             FROM unnest(?::text[]) WITH ORDINALITY AS u(t, n) ORDER BY u.n)"""
+# Each phrase's tsquery and IDF. N (turns) is the sum of the sessions' turn counters
+# (ingest adds, forget subtracts): counting the index would read all of it; n (turns
+# holding the phrase) is counted through the GIN index, over the whole table as
+# bm25() counts it.
+UNITS = f"""
+SELECT u.q, greatest(ln((greatest(n.total - c.having, 0) + 0.5) / (c.having + 0.5::float8)),
+                    {MIN_IDF}) AS idf
+FROM (SELECT to_tsquery('english', v.t) AS q FROM unnest(?::text[]) AS v(t)) u
+CROSS JOIN (SELECT coalesce(sum(turns), 0)::float8 AS total FROM sessions) n
+CROSS JOIN LATERAL (SELECT count(*) AS having FROM exchanges_fts WHERE doc @@ u.q) c"""
 
 
 def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits. The statement's
-    parameters: the phrases' texts and IDFs, the whole query, the filter's, LIMIT."""
+    parameters: the phrases' texts, the rank weights, the whole query, the filter's,
+    LIMIT twice."""
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
@@ -64,8 +66,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         + f" ORDER BY raw DESC LIMIT ? * {POOL}"
     )
     sql = (
-        "WITH units AS MATERIALIZED (SELECT to_tsquery('english', v.t) AS q, v.idf"
-        " FROM unnest(?::text[], ?::float8[]) AS v(t, idf))"
+        f"WITH units AS MATERIALIZED ({UNITS})"
         f" SELECT h.id, h.raw * pow(greatest(octet_length(e.content), 1), {LENGTH_PRIOR}::float8)"
         f" AS score FROM ({inner}) h JOIN exchanges e ON e.id = h.id"
         " ORDER BY score DESC, h.id LIMIT ?"
@@ -73,18 +74,12 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     return sql, params
 
 
-def _idf(rows: int, having: int) -> float:
-    return max(math.log((max(rows - having, 0) + 0.5) / (having + 0.5)), MIN_IDF)
-
-
 def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
                 ) -> list[tuple[int, float]]:
     if query.text is None:
         return []
-    rows, having = one(conn, SELECT_COUNTS, (list(query.units),))
-    idfs = [_idf(int(rows), int(n)) for n in having]
     sql, params = keyword_sql(flt)
-    found = all_rows(conn, sql, (list(query.units), idfs, RANK_WEIGHTS, query.text, *params,
+    found = all_rows(conn, sql, (list(query.units), RANK_WEIGHTS, query.text, *params,
                                  limit, limit))
     return [(int(r[0]), float(r[1])) for r in found]
 
