@@ -36,13 +36,14 @@ MIN_IDF = 1e-6
 # Each phrase's tsquery and IDF. N (turns) is the sum of the sessions' turn counters
 # (ingest adds, forget subtracts): counting the index would read all of it; n (turns
 # holding the phrase) is counted through the GIN index, over the whole table as
-# bm25() counts it.
+# bm25() counts it, up to N / 2 + 1 only: from there on the IDF is the minimum anyway.
 UNITS = f"""
 SELECT u.q, greatest(ln((greatest(n.total - c.having, 0) + 0.5) / (c.having + 0.5::float8)),
                     {MIN_IDF}) AS idf
 FROM (SELECT to_tsquery('english', v.t) AS q FROM unnest(?::text[]) AS v(t)) u
 CROSS JOIN (SELECT coalesce(sum(turns), 0)::float8 AS total FROM sessions) n
-CROSS JOIN LATERAL (SELECT count(*) AS having FROM exchanges_fts WHERE doc @@ u.q) c"""
+CROSS JOIN LATERAL (SELECT count(*) AS having FROM (SELECT FROM exchanges_fts WHERE doc @@ u.q
+                    LIMIT (n.total / 2)::bigint + 1) AS m) c"""
 
 
 def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
