@@ -120,7 +120,7 @@ def previous_link(conn: apsw.Connection, session: str, before_id: int) -> bytes:
 KNOWN_ORIGIN = """
 SELECT EXISTS(SELECT 1 FROM turn_origins WHERE origin = ?1)
     OR EXISTS(SELECT 1 FROM exchanges
-              WHERE substr(chain_hash, 1, 8) = substr(?1, 1, 8) AND chain_hash = ?1)
+              WHERE substr(chain_hash, 1, 4) = substr(?1, 1, 4) AND chain_hash = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE chain_hash = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE origin = ?1)"""
 INSERT_ORIGIN = """
