@@ -127,14 +127,23 @@ def match_expression(expression: str, flt: HitFilter, *, own_words: bool = False
 def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits (MATCH and LIMIT go first/last).
 
-    The inner query ranks by BM25 (the filters joined in); the outer one multiplies the
-    best ``POOL`` times LIMIT by the length prior and keeps LIMIT.
+    The inner query ranks by BM25 (the filters joined in, except compressed turns of one
+    session: its live turns left out); the outer one multiplies the best ``POOL`` times
+    LIMIT by the length prior and keeps LIMIT.
     """
     clauses = ["exchanges_fts MATCH ?1"]
     params: list[object] = []
     join = ""
+    compressed_only = flt.compressed_only
+    if compressed_only and flt.session_id is not None:
+        # Within a session, the compressed turns are all but its few live ones: one small
+        # list read from the partial index, instead of a lookup of every match's row.
+        params.append(flt.session_id)
+        clauses.append("exchanges_fts.rowid NOT IN (SELECT id FROM exchanges WHERE"
+                       f" session_id = ?{len(params) + 2} AND brief_id IS NULL)")
+        compressed_only = False
     if flt.role is not None or flt.since is not None or flt.until is not None or (
-        flt.compressed_only or flt.trace_id is not None or flt.flag is not None
+        compressed_only or flt.trace_id is not None or flt.flag is not None
     ):
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
@@ -146,7 +155,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         if flt.until is not None:
             params.append(flt.until)
             clauses.append(f"f.created_at < ?{len(params) + 2}")
-        if flt.compressed_only:
+        if compressed_only:
             clauses.append("f.brief_id IS NOT NULL")
         if flt.trace_id is not None:
             params.append(flt.trace_id)

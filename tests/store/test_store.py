@@ -227,8 +227,12 @@ def test_keyword_hits_are_ranked_and_scoped(db: Store):
         assert ids(HitFilter(session_id=s1), "ledg*") == [a[0], a[1]]
     with db.write() as conn:
         claim_brief(conn, draft(db, a[:2]))
+    live = record(db, new_turn("ledger after the brief", created_at=400.0))
     with db.read() as conn:
+        assert live[0] in ids(HitFilter(session_id=s1))
         assert sorted(ids(HitFilter(session_id=s1, compressed_only=True))) == sorted(a[:2])
+        assert sorted(ids(HitFilter(compressed_only=True))) == sorted(a[:2])  # all sessions
+        assert ids(HitFilter(session_id=s1, compressed_only=True, role="assistant")) == [a[1]]
 
 
 BAD_EXPRESSIONS = ['"unbalanced', "AND", "OR OR", "(", ")", "NEAR(", "^^", "*", "* x",
