@@ -456,8 +456,10 @@ def m012_compact_storage(conn: apsw.Connection) -> None:
     (an index entry always ends with the rowid): they are keyed by the session alone,
     which orders the same entries the same way. The sync origin index keys turns by
     the first 4 bytes of their chain hash instead of 8 (a probe compares the whole hash;
-    4 bytes leave one false candidate per ~4 billion turns). Stored stage traces are
-    recompressed with the trace dictionary (``store.runs``).
+    4 bytes leave one false candidate per ~4 billion turns). A turn keeps its trace id
+    only when it differs from its session's (``store.exchanges.turn_trace_sql``: NULL
+    now means the session's, '' none, for the turns recorded before trace ids). Stored
+    stage traces are recompressed with the trace dictionary (``store.runs``).
     """
     from store.runs import decode_trace, encode_trace
 
@@ -475,6 +477,9 @@ def m012_compact_storage(conn: apsw.Connection) -> None:
         CREATE INDEX forgotten_by_session ON forgotten(session_id);
         DROP INDEX exchanges_by_chain;
         CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 4));
+        UPDATE exchanges SET trace_id = '' WHERE trace_id IS NULL;
+        UPDATE exchanges SET trace_id = NULL
+          WHERE trace_id = (SELECT s.trace_id FROM sessions s WHERE s.id = exchanges.session_id);
         """
     )
     for seq, blob in list(conn.execute(SELECT_RUN_TRACES)):

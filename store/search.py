@@ -50,6 +50,10 @@ LENGTH_PRIOR = 0.2
 POOL = 2
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
+# A turn's trace id (store.exchanges.turn_trace_sql) where its session is not joined;
+# '' (no trace id) never equals a valid one.
+SESSION_TRACE = ("coalesce({turn}.trace_id,"
+                 " (SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id))")
 
 
 class FtsSyntaxError(ValueError):
@@ -159,7 +163,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
             clauses.append("f.brief_id IS NOT NULL")
         if flt.trace_id is not None:
             params.append(flt.trace_id)
-            clauses.append(f"f.trace_id = ?{len(params) + 2}")
+            clauses.append(f"{SESSION_TRACE.format(turn='f')} = ?{len(params) + 2}")
         if flt.flag is not None:
             clauses.append(_flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -209,7 +213,8 @@ def ids_matching(
     clauses, values = where(
         ("session_id = ?", flt.session_id), ("role = ?", flt.role),
         ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
-        ("brief_id IS NOT NULL", flt.compressed_only), ("trace_id = ?", flt.trace_id))
+        ("brief_id IS NOT NULL", flt.compressed_only),
+        (SESSION_TRACE.format(turn="exchanges") + " = ?", flt.trace_id))
     params += values
     if flt.flag is not None:
         clauses.append(_flag_condition(flt, "exchanges.id", params, None))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from store.exchanges import turn_trace_sql
 from store.provenance import GENESIS
 from store.sql import first, one
 
@@ -65,12 +66,12 @@ class RecordRow:
 
 
 # Turns and tombstones after an id, in id order (tombstones keep their turn's id).
-SELECT_RECORDS = """
+SELECT_RECORDS = f"""
 SELECT id, session, role, created_at, content, content_hash, chain_hash, source_key,
        trace_id, origin FROM (
   SELECT e.id AS id, s.name AS session, e.role AS role, e.created_at AS created_at,
          e.content AS content, e.content_hash AS content_hash, e.chain_hash AS chain_hash,
-         e.source_key AS source_key, e.trace_id AS trace_id,
+         e.source_key AS source_key, {turn_trace_sql("e", "s")} AS trace_id,
          coalesce(o.origin, e.chain_hash) AS origin
   FROM exchanges e JOIN sessions s ON s.id = e.session_id
   LEFT JOIN turn_origins o ON o.exchange_id = e.id

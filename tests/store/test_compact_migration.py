@@ -1,6 +1,7 @@
 """Migration 12 on a store of schema 11: traces stored before the trace dictionary are
 recompressed with it and read back the same, the per-session indexes no longer repeat
-the primary key, and a sync origin is still found by the chain hash index."""
+the primary key, a sync origin is still found by the chain hash index, and every turn
+reads the trace id it had (stored only when it is not its session's)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import zstandard
 
 from stenographer.app import open_app
 from stenographer.settings import Settings
+from store.correlation import exchange_trace
+from store.exchanges import exchanges_by_ids
 from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
 from store.runs import decode_trace, encode_trace, load_trace
 from store.sync import KNOWN_ORIGIN, known_origin
 from store.trace_dictionary import TRACE_DICTIONARY_V1
 
 CHAIN = bytes(range(32))
+TRACES = {1: "VT-20260101-0000000a", 2: "VT-20260101-0000000b", 3: None}
 TRACE = {"run_id": "ab" * 16, "graph": "ingest", "status": "Completed", "duration_ms": 1.5,
          "stages": [{"node": "validate", "step": 0, "writes": {"turn": "{session, role}"},
                      "error": None, "duration_ms": 0.1}]}
@@ -35,11 +39,12 @@ def schema_11_store(path: Path) -> None:
     for version, step in enumerate(MIGRATIONS[:11], start=1):
         step(conn)
         conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
-    conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns) "
-                 "VALUES (1, 's', 0, 0, 1)")
-    conn.execute("INSERT INTO exchanges(id, session_id, role, created_at, content, "
-                 "content_hash, chain_hash) VALUES (1, 1, 'user', 0, 'a turn', x'00', ?)",
-                 (CHAIN,))
+    conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns, trace_id) "
+                 "VALUES (1, 's', 0, 0, 3, 'VT-20260101-0000000a')")
+    for n, trace_id in TRACES.items():  # the session's, its own, none (before trace ids)
+        conn.execute("INSERT INTO exchanges(id, session_id, role, created_at, content, "
+                     "content_hash, chain_hash, trace_id) VALUES (?, 1, 'user', 0, 'a turn', "
+                     "x'00', ?, ?)", (n, CHAIN if n == 1 else bytes([n]) * 32, trace_id))
     old_blob = zstandard.ZstdCompressor(level=3).compress(json.dumps(TRACE).encode())
     conn.execute("INSERT INTO runs(run_id, graph, status, started_at, duration_ms, trace) "
                  "VALUES (?, 'ingest', 'Completed', 0, 1.5, ?)", (TRACE["run_id"], old_blob))
@@ -63,6 +68,10 @@ def test_traces_are_recompressed_and_indexes_keyed_by_session_alone(tmp_path: Pa
         plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + KNOWN_ORIGIN,
                                                          (CHAIN,)))
         assert "exchanges_by_chain" in plan
+        stored = dict(conn.execute("SELECT id, trace_id FROM exchanges").fetchall())
+        assert stored == {1: None, 2: "VT-20260101-0000000b", 3: ""}
+        assert {i: ex.trace_id for i, ex in exchanges_by_ids(conn, [1, 2, 3]).items()} == TRACES
+        assert {i: exchange_trace(conn, i) for i in TRACES} == TRACES
     finally:
         app.close()
 
