@@ -56,6 +56,17 @@ SESSION_TRACE = ("coalesce({turn}.trace_id,"
                  " (SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id))")
 
 
+def _live_sql(session_param: str) -> str:
+    """The ids of a session's live (uncompressed) turns.
+
+    Within a session, the compressed turns are all but these few (at most a batch or
+    so): one small list read from the partial index ``exchanges_live`` replaces a lookup
+    of every candidate's row to test ``brief_id IS NOT NULL``.
+    """
+    return ("SELECT l.id FROM exchanges l"
+            f" WHERE l.session_id = {session_param} AND l.brief_id IS NULL")
+
+
 class FtsSyntaxError(ValueError):
     """The MATCH expression is not valid FTS5 syntax."""
 
@@ -140,11 +151,8 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     join = ""
     compressed_only = flt.compressed_only
     if compressed_only and flt.session_id is not None:
-        # Within a session, the compressed turns are all but its few live ones: one small
-        # list read from the partial index, instead of a lookup of every match's row.
         params.append(flt.session_id)
-        clauses.append("exchanges_fts.rowid NOT IN (SELECT id FROM exchanges WHERE"
-                       f" session_id = ?{len(params) + 2} AND brief_id IS NULL)")
+        clauses.append(f"exchanges_fts.rowid NOT IN ({_live_sql(f'?{len(params) + 2}')})")
         compressed_only = False
     if flt.role is not None or flt.since is not None or flt.until is not None or (
         compressed_only or flt.trace_id is not None or flt.flag is not None
@@ -206,14 +214,17 @@ def keyword_hits(
 def ids_matching(
     conn: apsw.Connection, ids: Sequence[int], flt: HitFilter
 ) -> set[int]:
-    """Which of ``ids`` pass the filter (used for vector hits)."""
+    """Which of ``ids`` pass the filter (used for vector hits). With a session and no
+    other filter than compressed turns, only the index by session is read."""
     if not ids:
         return set()
     in_ids, params = id_list("id", ids)
+    scoped = flt.compressed_only and flt.session_id is not None
     clauses, values = where(
         ("session_id = ?", flt.session_id), ("role = ?", flt.role),
         ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
-        ("brief_id IS NOT NULL", flt.compressed_only),
+        (f"id NOT IN ({_live_sql('?')})", flt.session_id if scoped else None),
+        ("brief_id IS NOT NULL", flt.compressed_only and not scoped),
         (SESSION_TRACE.format(turn="exchanges") + " = ?", flt.trace_id))
     params += values
     if flt.flag is not None:

@@ -24,7 +24,7 @@ from store.db import Store
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
 from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
-from store.search import FtsSyntaxError, HitFilter, fts_phrase, keyword_hits
+from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
 
 DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
 
@@ -233,6 +233,13 @@ def test_keyword_hits_are_ranked_and_scoped(db: Store):
         assert sorted(ids(HitFilter(session_id=s1, compressed_only=True))) == sorted(a[:2])
         assert sorted(ids(HitFilter(compressed_only=True))) == sorted(a[:2])  # all sessions
         assert ids(HitFilter(session_id=s1, compressed_only=True, role="assistant")) == [a[1]]
+        every = [*a, *b, *live]  # the filter for vector hits agrees
+        assert ids_matching(conn, every, HitFilter(session_id=s1, compressed_only=True)) == {
+            a[0], a[1]}
+        assert ids_matching(conn, every, HitFilter(compressed_only=True)) == {a[0], a[1]}
+        assert ids_matching(conn, every, HitFilter(session_id=s1)) == {*a, *live}
+        assert ids_matching(conn, every, HitFilter(session_id=s1, compressed_only=True,
+                                                   role="assistant")) == {a[1]}
 
 
 BAD_EXPRESSIONS = ['"unbalanced', "AND", "OR OR", "(", ")", "NEAR(", "^^", "*", "* x",
