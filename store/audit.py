@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from store.exchanges import turn_trace_sql
 from store.runs import PRUNE_EVERY
 from store.sql import Conn, all_rows, first, is_postgres, one
 
@@ -37,8 +38,9 @@ def _hex(value: Any) -> str | None:
 
 # --- turns and tombstones, by session then id: hashes, the chain, compression marks ---------
 
-SELECT_TURNS = """
-SELECT e.session_id, e.id, s.name, e.role, e.created_at, e.source_key, e.trace_id, e.content,
+SELECT_TURNS = f"""
+SELECT e.session_id, e.id, s.name, e.role, e.created_at, e.source_key,
+       {turn_trace_sql("e", "s")}, e.content,
        e.content_hash, e.chain_hash, e.brief_id,
        (SELECT count(*) FROM brief_sources b WHERE b.exchange_id = e.id),
        EXISTS(SELECT 1 FROM brief_sources b WHERE b.brief_id = e.brief_id

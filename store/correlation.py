@@ -6,13 +6,16 @@ created once per session (migration 6 added ``sessions.trace_id``) and kept.
 
 from __future__ import annotations
 
+from store.exchanges import turn_trace_sql
 from store.sql import Conn, first
 
 __all__ = ["exchange_trace", "keep_session_trace", "session_trace"]
 
 SELECT_SESSION_TRACE = "SELECT trace_id FROM sessions WHERE name = ?"
 SET_SESSION_TRACE = "UPDATE sessions SET trace_id = ? WHERE id = ? AND trace_id IS NULL"
-SELECT_EXCHANGE_TRACE = "SELECT trace_id FROM exchanges WHERE id = ?"
+SELECT_EXCHANGE_TRACE = f"""
+SELECT {turn_trace_sql("e", "s")} FROM exchanges e JOIN sessions s ON s.id = e.session_id
+WHERE e.id = ?"""
 
 
 def session_trace(conn: Conn, session: str) -> str | None:

@@ -23,6 +23,7 @@ __all__ = [
     "recent_turns",
     "record_turn",
     "session_row_id",
+    "turn_trace_sql",
 ]
 
 
@@ -69,7 +70,7 @@ INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?
 ON CONFLICT(name) DO UPDATE SET last_at = max(sessions.last_at, excluded.last_at),
   turns = sessions.turns + 1,
   chain_head = excluded.chain_head
-RETURNING id"""
+RETURNING id, trace_id"""
 FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
 INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
@@ -89,9 +90,22 @@ INSERT_VECTOR_PG = "INSERT INTO exchange_vectors(rowid, session_id, embedding) V
 COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
 SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
 
-SELECT_EXCHANGE = """
+
+
+def turn_trace_sql(turn: str, session: str) -> str:
+    """The SQL value of a turn's trace id, for a row ``turn`` of ``exchanges`` joined to
+    its row ``session`` of ``sessions``.
+
+    Most turns carry their session's trace id (``sessions.trace_id``, set once and
+    kept), so ``exchanges.trace_id`` holds it only when it differs: NULL means the
+    session's, '' none (a turn recorded before trace ids, migration 12).
+    """
+    return f"nullif(coalesce({turn}.trace_id, {session}.trace_id), '')"
+
+
+SELECT_EXCHANGE = f"""
 SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, e.brief_id,
-       e.trace_id, e.signals
+       {turn_trace_sql("e", "s")}, e.signals
 FROM exchanges e JOIN sessions s ON s.id = e.session_id"""
 SELECT_LIVE = SELECT_EXCHANGE + """
 WHERE e.session_id = ? AND e.brief_id IS NULL ORDER BY e.id LIMIT ?"""
@@ -141,7 +155,10 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     _, head = session_head(conn, turn.session)
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
                         turn.source_key, turn.trace_id)
-    session_id: int = one(conn, UPSERT_SESSION, (turn.session, turn.created_at, linked))[0]
+    session_id, session_trace = one(conn, UPSERT_SESSION,
+                                    (turn.session, turn.created_at, linked))
+    stored_trace = None if turn.trace_id is not None and turn.trace_id == session_trace else (
+        turn.trace_id or "")  # see turn_trace_sql
     exchange_id: int = one(
         conn,
         INSERT_EXCHANGE,
@@ -153,7 +170,7 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
             turn.content_hash,
             encode_signals(turn.decisions, turn.blockers),
             turn.source_key,
-            turn.trace_id,
+            stored_trace,
             linked,
         ),
     )[0]

@@ -443,6 +443,49 @@ def m011_bus_outbox(conn: apsw.Connection) -> None:
                  "VALUES ('store_id', lower(hex(randomblob(16))))")
 
 
+# --- compact storage (issue #2) ---------------------------------------------------------------
+
+SELECT_RUN_TRACES = "SELECT seq, trace FROM runs ORDER BY seq"
+SET_RUN_TRACE = "UPDATE runs SET trace = ? WHERE seq = ?"
+
+
+def m012_compact_storage(conn: apsw.Connection) -> None:
+    """Fewer bytes per turn, nothing lost.
+
+    Indexes keyed by a session and the table's integer primary key held that key twice
+    (an index entry always ends with the rowid): they are keyed by the session alone,
+    which orders the same entries the same way. The sync origin index keys turns by
+    the first 4 bytes of their chain hash instead of 8 (a probe compares the whole hash;
+    4 bytes leave one false candidate per ~4 billion turns). A turn keeps its trace id
+    only when it differs from its session's (``store.exchanges.turn_trace_sql``: NULL
+    now means the session's, '' none, for the turns recorded before trace ids). Stored
+    stage traces are recompressed with the trace dictionary (``store.runs``).
+    """
+    from store.runs import decode_trace, encode_trace
+
+    conn.execute(
+        """
+        DROP INDEX exchanges_by_session;
+        CREATE INDEX exchanges_by_session ON exchanges(session_id);
+        DROP INDEX exchanges_live;
+        CREATE INDEX exchanges_live ON exchanges(session_id) WHERE brief_id IS NULL;
+        DROP INDEX briefs_by_session;
+        CREATE INDEX briefs_by_session ON briefs(session_id);
+        DROP INDEX milestones_by_session;
+        CREATE INDEX milestones_by_session ON milestones(session_id);
+        DROP INDEX forgotten_by_session;
+        CREATE INDEX forgotten_by_session ON forgotten(session_id);
+        DROP INDEX exchanges_by_chain;
+        CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 4));
+        UPDATE exchanges SET trace_id = '' WHERE trace_id IS NULL;
+        UPDATE exchanges SET trace_id = NULL
+          WHERE trace_id = (SELECT s.trace_id FROM sessions s WHERE s.id = exchanges.session_id);
+        """
+    )
+    for seq, blob in list(conn.execute(SELECT_RUN_TRACES)):
+        conn.execute(SET_RUN_TRACE, (encode_trace(decode_trace(blob)), seq))
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -455,6 +498,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m009_sync,
     m010_forget_derived,
     m011_bus_outbox,
+    m012_compact_storage,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

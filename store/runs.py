@@ -1,4 +1,10 @@
-"""Stage traces of graph runs: persisted compressed, with bounded retention."""
+"""Stage traces of graph runs: persisted compressed, with bounded retention.
+
+A stored trace is its JSON compressed by zstd with a shared dictionary of typical
+traces (``store.trace_dictionary``), marked by a leading format byte; traces stored
+before the dictionary are plain zstd frames (which begin with the zstd magic number,
+never with a format byte) and are read as they are.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,17 @@ from typing import Any
 import zstandard
 
 from store.sql import Conn, all_rows, first, one
+from store.trace_dictionary import TRACE_DICTIONARY_V1
 
-__all__ = ["PRUNE_EVERY", "TraceBuffer", "decode_trace", "load_trace", "recent_runs", "save_trace"]
+__all__ = [
+    "PRUNE_EVERY",
+    "TraceBuffer",
+    "decode_trace",
+    "encode_trace",
+    "load_trace",
+    "recent_runs",
+    "save_trace",
+]
 
 PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
 
@@ -24,14 +39,18 @@ SELECT_RECENT = """
 SELECT run_id, graph, status, started_at, duration_ms FROM runs
 WHERE (?1 IS NULL OR graph = ?1) ORDER BY seq DESC LIMIT ?2"""
 
-_compressor = zstandard.ZstdCompressor(level=3)
-_decompressor = zstandard.ZstdDecompressor()
+_DICTIONARY_V1 = b"\x01"  # format byte: compressed with TRACE_DICTIONARY_V1
+_dictionary = zstandard.ZstdCompressionDict(TRACE_DICTIONARY_V1,
+                                            dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+_compressor = zstandard.ZstdCompressor(level=3, dict_data=_dictionary, write_checksum=False)
+_decompressors = {_DICTIONARY_V1: zstandard.ZstdDecompressor(dict_data=_dictionary)}
+_plain = zstandard.ZstdDecompressor()
 
 
 def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
                retention: int) -> None:
     """Store one trace; every PRUNE_EVERY runs drop those beyond ``retention``."""
-    blob = _compressor.compress(json.dumps(trace, separators=(",", ":")).encode())
+    blob = encode_trace(trace)
     seq: int = one(
         conn,
         INSERT_RUN,
@@ -42,9 +61,18 @@ def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
         conn.execute(PRUNE_RUNS, (seq, retention))
 
 
+def encode_trace(trace: dict[str, Any]) -> bytes:
+    """A trace as the blob stored for it."""
+    return _DICTIONARY_V1 + _compressor.compress(
+        json.dumps(trace, separators=(",", ":")).encode())
+
+
 def decode_trace(blob: bytes) -> dict[str, Any]:
     """A stored trace blob as the trace it holds."""
-    trace: dict[str, Any] = json.loads(_decompressor.decompress(bytes(blob)))
+    data = bytes(blob)
+    decompressor = _decompressors.get(data[:1])
+    text = _plain.decompress(data) if decompressor is None else decompressor.decompress(data[1:])
+    trace: dict[str, Any] = json.loads(text)
     return trace
 
 

@@ -52,6 +52,21 @@ LENGTH_PRIOR = 0.2
 POOL = 2
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
+# A turn's trace id (store.exchanges.turn_trace_sql) where its session is not joined;
+# '' (no trace id) never equals a valid one.
+SESSION_TRACE = ("coalesce({turn}.trace_id,"
+                 " (SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id))")
+
+
+def _live_sql(session_param: str) -> str:
+    """The ids of a session's live (uncompressed) turns.
+
+    Within a session, the compressed turns are all but these few (at most a batch or
+    so): one small list read from the partial index ``exchanges_live`` replaces a lookup
+    of every candidate's row to test ``brief_id IS NOT NULL``.
+    """
+    return ("SELECT l.id FROM exchanges l"
+            f" WHERE l.session_id = {session_param} AND l.brief_id IS NULL")
 
 
 class FtsSyntaxError(ValueError):
@@ -135,14 +150,20 @@ def match_expression(expression: str, flt: HitFilter, *, own_words: bool = False
 def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits (MATCH and LIMIT go first/last).
 
-    The inner query ranks by BM25 (the filters joined in); the outer one multiplies the
-    best ``POOL`` times LIMIT by the length prior and keeps LIMIT.
+    The inner query ranks by BM25 (the filters joined in, except compressed turns of one
+    session: its live turns left out); the outer one multiplies the best ``POOL`` times
+    LIMIT by the length prior and keeps LIMIT.
     """
     clauses = ["exchanges_fts MATCH ?1"]
     params: list[object] = []
     join = ""
+    compressed_only = flt.compressed_only
+    if compressed_only and flt.session_id is not None:
+        params.append(flt.session_id)
+        clauses.append(f"exchanges_fts.rowid NOT IN ({_live_sql(f'?{len(params) + 2}')})")
+        compressed_only = False
     if flt.role is not None or flt.since is not None or flt.until is not None or (
-        flt.compressed_only or flt.trace_id is not None or flt.flag is not None
+        compressed_only or flt.trace_id is not None or flt.flag is not None
     ):
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
@@ -154,11 +175,11 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         if flt.until is not None:
             params.append(flt.until)
             clauses.append(f"f.created_at < ?{len(params) + 2}")
-        if flt.compressed_only:
+        if compressed_only:
             clauses.append("f.brief_id IS NOT NULL")
         if flt.trace_id is not None:
             params.append(flt.trace_id)
-            clauses.append(f"f.trace_id = ?{len(params) + 2}")
+            clauses.append(f"{SESSION_TRACE.format(turn='f')} = ?{len(params) + 2}")
         if flt.flag is not None:
             clauses.append(flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -215,14 +236,18 @@ def syntax_notes(conn: Conn, expression: str, *, caller_syntax: bool = False) ->
 def ids_matching(
     conn: Conn, ids: Sequence[int], flt: HitFilter
 ) -> set[int]:
-    """Which of ``ids`` pass the filter (used for vector hits)."""
+    """Which of ``ids`` pass the filter (used for vector hits). With a session and no
+    other filter than compressed turns, only the index by session is read."""
     if not ids:
         return set()
     in_ids, params = id_list("id", ids)
+    scoped = flt.compressed_only and flt.session_id is not None
     clauses, values = where(
         ("session_id = ?", flt.session_id), ("role = ?", flt.role),
         ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
-        ("brief_id IS NOT NULL", flt.compressed_only), ("trace_id = ?", flt.trace_id))
+        (f"id NOT IN ({_live_sql('?')})", flt.session_id if scoped else None),
+        ("brief_id IS NOT NULL", flt.compressed_only and not scoped),
+        (SESSION_TRACE.format(turn="exchanges") + " = ?", flt.trace_id))
     params += values
     if flt.flag is not None:
         clauses.append(flag_condition(flt, "exchanges.id", params, None))

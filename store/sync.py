@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from store.exchanges import turn_trace_sql
 from store.provenance import GENESIS
 from store.sql import Conn, first, one
 
@@ -63,12 +64,12 @@ class RecordRow:
 
 
 # Turns and tombstones after an id, in id order (tombstones keep their turn's id).
-SELECT_RECORDS = """
+SELECT_RECORDS = f"""
 SELECT id, session, role, created_at, content, content_hash, chain_hash, source_key,
        trace_id, origin FROM (
   SELECT e.id AS id, s.name AS session, e.role AS role, e.created_at AS created_at,
          e.content AS content, e.content_hash AS content_hash, e.chain_hash AS chain_hash,
-         e.source_key AS source_key, e.trace_id AS trace_id,
+         e.source_key AS source_key, {turn_trace_sql("e", "s")} AS trace_id,
          coalesce(o.origin, e.chain_hash) AS origin
   FROM exchanges e JOIN sessions s ON s.id = e.session_id
   LEFT JOIN turn_origins o ON o.exchange_id = e.id
@@ -118,7 +119,7 @@ def previous_link(conn: Conn, session: str, before_id: int) -> bytes:
 KNOWN_ORIGIN = """
 SELECT EXISTS(SELECT 1 FROM turn_origins WHERE origin = ?1)
     OR EXISTS(SELECT 1 FROM exchanges
-              WHERE substr(chain_hash, 1, 8) = substr(?1, 1, 8) AND chain_hash = ?1)
+              WHERE substr(chain_hash, 1, 4) = substr(?1, 1, 4) AND chain_hash = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE chain_hash = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE origin = ?1)"""
 INSERT_ORIGIN = """

@@ -71,7 +71,7 @@ CREATE INDEX exchanges_live ON exchanges(session_id, id) WHERE brief_id IS NULL;
 CREATE INDEX exchanges_by_brief ON exchanges(brief_id) WHERE brief_id IS NOT NULL;
 CREATE UNIQUE INDEX exchanges_by_source_key ON exchanges(source_key)
   WHERE source_key IS NOT NULL;
-CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 8));
+CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 4));
 
 CREATE TABLE brief_sources(
   brief_id BIGINT NOT NULL REFERENCES briefs(id),

@@ -20,7 +20,7 @@ translated by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25
 from __future__ import annotations
 
 from store.postgres.tsquery import Tsquery, translate
-from store.search import BM25_WEIGHTS, POOL, HitFilter, flag_condition
+from store.search import BM25_WEIGHTS, POOL, SESSION_TRACE, HitFilter, flag_condition
 from store.sql import Conn, all_rows, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
@@ -53,10 +53,12 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
-        ("f.brief_id IS NOT NULL", flt.compressed_only), ("f.trace_id = ?", flt.trace_id))
+        ("f.brief_id IS NOT NULL", flt.compressed_only),
+        (SESSION_TRACE.format(turn="f") + " = ?", flt.trace_id))
     if flt.flag is not None:
         clauses.append(flag_condition(flt, "f.id", params, None))
-    filtered = any(c.startswith(("f.", "EXISTS")) for c in clauses)
+    filtered = bool(flt.role or flt.since is not None or flt.until is not None
+                    or flt.compressed_only or flt.trace_id or flt.flag)
     join = " JOIN exchanges f ON f.id = t.rowid" if filtered else ""
     inner = (
         f"SELECT t.rowid AS id, (SELECT sum(u.idf * ts_rank(?::float4[], t.doc, u.q,"

@@ -21,6 +21,7 @@ from stenographer.settings import Settings
 from store.bus import CONSUMER, RETRY_S, Bus
 from store.db import Store
 from store.errors import InvalidInput
+from store.exchanges import turn_trace_sql
 from tests.busfile import emit, make_bus, receipts
 from tests.e2e.support import INGEST_LINE, SHUTDOWN
 
@@ -65,7 +66,8 @@ class Process:
             return [tuple(r) for r in conn.execute(sql, params)]
 
     def system_turns(self, session: str = "s") -> list[tuple[Any, ...]]:
-        return self.rows("SELECT e.id, e.content, e.source_key, e.trace_id, m.label "
+        return self.rows(f"SELECT e.id, e.content, e.source_key, {turn_trace_sql('e', 's')}, "
+                         "m.label "
                          "FROM exchanges e JOIN sessions s ON s.id = e.session_id "
                          "LEFT JOIN milestones m ON m.exchange_id = e.id "
                          "WHERE s.name = ? AND e.role = 'system' ORDER BY e.id", (session,))

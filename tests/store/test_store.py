@@ -24,7 +24,7 @@ from store.db import Store
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
 from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
-from store.search import FtsSyntaxError, HitFilter, fts_phrase, keyword_hits
+from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
 
 DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
 
@@ -227,8 +227,19 @@ def test_keyword_hits_are_ranked_and_scoped(db: Store):
         assert ids(HitFilter(session_id=s1), "ledg*") == [a[0], a[1]]
     with db.write() as conn:
         claim_brief(conn, draft(db, a[:2]))
+    live = record(db, new_turn("ledger after the brief", created_at=400.0))
     with db.read() as conn:
+        assert live[0] in ids(HitFilter(session_id=s1))
         assert sorted(ids(HitFilter(session_id=s1, compressed_only=True))) == sorted(a[:2])
+        assert sorted(ids(HitFilter(compressed_only=True))) == sorted(a[:2])  # all sessions
+        assert ids(HitFilter(session_id=s1, compressed_only=True, role="assistant")) == [a[1]]
+        every = [*a, *b, *live]  # the filter for vector hits agrees
+        assert ids_matching(conn, every, HitFilter(session_id=s1, compressed_only=True)) == {
+            a[0], a[1]}
+        assert ids_matching(conn, every, HitFilter(compressed_only=True)) == {a[0], a[1]}
+        assert ids_matching(conn, every, HitFilter(session_id=s1)) == {*a, *live}
+        assert ids_matching(conn, every, HitFilter(session_id=s1, compressed_only=True,
+                                                   role="assistant")) == {a[1]}
 
 
 BAD_EXPRESSIONS = ['"unbalanced', "AND", "OR OR", "(", ")", "NEAR(", "^^", "*", "* x",

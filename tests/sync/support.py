@@ -12,9 +12,11 @@ import apsw
 
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
+from store.exchanges import turn_trace_sql
 
-IDENTITY = """
-SELECT s.name, e.role, e.created_at, hex(e.content_hash), e.source_key, e.trace_id,
+IDENTITY = f"""
+SELECT s.name, e.role, e.created_at, hex(e.content_hash), e.source_key,
+       {turn_trace_sql("e", "s")},
        hex(coalesce(o.origin, e.chain_hash))
 FROM exchanges e JOIN sessions s ON s.id = e.session_id
 LEFT JOIN turn_origins o ON o.exchange_id = e.id ORDER BY e.id"""
