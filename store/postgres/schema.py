@@ -227,9 +227,9 @@ CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
 
 -- SQLite's group_concat() and two-argument max() and min(), used by the shared statements.
 CREATE FUNCTION group_concat_step(acc TEXT, value anyelement) RETURNS TEXT
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  RETURN CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
-              ELSE acc || ',' || value::text END;
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE  -- polymorphic: the body must be a quoted string
+  AS $$ SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
+                    ELSE acc || ',' || value::text END $$;
 CREATE AGGREGATE group_concat(anyelement) (SFUNC = group_concat_step, STYPE = TEXT);
 CREATE FUNCTION max(a DOUBLE PRECISION, b DOUBLE PRECISION) RETURNS DOUBLE PRECISION
   LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN greatest(a, b);
