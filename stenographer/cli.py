@@ -411,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bus_commands(sub, _sub)
 
+    from stenographer.migrate_cli import add_migrate_command
+
+    add_migrate_command(sub, _sub)
+
     _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
          cmd_doctor, json_flag=True)
 
