@@ -257,9 +257,9 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from stenographer.doctor import CHECK_COUNT, as_json, report, run_checks
+    from stenographer.doctor import as_json, check_count, report, run_checks
 
-    with Progress("stenographer doctor", total=CHECK_COUNT) as progress:
+    with Progress("stenographer doctor", total=check_count()) as progress:
         checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
         _print_json(as_json(checks))
@@ -415,7 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_migrate_command(sub, _sub)
 
-    _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
+    _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store "
+         "(with STENO_DATABASE_URL: the PostgreSQL connection, version, pgvector, schema)",
          cmd_doctor, json_flag=True)
 
     from stenographer.graphrag_cli import add_graphrag_parser
