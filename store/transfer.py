@@ -36,6 +36,7 @@ __all__ = [
     "Table",
     "TurnEvidence",
     "claim_target",
+    "defer_indexes",
     "finish_target",
     "held_records",
     "key_of",
@@ -328,6 +329,25 @@ def write_turns(conn: Conn, rows: Sequence[Row], fields: Sequence[tuple[str, str
     return len(rows)
 
 
+# Inserting into an HNSW index costs milliseconds a vector (a search of the graph each):
+# a copy drops it when it starts and builds it again in one pass when it finishes.
+SELECT_DEFERRED = """
+SELECT indexname, indexdef FROM pg_indexes
+WHERE schemaname = current_schema() AND tablename = 'exchange_vectors'
+  AND indexdef LIKE '% USING hnsw %' ORDER BY indexname"""
+
+
+def defer_indexes(conn: Conn) -> list[str]:
+    """PostgreSQL: drop the vector index for the copy (call in the write that claims the
+    target); returns the statements that ``finish_target`` runs to build it again."""
+    if not is_postgres(conn):
+        return []
+    found = all_rows(conn, SELECT_DEFERRED)
+    for name, _ in found:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [str(definition) for _, definition in found]
+
+
 SET_SEQUENCE = """
 SELECT setval(pg_get_serial_sequence('{table}', '{column}'), m)
 FROM (SELECT max({column}) AS m FROM {table}) AS top WHERE m IS NOT NULL"""
@@ -352,9 +372,12 @@ def advance_sequence(conn: Conn, table: Table) -> None:
         conn.execute(SET_SEQUENCE.format(table=table.name, column=table.serial))
 
 
-def finish_target(conn: Conn) -> None:
-    """Once every table is copied: the ids of forgotten turns are never given out again."""
+def finish_target(conn: Conn, deferred: Sequence[str]) -> None:
+    """Once every table is copied: the ids of forgotten turns are never given out again,
+    and the indexes ``defer_indexes`` dropped are built."""
     if is_postgres(conn):
         conn.execute(SET_EXCHANGE_SEQUENCE)
+        for statement in deferred:
+            conn.execute(statement)
     else:
         conn.execute(SQLITE_EXCHANGE_SEQUENCE)

@@ -2,8 +2,10 @@
 
 ``copied_page`` writes the page and moves the progress row in one transaction of the
 target (store.transfer): a copy interrupted at any moment resumes after the last page
-that committed, and a page is never written twice. After the last table, the target's
-id sequences are set past every copied id and tombstone, and the copy is marked done.
+that committed, and a page is never written twice. The first page drops the target's
+vector index (PostgreSQL's HNSW: built once at the end instead of searched at every
+insert); after the last table, the target's id sequences are set past every copied id
+and tombstone, the index is built, and the copy is marked done.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from store.errors import StoreError
 from store.transfer import (
     TABLES,
     claim_target,
+    defer_indexes,
     finish_target,
     save_progress,
     write_page,
@@ -33,7 +36,9 @@ def copied_page(state: State, cfg: Mapping[str, Any]) -> Writes:
     progress, claimed, page = state.get("progress"), state.get("claimed"), state.get("page")
     table, rows = page["table"], state.get("rows")
     with state.ctx.store.write() as conn:
-        before = claimed if claimed is not None else claim_target(conn, progress)
+        if claimed is None:
+            progress = {**progress, "deferred": defer_indexes(conn)}
+            claimed = claim_target(conn, progress)
         if table == "exchanges" and rows:
             written = write_turns(conn, rows, state.get("fields"), state.get("evidence").vectors)
         else:
@@ -44,9 +49,9 @@ def copied_page(state: State, cfg: Mapping[str, Any]) -> Writes:
         following = _NEXT[table] if page["complete"] else table
         moved = {**progress, "table": following, "after": after, "copied": copied}
         if following is None:
-            finish_target(conn)
+            finish_target(conn, progress["deferred"])
             moved["finished_at"] = time.time()
-        if not save_progress(conn, before, moved):
+        if not save_progress(conn, claimed, moved):
             raise StoreError("another `stenographer migrate` is copying into this target at "
                              "the same time; this page was not written")
     return {"progress": moved, "written": {"table": table, "rows": written,
