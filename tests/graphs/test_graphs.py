@@ -297,7 +297,7 @@ def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tm
     if name == "bus_publish":  # publishes to a real bus file
         ctx = dataclasses.replace(ctx, bus=Bus(make_bus(tmp_path / "veritas-shared")))
     if name == "migrate":  # copies the seeded store into a new file
-        target = Store(tmp_path / "copy" / "steno.db")
+        target = open_store(tmp_path / "copy" / "steno.db")
         request.addfinalizer(target.close)
         ctx = dataclasses.replace(ctx, store=target, source=ctx.store)
     out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
