@@ -34,9 +34,9 @@ EPILOG = """\
 exit codes:
   0  success
   1  nothing found (no hits, an unknown or empty session, no runs, nothing to
-     forget), or (audit) contract violations
+     forget), or (audit, migrate) contract violations
   2  bad input, an unknown session or run id, a store that cannot be used,
-     or (doctor) a failed check
+     (doctor) a failed check, or (migrate) a refused target
 
 environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
 STENO_* settings (see README). `stenographer doctor` checks the set-up.

@@ -43,8 +43,8 @@ with the copy's progress in the target: after Ctrl-C or a crash, run the same co
 again and it resumes without duplicates. A target that holds records of its own, or a
 copy of another store, is refused untouched. Then the contract audit runs on the target.
 
-Stop the servers that write the source first: turns recorded during the copy may be
-missed. Exit code 0: copied and the audit passed; 1: copied, the audit found
+Stop the servers that write the source first: what they change during the copy may
+be missed. Exit code 0: copied and the audit passed; 1: copied, the audit found
 violations; 2: refused, or the copy or the audit could not run."""
 
 
@@ -181,9 +181,9 @@ def add_migrate_command(sub: Any, make: Any) -> None:
     p = make(sub, "migrate", "copy the whole store to a SQLite file or PostgreSQL database",
              cmd_migrate, json_flag=True, description=DESCRIPTION)
     p.add_argument("--to", required=True, metavar="URL_OR_PATH",
-                   help="postgresql://user@host:port/db, or a SQLite file (a directory: "
-                        "its steno.db); the password goes in ~/.pgpass or PGPASSWORD rather "
-                        "than on the command line")
+                   help="postgresql://user@host:port/db, or a SQLite file (an existing "
+                        "directory: its steno.db); the password goes in ~/.pgpass or "
+                        "PGPASSWORD rather than on the command line")
     p.add_argument("--from", dest="source", metavar="URL_OR_PATH",
                    help="the store to copy (default: the configured one, STENO_DATABASE_URL "
                         "or OMEGA_STENOGRAPHER_DIR/steno.db)")
