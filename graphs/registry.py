@@ -13,6 +13,7 @@ from graphs import (
     forget,
     guard,
     ingest,
+    migrate,
     milestone,
     notes,
     search,
@@ -42,6 +43,7 @@ from nodes.evaluate_contracts.inspector_input import (
     checked_exchange_ref,
     checked_listing,
 )
+from nodes.evaluate_contracts.migrate_input import checked_migration, verified_turns
 from nodes.evaluate_contracts.query_input import (
     checked_guard,
     checked_milestone,
@@ -64,6 +66,7 @@ from nodes.extract.graph_views import (
     detected_communities,
     ranked_neighbourhood,
 )
+from nodes.extract.migration_fields import migration_fields
 from nodes.extract.query_terms import keyword_query
 from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
@@ -90,6 +93,7 @@ from nodes.load_evidence.graph_evidence import (
 from nodes.load_evidence.hit_rows import hit_page
 from nodes.load_evidence.hits import keyword_candidates, provider_candidates, vector_candidates
 from nodes.load_evidence.inspector import brief_detail, exchange_detail, run_list, session_list
+from nodes.load_evidence.migration import migration_page, migration_plan
 from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
@@ -123,6 +127,7 @@ from nodes.publish.graph_publish import (
 )
 from nodes.publish.ingest_reply import ingest_reply
 from nodes.publish.listing_reply import sessions_text, stats_text
+from nodes.publish.migration import copied_page, migration_reply
 from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
@@ -182,6 +187,9 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
         push_reply, fetched_bundle, acked_pull, pull_reply, checked_delivery_error,
         bus_destination, outgoing_events, published_events, bus_publish_reply,
+        # moving a store between backends (graphs/migrate)
+        checked_migration, migration_plan, migration_page, verified_turns, migration_fields,
+        copied_page, migration_reply,
 )
 
 # Route conditions read only small channels that a node wrote for the purpose.
@@ -195,6 +203,9 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
     "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
     "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
+    "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
+    "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
+                                and s.get("page")["rows"] else "rows"),
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
@@ -207,6 +218,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     *capture.DEFINITIONS,
     *sync_graphs.DEFINITIONS,
     bus_publish_graph.DEFINITION,
+    migrate.DEFINITION,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

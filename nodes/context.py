@@ -62,13 +62,14 @@ class Knobs(Protocol):
 @dataclass(frozen=True)
 class RunContext:
     """Shared by every run of a process: the store, the settings, compiled patterns,
-    the coordination bus."""
+    the coordination bus (and, for `stenographer migrate`, the store it copies from)."""
 
     store: Backend
     settings: Knobs
     patterns: SignalPatterns = DEFAULT_PATTERNS
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
     bus: Bus | None = None  # the coordination bus (VERITAS_SHARED_DIR); None: off
+    source: Backend | None = None  # migrate: the store copied from (``store`` is the target)
 
 
 class State(Protocol):

@@ -34,9 +34,9 @@ EPILOG = """\
 exit codes:
   0  success
   1  nothing found (no hits, an unknown or empty session, no runs, nothing to
-     forget), or (audit) contract violations
+     forget), or (audit, migrate) contract violations
   2  bad input, an unknown session or run id, a store that cannot be used,
-     or (doctor) a failed check
+     (doctor) a failed check, or (migrate) a refused target
 
 environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
 STENO_* settings (see README). `stenographer doctor` checks the set-up.
@@ -257,9 +257,9 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from stenographer.doctor import CHECK_COUNT, as_json, report, run_checks
+    from stenographer.doctor import as_json, check_count, report, run_checks
 
-    with Progress("stenographer doctor", total=CHECK_COUNT) as progress:
+    with Progress("stenographer doctor", total=check_count()) as progress:
         checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
         _print_json(as_json(checks))
@@ -411,7 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bus_commands(sub, _sub)
 
-    _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store",
+    from stenographer.migrate_cli import add_migrate_command
+
+    add_migrate_command(sub, _sub)
+
+    _sub(sub, "doctor", "check Python, SQLite, sqlite-vec, the data directory and the store "
+         "(with STENO_DATABASE_URL: the PostgreSQL connection, version, pgvector, schema)",
          cmd_doctor, json_flag=True)
 
     from stenographer.graphrag_cli import add_graphrag_parser

@@ -3,10 +3,14 @@ cannot.
 
 Checks, in order: the Python version, the settings in the environment, the SQLite build
 (FTS5), the sqlite-vec extension, the data directory (exists or can be created,
-owner-only, writable), free disk space, and the store (opens, migrations current).
+owner-only, writable), free disk space, and the store (opens, migrations current). With
+STENO_DATABASE_URL the store checks are the PostgreSQL database's: the connection (with
+a connect timeout), the server version, the pgvector extension and the schema version.
+No message shows the database password.
 
 Doctor is not a graph: it must work exactly when the application cannot be opened, and
-it never creates or migrates anything (store/probe.py opens an existing file only).
+it never creates or migrates anything (store/probe.py opens an existing file only; the
+database is only read).
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from typing import Any
 
 from stenographer.settings import Settings, SettingsError
 
-__all__ = ["CHECK_COUNT", "MIN_FREE_BYTES", "SUPPORTED_PYTHON", "Check", "as_json", "report",
-           "run_checks"]
+__all__ = ["CHECK_COUNT", "MIN_FREE_BYTES", "MIN_PGVECTOR", "MIN_POSTGRES", "SUPPORTED_PYTHON",
+           "Check", "as_json", "check_count", "check_postgres", "report", "run_checks"]
 
 SUPPORTED_PYTHON = ((3, 11), (3, 13))
 MIN_FREE_BYTES = 100 * 1024 * 1024
+MIN_POSTGRES = 14
+MIN_PGVECTOR = (0, 7)  # halfvec and its HNSW operator class
+PG_CONNECT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,138 @@ def check_store(data_dir: Path) -> list[Check]:
     return [opened, Check("migrations", True, f"schema version {version} is current")]
 
 
+# --- PostgreSQL (STENO_DATABASE_URL) ---------------------------------------------------------
+
+PG_CHECKS = ("database", "server version", "vector extension", "migrations")
+SELECT_VECTOR = """
+SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"""
+SELECT_SUPERUSER = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+SELECT_MIGRATIONS = "SELECT version, name FROM schema_migrations ORDER BY version"
+
+
+def _hide(text: str, url: str) -> str:
+    """``text`` without the URL's password (in the user part or a ``password=`` query)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    secrets = {parts.password} | set(parse_qs(parts.query).get("password", []))
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _location(url: str) -> str:
+    from store.postgres.db import redact_url
+
+    return _hide(redact_url(url), url)
+
+
+def _connect_fix(message: str, location: str, timeout: float) -> str:
+    if "password authentication failed" in message or "no password supplied" in message:
+        return ("check the user and password: in STENO_DATABASE_URL (or the file "
+                "STENO_DATABASE_URL_FILE names), ~/.pgpass or PGPASSWORD")
+    if "does not exist" in message and "database" in message:
+        return ("create the database first, e.g. `createdb` with the host, port and name "
+                f"of {location}")
+    if "timeout" in message.lower():
+        return (f"nothing answered within {timeout:g} s: check the host and port, and that "
+                "no firewall drops the connection")
+    return ("start the server, or correct the host and port in STENO_DATABASE_URL; the server "
+            "must accept TCP connections from this host (listen_addresses, pg_hba.conf)")
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in (text or "0").split(".")[:2] if p.isdigit())
+
+
+def check_postgres(url: str, timeout: float = PG_CONNECT_TIMEOUT_S) -> list[Check]:
+    """Four checks: the connection, the server version, pgvector, the schema version."""
+    location = _location(url)
+    not_checked = [Check(n, False, "not checked: no connection to the database",
+                         "fix the database check first") for n in PG_CHECKS[1:]]
+    try:
+        import psycopg
+    except ImportError:
+        return [Check("database", False, "STENO_DATABASE_URL names PostgreSQL but psycopg "
+                      "is not installed", "pip install 'omega-stenographer-mcp[postgres]'"),
+                *not_checked]
+    try:
+        # libpq's connect_timeout is whole seconds, at least 2
+        conn = psycopg.connect(url, connect_timeout=max(2, round(timeout)), autocommit=True)
+    except Exception as ex:  # psycopg.Error, or a URL libpq cannot parse
+        message = _hide(" ".join(str(ex).split()), url)
+        return [Check("database", False, f"cannot connect to {location}: {message}",
+                      _connect_fix(message, location, max(2, round(timeout)))), *not_checked]
+    with conn:
+        checks = [Check("database", True, f"connected to {location}")]
+        major, full = conn.info.server_version // 10000, conn.info.parameter_status(
+            "server_version") or str(conn.info.server_version)
+        ok = major >= MIN_POSTGRES
+        checks.append(Check("server version", ok, f"PostgreSQL {full}"
+                            + ("" if ok else f" (needs {MIN_POSTGRES} or later)"),
+                            None if ok else f"upgrade the server to PostgreSQL {MIN_POSTGRES} "
+                            "or later (pg_upgrade, or a dump and restore)"))
+        row = conn.execute(SELECT_VECTOR).fetchone()
+        superuser = bool((conn.execute(SELECT_SUPERUSER).fetchone() or [False])[0])
+        checks.append(_vector_check(row, superuser))
+        has_schema = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        applied = ([(int(v), str(n)) for v, n in conn.execute(SELECT_MIGRATIONS)]
+                   if has_schema and has_schema[0] is not None else None)
+    checks.append(_schema_check(applied))
+    return checks
+
+
+def _vector_check(row: Any, superuser: bool) -> Check:
+    name = "vector extension"
+    install = ("install pgvector 0.7 or later on the database server (e.g. the "
+               "postgresql-NN-pgvector package, or the pgvector/pgvector Docker image)")
+    if row is None:
+        return Check(name, False, "pgvector is not available on the server", install)
+    default, installed = row
+    version = installed or default
+    if _version(version) < MIN_PGVECTOR:
+        return Check(name, False, f"pgvector {version} is too old (halfvec needs 0.7 or "
+                     "later)", install if not installed else
+                     "upgrade it on the server, then `ALTER EXTENSION vector UPDATE;`")
+    if installed:
+        return Check(name, True, f"pgvector {installed} is installed in the database")
+    if superuser:
+        return Check(name, True, f"pgvector {default} is available; the first server start "
+                     "creates it in the database")
+    return Check(name, False, f"pgvector {default} is available but not created in the "
+                 "database, and this role may not create it (pgvector needs a superuser)",
+                 "as a superuser, in that database: `CREATE EXTENSION vector;`")
+
+
+def _schema_check(applied: list[tuple[int, str]] | None) -> Check:
+    from store.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION
+
+    if applied is None:
+        return Check("migrations", True, "no schema yet; the first server start creates it "
+                     f"(schema version {PG_SCHEMA_VERSION})")
+    known = {i: step.__name__ for i, step in enumerate(PG_MIGRATIONS, start=1)}
+    strangers = [n for v, n in applied if known.get(v) != n]
+    if strangers:
+        return Check("migrations", False, "the database records migrations this build "
+                     f"does not know: {', '.join(strangers)}",
+                     "upgrade omega-stenographer-mcp to the version that wrote them")
+    version = max((v for v, _ in applied), default=0)
+    if version < PG_SCHEMA_VERSION:
+        return Check("migrations", False, f"schema version {version}; this build expects "
+                     f"{PG_SCHEMA_VERSION}", "run any command that opens the store (e.g. "
+                     "`stenographer status`) to apply the missing migrations")
+    return Check("migrations", True, f"schema version {version} is current")
+
+
+def check_count(env: Mapping[str, str] | None = None) -> int:
+    """How many checks ``run_checks`` makes with these settings (for a progress bar)."""
+    try:
+        postgres = Settings.from_env(env).database_url is not None
+    except SettingsError:
+        postgres = False
+    return CHECK_COUNT - 2 + len(PG_CHECKS) if postgres else CHECK_COUNT
+
+
 def run_checks(env: Mapping[str, str] | None = None,
                on_check: Callable[[Check], None] | None = None) -> list[Check]:
     """Every check; ``on_check`` is called after each (progress)."""
@@ -208,7 +347,10 @@ def run_checks(env: Mapping[str, str] | None = None,
         return checks
     data_dir = settings.data_dir
     add(check_data_dir(data_dir), check_writable(data_dir), check_disk(data_dir))
-    add(*check_store(data_dir))
+    if settings.database_url is not None:
+        add(*check_postgres(settings.database_url))
+    else:
+        add(*check_store(data_dir))
     return checks
 
 

@@ -32,12 +32,15 @@ POOL_WAIT_S = 30  # how long a run waits for a free connection before it fails
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and status."""
+    """``url`` without its password (``user:password@`` or a ``password=`` parameter),
+    for messages and status."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@")
+    query = "&".join("password=***" if p.split("=", 1)[0] == "password" else p
+                     for p in parts.query.split("&")) if parts.query else ""
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class PgStore:

@@ -7,21 +7,26 @@ therefore a path under a regular FILE, which cannot be created by anyone (ENOTDI
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stenographer.doctor import check_python
+from stenographer.doctor import check_postgres, check_python
+from store.backend import open_store
 from tests.cli.conftest import run_cli
 
 NAMES = ["python", "settings", "sqlite", "sqlite-vec", "data directory", "writable",
          "free disk", "store", "migrations"]
+PG_NAMES = [*NAMES[:-2], "database", "server version", "vector extension", "migrations"]
+PASSWORD = "Pw-never-shown-42"
 
 
-def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _checks(doc: dict[str, Any], names: list[str] = NAMES) -> dict[str, dict[str, Any]]:
     assert set(doc) == {"ok", "checks"}
-    assert [c["name"] for c in doc["checks"]] == NAMES
+    assert [c["name"] for c in doc["checks"]] == names
     for check in doc["checks"]:
         assert set(check) == {"name", "ok", "detail", "fix"}
         assert check["ok"] or check["fix"], f"{check['name']} fails without a fix"
@@ -96,3 +101,76 @@ def test_invalid_setting_fails(fresh: Path) -> None:
                                              ((3, 13), True), ((3, 14), False)])
 def test_python_versions(version: tuple[int, int], ok: bool) -> None:
     assert check_python(version).ok is ok
+
+
+# --- PostgreSQL (STENO_DATABASE_URL) ---------------------------------------------------------
+
+def _with_password(url: str) -> str:
+    """The server trusts local connections, so any password is accepted: it is only
+    there to be kept out of every message."""
+    return url.replace("postgres@", f"postgres:{PASSWORD}@", 1)
+
+
+def test_doctor_checks_the_database_version_pgvector_and_schema(
+        fresh: Path, postgres_server: Any) -> None:
+    url = _with_password(postgres_server.database())
+    result = run_cli(fresh, "doctor", "--json", STENO_DATABASE_URL=url)
+    assert result.code == 0, result.out
+    checks = _checks(result.json(), PG_NAMES)
+    assert checks["database"]["detail"].startswith("connected to postgresql://postgres:***@")
+    assert checks["server version"]["detail"].startswith("PostgreSQL 18")
+    assert "is available; the first server start creates it" in checks["vector extension"][
+        "detail"]
+    assert "no schema yet" in checks["migrations"]["detail"]
+
+    open_store(fresh / "steno.db", database_url=url).close()  # creates the schema
+    text = run_cli(fresh, "doctor", STENO_DATABASE_URL=url)
+    assert text.code == 0 and "All checks passed." in text.out
+    assert "✓ vector extension: pgvector 0.8" in text.out and "is installed" in text.out
+    assert "✓ migrations: schema version 1 is current" in text.out
+    assert PASSWORD not in text.out + text.err + result.out + result.err
+    assert not fresh.exists(), "doctor creates nothing"
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_doctor_fails_clearly_where_no_database_listens(fresh: Path, closed_port: int) -> None:
+    url = f"postgresql://steno:{PASSWORD}@127.0.0.1:{closed_port}/steno?password={PASSWORD}"
+    result = run_cli(fresh, "doctor", "--json", STENO_DATABASE_URL=url)
+    assert result.code == 2
+    checks = _checks(result.json(), PG_NAMES)
+    database = checks["database"]
+    assert not database["ok"] and "Connection refused" in database["detail"]
+    assert database["detail"].startswith(
+        f"cannot connect to postgresql://steno:***@127.0.0.1:{closed_port}/steno?password=***")
+    assert "start the server" in database["fix"]
+    for name in ("server version", "vector extension", "migrations"):
+        assert checks[name]["detail"] == "not checked: no connection to the database"
+    assert checks["python"]["ok"] and checks["free disk"]["ok"]
+    text = run_cli(fresh, "doctor", STENO_DATABASE_URL=url)
+    assert text.code == 2 and "✗ database: cannot connect to" in text.out
+    assert PASSWORD not in text.out + text.err + result.out + result.err
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port that accepts TCP connections and never answers (a stuck server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        yield int(s.getsockname()[1])
+
+
+def test_a_server_that_never_answers_fails_after_the_connect_timeout(
+        silent_server: int) -> None:
+    checks = check_postgres(f"postgresql://steno:{PASSWORD}@127.0.0.1:{silent_server}/steno",
+                            timeout=2)
+    database = checks[0]
+    assert database.name == "database" and not database.ok
+    assert "timeout expired" in database.detail and PASSWORD not in database.detail
+    assert database.fix is not None and "nothing answered within 2 s" in database.fix

@@ -197,6 +197,7 @@ RUNS: dict[str, Case] = {
     "sync_failure": lambda g, c, s: {"request": {
         "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
+    "migrate": lambda g, c, s: {"request": {"batch": 500}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -278,13 +279,16 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["ok"] and out["reply"]["published"] == 4 + TURN_LIMIT
         cursor = out["cursor"]
         assert cursor["kind"] == "outbox:bus" and cursor["delivered"] == 4 + TURN_LIMIT
+    elif name == "migrate":  # the first page: the meta table
+        assert out["reply"]["table"] == "meta" and out["reply"]["done"] is False
+        assert out["reply"]["total"]["exchanges"] == 4 + TURN_LIMIT
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
 
 @pytest.mark.parametrize("name", [d["name"] for d in DEFINITIONS])
 def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tmp_path: Path,
-                                             name: str):
+                                             name: str, request: pytest.FixtureRequest):
     seeded = seed(graphs, ctx, tmp_path)
     if name in NEEDS_GRAPHRAG:
         graphs.run("graphrag_batch", {"request": {}}, ctx)
@@ -292,6 +296,10 @@ def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tm
             graphs.run("graphrag_communities", {"request": {}}, ctx)
     if name == "bus_publish":  # publishes to a real bus file
         ctx = dataclasses.replace(ctx, bus=Bus(make_bus(tmp_path / "veritas-shared")))
+    if name == "migrate":  # copies the seeded store into a new file
+        target = open_store(tmp_path / "copy" / "steno.db")
+        request.addfinalizer(target.close)
+        ctx = dataclasses.replace(ctx, store=target, source=ctx.store)
     out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
     nodes = check_trace(trace, name)
     first = next(e["to"] for e in DEFINITIONS_BY_NAME[name]["edges"] if e["from"] == "__start__")

@@ -1,0 +1,73 @@
+"""Nodes: validate a migrate request, and check a page of turns before it is copied.
+
+Every copied turn's content must match its SHA-256 content hash, and its chain hash
+must follow from its metadata and the previous turn (or tombstone) of its session, as
+the contract audit checks them (nodes.evaluate_contracts.audit_contracts): a damaged
+source stops the copy at the first bad turn, before its page is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import check_int
+from store.errors import InvalidInput, StoreError
+from store.provenance import GENESIS, chain_hash
+
+__all__ = ["DEFAULT_MIGRATE_BATCH", "MAX_MIGRATE_BATCH", "checked_migration", "verified_turns"]
+
+DEFAULT_MIGRATE_BATCH = 500
+MAX_MIGRATE_BATCH = 100_000
+
+
+def checked_migration(state: State, cfg: Mapping[str, Any]) -> Writes:
+    req = state.get("request") or {}
+    batch = req.get("batch")
+    batch = check_int("batch", DEFAULT_MIGRATE_BATCH if batch is None else batch,
+                      1, MAX_MIGRATE_BATCH)
+    source, target = state.ctx.source, state.ctx.store
+    if source is None:
+        raise InvalidInput("migrate needs a store to copy from (--from, or the configured one)")
+    if source.location == target.location:
+        raise InvalidInput(f"the source and the target are the same store ({target.location});"
+                           " give --to another SQLite file or PostgreSQL database")
+    return {"migration": {"batch": batch, "source": source.location,
+                          "source_dialect": source.dialect, "target": target.location,
+                          "target_dialect": target.dialect}}
+
+
+def _bad(exchange_id: int, what: str) -> StoreError:
+    return StoreError(
+        f"source turn #{exchange_id}: {what}; nothing of its page was copied. The source "
+        "is damaged or was altered: `stenographer audit` on it lists what is wrong",
+        exchange_id=exchange_id)
+
+
+def verified_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Walk the page's turns and the tombstones between them in chain order."""
+    rows, evidence = state.get("rows"), state.get("evidence")
+    records: list[tuple[int, int, Any]] = [(int(r[1]), int(r[0]), r) for r in rows]
+    records += [(s, e, chain) for s, e, chain in evidence.tombstones]
+    records.sort(key=lambda rec: (rec[0], rec[1]))
+    session, link = records[0][0], evidence.previous_link
+    for session_id, exchange_id, record in records:
+        if session_id != session:  # a session that starts inside the page starts here
+            session, link = session_id, GENESIS
+        if isinstance(record, bytes):  # a tombstone: the chain runs through its hash
+            link = record
+            continue
+        (_, _, role, created_at, content, content_hash, _, _, source_key, trace_id,
+         chain) = record
+        digest = hashlib.sha256(str(content).encode("utf-8", "surrogatepass")).digest()
+        if digest != bytes(content_hash):
+            raise _bad(exchange_id, "its content does not match its content hash")
+        expected = chain_hash(link, bytes(content_hash), evidence.names[session_id], role,
+                              created_at, source_key, trace_id)
+        if chain is None or expected != bytes(chain):
+            raise _bad(exchange_id, "its chain hash does not follow from its metadata and "
+                       "the previous turn of its session")
+        link = expected
+    return {"verified": len(rows)}
