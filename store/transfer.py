@@ -216,13 +216,14 @@ class TurnEvidence:
     """What checking and indexing a page of turns needs besides the turns themselves."""
 
     names: dict[int, str]  # session row id -> name (the chain hashes cover the name)
+    traces: dict[int, str | None]  # session row id -> its trace id (a turn's, when NULL)
     previous_link: bytes  # the chain hash the page's first turn links to
     previous_contents: list[str]  # the two turns before the page's first, nearest first
     tombstones: list[Row]  # (session, exchange id, chain hash) forgotten in the page's range
     vectors: dict[int, bytes] = field(default_factory=dict)  # int8 components, by turn
 
 
-SELECT_NAMES = "SELECT id, name FROM sessions WHERE {ids}"
+SELECT_NAMES = "SELECT id, name, trace_id FROM sessions WHERE {ids}"
 SELECT_LAST_LINKS = """
 SELECT id, chain_hash FROM (
   SELECT id, chain_hash FROM exchanges WHERE session_id = ?1 AND id < ?2
@@ -265,7 +266,9 @@ def turn_evidence(conn: Conn, rows: Sequence[Row], after: Sequence[Any] | None,
     be in the page too)."""
     sessions = sorted({int(r[1]) for r in rows})
     where, ids = id_list("id", sessions)
-    names = {int(i): str(n) for i, n in all_rows(conn, SELECT_NAMES.format(ids=where), ids)}
+    sessions_rows = all_rows(conn, SELECT_NAMES.format(ids=where), ids)
+    names = {int(i): str(n) for i, n, _ in sessions_rows}
+    traces = {int(i): t for i, _, t in sessions_rows}
     lo = decode_key(after) if after is not None else [_NO_KEY, _NO_KEY]
     last = rows[-1]
     tombstones = [(int(s), int(e), bytes(h)) for s, e, h in all_rows(
@@ -284,7 +287,7 @@ def turn_evidence(conn: Conn, rows: Sequence[Row], after: Sequence[Any] | None,
         where, params = id_list("e.id", turn_ids)
         vectors = {int(i): bytes(blob) for i, blob in
                    all_rows(conn, SELECT_VECTORS.format(ids=where), params)}
-    return TurnEvidence(names=names, previous_link=link, previous_contents=contents,
+    return TurnEvidence(names=names, traces=traces, previous_link=link, previous_contents=contents,
                         tombstones=tombstones, vectors=vectors)
 
 

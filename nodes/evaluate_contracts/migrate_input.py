@@ -64,8 +64,11 @@ def verified_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
         digest = hashlib.sha256(str(content).encode("utf-8", "surrogatepass")).digest()
         if digest != bytes(content_hash):
             raise _bad(exchange_id, "its content does not match its content hash")
+        # A turn's trace id as store.exchanges.turn_trace_sql reads it: NULL stands for
+        # its session's, '' for none.
+        trace = evidence.traces[session_id] if trace_id is None else trace_id
         expected = chain_hash(link, bytes(content_hash), evidence.names[session_id], role,
-                              created_at, source_key, trace_id)
+                              created_at, source_key, trace or None)
         if chain is None or expected != bytes(chain):
             raise _bad(exchange_id, "its chain hash does not follow from its metadata and "
                        "the previous turn of its session")
