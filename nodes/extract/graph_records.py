@@ -48,24 +48,26 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
             add_entity_turn((key, turn_id, session_id))
         keys = salient(found, max(WINDOW_ENTITIES, PAIR_ENTITIES))
         prev_id, prev_keys = window.get(session_id, (0, []))
-        observed: set[tuple[str, str, str]] = set()
-        for a, b, across in sorted(co_occurring(keys, prev_keys)):
+        if prev_keys:
+            sessions[prev_id] = session_id
+        # Pairs are distinct and of their own kind: each is observed once in the turn.
+        for a, b, across in co_occurring(keys, prev_keys):
             edge = (a, b, "co_occurs")
-            observed.add(edge)
+            edges[edge] = edges.get(edge, 0) + 1
             cited = edge_turns.get(edge)
             if cited is None:
-                edge_turns[edge] = cited = []
-            cited.append(turn_id)
-            if across:
-                cited.append(prev_id)
-                sessions[prev_id] = session_id
+                edge_turns[edge] = [turn_id, prev_id] if across else [turn_id]
+            elif across:
+                cited += (turn_id, prev_id)
+            else:
+                cited.append(turn_id)
         speaker = found[0][0] if found and found[0][2] == "speaker" else None
+        typed: set[tuple[str, str, str]] = set()
         for edge in typed_relations(content, occ, speaker):
-            if edge not in observed:
-                observed.add(edge)
+            if edge not in typed:
+                typed.add(edge)
+                edges[edge] = edges.get(edge, 0) + 1
                 edge_turns.setdefault(edge, []).append(turn_id)
-        for edge in observed:
-            edges[edge] = edges.get(edge, 0) + 1
         window[session_id] = (turn_id, keys[:WINDOW_ENTITIES])  # = salient(found, 3)
     return out
 
