@@ -73,7 +73,7 @@ def load_corpus(app: Any, n: int) -> float:
     return time.perf_counter() - started
 
 
-def extract(app: Any, batch_size: int) -> dict[str, Any]:
+def extract(app: Any, batch_size: int | None) -> dict[str, Any]:
     batches, read, batch_ms = 0, 0, []
     started, cpu = time.perf_counter(), time.process_time()
     while True:
@@ -118,7 +118,7 @@ def queries(app: Any, count: int) -> dict[str, Any]:
             "cross_p95_ms": round(percentile(crossed, 95), 2)}
 
 
-def run_corpus(n: int, batch_size: int, query_count: int) -> dict[str, Any]:
+def run_corpus(n: int, batch_size: int | None, query_count: int) -> dict[str, Any]:
     from stenographer.app import open_app
     from stenographer.settings import Settings
 
@@ -214,7 +214,7 @@ def run_locomo(path: Path, weights: list[float]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=100_000)
-    parser.add_argument("--batch-size", type=int, default=1_000)
+    parser.add_argument("--batch-size", type=int, help="default: STENO_GRAPHRAG_BATCH")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--locomo", action="store_true")
     parser.add_argument("--data", type=Path,

@@ -163,7 +163,7 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
     q.add_argument("--since", help="only turns at or after this ISO 8601 time (older pending "
                                    "turns of the sessions read are passed over)")
     q.add_argument("--batch-size", type=int, default=None,
-                   help="turns per batch (default STENO_GRAPHRAG_BATCH, 1000)")
+                   help="turns per batch (default STENO_GRAPHRAG_BATCH, 5000)")
     add("stats", "entities, edges, provenance rows, communities", cmd_stats)
     q = add("communities", "list communities, or show one with --id", cmd_communities)
     q.add_argument("--id", type=int, help="show this community: entities, relations, "

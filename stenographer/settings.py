@@ -58,7 +58,7 @@ DEFAULT_BUS_INTERVAL = 2.0  # seconds between background publish rounds
 DEFAULT_BUS_PUBLISH_TIMEOUT_MS = 2_000  # busy timeout of a publish (off the ingest path)
 DEFAULT_BUS_EXCERPT_CHARS = 4_000  # content characters in an event's payload
 DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
-DEFAULT_GRAPHRAG_BATCH = 1_000  # turns per GraphRAG extraction batch
+DEFAULT_GRAPHRAG_BATCH = 5_000  # turns per GraphRAG extraction batch (larger: fewer edge upserts)
 DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
 # Automatic capture: where the hosts write their transcripts (CLAUDE_CONFIG_DIR and
 # CODEX_HOME move them, as they do for the hosts), and how often a watcher looks.

@@ -14,9 +14,13 @@ turn before; a typed relation in it).
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import apsw
+
+from store.errors import StoreError
 from store.sql import Conn, all_rows, first, is_postgres, one
 
 __all__ = [
@@ -51,14 +55,18 @@ class BatchRecords:
     entity_turns: list[tuple[str, int, int]] = field(default_factory=list)
     # (src key, dst key, kind) -> turns at which it was observed in this batch
     edges: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    # (src key, dst key, kind, exchange id, session id)
-    edge_turns: list[tuple[str, str, str, int, int]] = field(default_factory=list)
+    # (src key, dst key, kind) -> the exchange ids it cites (a turn may repeat)
+    edge_turns: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    sessions: dict[int, int] = field(default_factory=dict)  # cited exchange id -> session id
     cursors: dict[int, int] = field(default_factory=dict)  # session id -> last id read
+
+    def edge_turn_count(self) -> int:
+        return sum(map(len, self.edge_turns.values()))
 
     def __repr__(self) -> str:  # sizes only: the stage trace summarises a channel write
         return (f"BatchRecords(turns_read={self.turns_read}, aliases={len(self.aliases)}, "
                 f"entity_turns={len(self.entity_turns)}, edges={len(self.edges)}, "
-                f"edge_turns={len(self.edge_turns)}, cursors={len(self.cursors)})")
+                f"edge_turns={self.edge_turn_count()}, cursors={len(self.cursors)})")
 
 
 SESSIONS_WITH_CURSORS = """
@@ -86,7 +94,11 @@ UPSERT_ALIAS = """
 INSERT INTO graph_aliases(entity_id, surface, kind, mentions) VALUES (?, ?, ?, ?)
 ON CONFLICT(entity_id, surface, kind)
   DO UPDATE SET mentions = graph_aliases.mentions + excluded.mentions"""
-INSERT_ENTITY_TURN = "INSERT INTO graph_entity_turns VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+# Provenance rows of one session, bound as one array of ``id << 32 | exchange id`` values
+# (carray on SQLite, an array parameter on PostgreSQL: no Python call per row).
+INSERT_ENTITY_TURNS = """
+INSERT INTO graph_entity_turns SELECT value >> 32, value & 4294967295, ?2
+FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
 ADD_ENTITY_TURNS = "UPDATE graph_entities SET turns = turns + ? WHERE id = ?"
 # The label is the most mentioned surface form, the kind the most mentioned kind (ties:
 # the first surface in code-point order, the first kind in KIND_ORDER).
@@ -99,8 +111,11 @@ UPDATE graph_entities SET
 WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"""
 UPSERT_EDGE = """
 INSERT INTO graph_edges(src, dst, kind, turns) VALUES (?, ?, ?, ?)
-ON CONFLICT(src, dst, kind) DO UPDATE SET turns = graph_edges.turns + excluded.turns RETURNING id"""
-INSERT_EDGE_TURN = "INSERT INTO graph_edge_turns VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+ON CONFLICT(src, dst, kind)
+  DO UPDATE SET turns = graph_edges.turns + excluded.turns RETURNING id"""
+INSERT_EDGE_TURNS = """
+INSERT INTO graph_edge_turns SELECT value >> 32, value & 4294967295, ?2
+FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
 UPSERT_CURSOR = """
 INSERT INTO graph_cursors(session_id, through_id) VALUES (?, ?)
 ON CONFLICT(session_id)
@@ -160,12 +175,28 @@ def _entity_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
 # SQLite's default 2 MB page cache a large graph re-reads pages on every batch. The
 # extraction's connection keeps this many KiB of pages instead (it is a batch process).
 BULK_CACHE_KIB = 131_072
+_PACKED_ID_LIMIT = 2**31  # an entity or edge id above the exchange id's 32 bits
+
+
+def _insert_packed(conn: Conn, sql: str, rows: dict[int, list[int]]) -> None:
+    """Insert provenance rows given per session as ``id << 32 | exchange id``, in key
+    order (B-tree inserts then meet each page once)."""
+    pg = is_postgres(conn)
+    if pg:
+        sql = sql.replace("carray(?1)", "unnest(CAST(?1 AS BIGINT[])) AS packed(value)")
+    for session_id, values in sorted(rows.items()):
+        values.sort()
+        if values[-1] >> 32 >= _PACKED_ID_LIMIT:
+            raise StoreError(f"graphrag: id {values[-1] >> 32} is too large to pack")
+        conn.execute(sql, (values if pg else apsw.carray(array("q", values)), session_id))
 
 
 def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
     if not is_postgres(conn):
         conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    if records.sessions and max(records.sessions) >> 32:
+        raise StoreError(f"graphrag: exchange id {max(records.sessions)} is too large to pack")
     keys = sorted({k for k, _, _ in records.aliases})
     first_names: dict[str, tuple[str, str]] = {}
     for (key, surface, kind) in records.aliases:
@@ -174,12 +205,16 @@ def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     ids = _entity_ids(conn, keys)
     conn.executemany(UPSERT_ALIAS, [(ids[k], s, kind, n)
                                     for (k, s, kind), n in sorted(records.aliases.items())])
-    # Provenance rows go in primary-key order: B-tree inserts then touch each page once.
-    conn.executemany(INSERT_ENTITY_TURN,
-                     [(ids[k], x, s) for k, x, s in records.entity_turns])
     per_entity: dict[int, int] = {}
-    for key, _, _ in records.entity_turns:
-        per_entity[ids[key]] = per_entity.get(ids[key], 0) + 1
+    rows: dict[int, list[int]] = {}
+    for key, exchange_id, session_id in records.entity_turns:
+        entity_id = ids[key]
+        per_entity[entity_id] = per_entity.get(entity_id, 0) + 1
+        if session_id in rows:
+            rows[session_id].append(entity_id << 32 | exchange_id)
+        else:
+            rows[session_id] = [entity_id << 32 | exchange_id]
+    _insert_packed(conn, INSERT_ENTITY_TURNS, rows)
     conn.executemany(ADD_ENTITY_TURNS, [(n, i) for i, n in sorted(per_entity.items())])
     conn.execute(REFRESH_NAMES, (json.dumps(sorted(ids.values())),))
     # A window edge may end at an entity of the turn before the batch (stored by an
@@ -187,14 +222,20 @@ def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     ends = sorted({k for a, b, _ in records.edges for k in (a, b)} - ids.keys())
     ids.update(_entity_ids(conn, ends))
     edge_keys = sorted(e for e in records.edges if e[0] in ids and e[1] in ids)
-    edge_ids: dict[tuple[str, str, str], int] = {}
+    rows = {}
     if edge_keys:
         returned = conn.executemany(UPSERT_EDGE, [
             (ids[a], ids[b], kind, records.edges[(a, b, kind)]) for a, b, kind in edge_keys])
-        edge_ids = {k: int(r[0]) for k, r in zip(edge_keys, returned, strict=True)}
-    conn.executemany(INSERT_EDGE_TURN, [(edge_ids[(a, b, kind)], x, s)
-                                        for a, b, kind, x, s in records.edge_turns
-                                        if (a, b, kind) in edge_ids])
+        sessions = records.sessions
+        for edge, row in zip(edge_keys, returned, strict=True):
+            high = int(row[0]) << 32
+            for exchange_id in records.edge_turns.get(edge, ()):
+                session_id = sessions[exchange_id]
+                if session_id in rows:
+                    rows[session_id].append(high | exchange_id)
+                else:
+                    rows[session_id] = [high | exchange_id]
+    _insert_packed(conn, INSERT_EDGE_TURNS, rows)
     conn.executemany(UPSERT_CURSOR, sorted(records.cursors.items()))
     read = int(graph_meta(conn, "turns_read") or 0) + records.turns_read
     set_graph_meta(conn, "turns_read", str(read))

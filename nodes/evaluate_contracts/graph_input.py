@@ -90,25 +90,35 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
         surfaces.setdefault(key, set()).add(surface.casefold())
     named: dict[int, set[str]] = {}
     for key, exchange_id, _ in records.entity_turns:
-        if exchange_id not in text:
-            raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id} outside "
-                             "the batch", exchange_id=exchange_id)
-        if exchange_id not in folded:
-            folded[exchange_id] = text[exchange_id].casefold()
-        if not any(s in folded[exchange_id] for s in surfaces[key]):
+        lowered = folded.get(exchange_id)
+        if lowered is None:
+            if exchange_id not in text:
+                raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id} "
+                                 "outside the batch", exchange_id=exchange_id)
+            lowered = folded[exchange_id] = text[exchange_id].casefold()
+            named[exchange_id] = set()
+        for surface in surfaces[key]:
+            if surface in lowered:
+                break
+        else:
             raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id}, which "
                              "does not name it", exchange_id=exchange_id)
-        named.setdefault(exchange_id, set()).add(key)
-    for src, dst, kind, exchange_id, _ in records.edge_turns:
-        if exchange_id not in text:
-            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
-                             f"#{exchange_id} outside the batch", exchange_id=exchange_id)
-        if exchange_id not in named:  # the window's turn before the batch
-            named[exchange_id] = {m[0] for m in mentions(text[exchange_id])}
-        if (src, dst, kind) not in records.edges or not {src, dst} & named[exchange_id]:
-            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
-                             f"#{exchange_id}, which names neither end",
-                             exchange_id=exchange_id)
+        named[exchange_id].add(key)
+    for edge, cited in records.edge_turns.items():
+        src, dst, kind = edge
+        for exchange_id in cited:
+            names = named.get(exchange_id)
+            if names is None:
+                if exchange_id not in text:
+                    raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                                     f"#{exchange_id} outside the batch",
+                                     exchange_id=exchange_id)
+                # the window's turn before the batch
+                names = named[exchange_id] = {m[0] for m in mentions(text[exchange_id])}
+            if (src not in names and dst not in names) or edge not in records.edges:
+                raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                                 f"#{exchange_id}, which names neither end",
+                                 exchange_id=exchange_id)
     return {"provenance": {"entity_turns": len(records.entity_turns),
-                           "edge_turns": len(records.edge_turns), "checked": True}}
+                           "edge_turns": records.edge_turn_count(), "checked": True}}
 

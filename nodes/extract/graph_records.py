@@ -35,31 +35,39 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
             found, _ = mentions_and_occurrences(turn.content)
             window[session_id] = (turn.id, salient(found, WINDOW_ENTITIES))
     aliases, edges, cursors = out.aliases, out.edges, out.cursors
-    add_entity_turn, add_edge_turn = out.entity_turns.append, out.edge_turns.append
+    edge_turns, sessions = out.edge_turns, out.sessions
+    add_entity_turn = out.entity_turns.append
     for turn in turns:
         turn_id, session_id, content = turn.id, turn.session_id, turn.content
         found, occ = mentions_and_occurrences(content)
         cursors[session_id] = max(cursors.get(session_id, 0), turn_id)
+        sessions[turn_id] = session_id
         for key, surface, kind, _ in found:
             alias = (key, surface, kind)
             aliases[alias] = aliases.get(alias, 0) + 1
             add_entity_turn((key, turn_id, session_id))
         keys = salient(found, max(WINDOW_ENTITIES, PAIR_ENTITIES))
         prev_id, prev_keys = window.get(session_id, (0, []))
-        observed: set[tuple[str, str, str]] = set()
-        for a, b, across in sorted(co_occurring(keys, prev_keys)):
-            observed.add((a, b, "co_occurs"))
-            add_edge_turn((a, b, "co_occurs", turn_id, session_id))
-            if across:
-                add_edge_turn((a, b, "co_occurs", prev_id, session_id))
-        speaker = found[0][0] if found and found[0][2] == "speaker" else None
-        for src, dst, kind in typed_relations(content, occ, speaker):
-            edge = (src, dst, kind)
-            if edge not in observed:
-                observed.add(edge)
-                add_edge_turn((src, dst, kind, turn_id, session_id))
-        for edge in observed:
+        if prev_keys:
+            sessions[prev_id] = session_id
+        # Pairs are distinct and of their own kind: each is observed once in the turn.
+        for a, b, across in co_occurring(keys, prev_keys):
+            edge = (a, b, "co_occurs")
             edges[edge] = edges.get(edge, 0) + 1
+            cited = edge_turns.get(edge)
+            if cited is None:
+                edge_turns[edge] = [turn_id, prev_id] if across else [turn_id]
+            elif across:
+                cited += (turn_id, prev_id)
+            else:
+                cited.append(turn_id)
+        speaker = found[0][0] if found and found[0][2] == "speaker" else None
+        typed: set[tuple[str, str, str]] = set()
+        for edge in typed_relations(content, occ, speaker):
+            if edge not in typed:
+                typed.add(edge)
+                edges[edge] = edges.get(edge, 0) + 1
+                edge_turns.setdefault(edge, []).append(turn_id)
         window[session_id] = (turn_id, keys[:WINDOW_ENTITIES])  # = salient(found, 3)
     return out
 
@@ -69,4 +77,4 @@ def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),
-                          "edge_turns": len(records.edge_turns)}}
+                          "edge_turns": records.edge_turn_count()}}

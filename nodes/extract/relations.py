@@ -67,20 +67,18 @@ def salient(found: Sequence[Mention], limit: int) -> list[str]:
 
 
 def co_occurring(current: Sequence[str], previous: Sequence[str]
-                 ) -> set[tuple[str, str, bool]]:
+                 ) -> list[tuple[str, str, bool]]:
     """Undirected pairs (key order) of the turn, and across it and the turn before
-    (``True``: the pair needs the turn before as support too)."""
-    pairs: set[tuple[str, str, bool]] = set()
-    mine = list(current[:PAIR_ENTITIES])
-    for i, a in enumerate(mine):
-        for b in mine[i + 1:]:
-            pairs.add((a, b, False) if a < b else (b, a, False))
-    inside = {(a, b) for a, b, _ in pairs}
-    for a in current[:WINDOW_ENTITIES]:
-        for b in previous[:WINDOW_ENTITIES]:
-            pair = (a, b) if a < b else (b, a)
-            if a != b and pair not in inside:
-                pairs.add((*pair, True))
+    (``True``: the pair needs the turn before as support too); each pair once, as the
+    keys of a turn are distinct."""
+    mine = current[:PAIR_ENTITIES]
+    pairs = [(a, b, False) if a < b else (b, a, False)
+             for i, a in enumerate(mine) for b in mine[i + 1:]]
+    # A pair of the turn's first keys with one of the turn before that the turn also
+    # names is a pair of the turn already.
+    pairs += [(a, b, True) if a < b else (b, a, True)
+              for a in current[:WINDOW_ENTITIES] for b in previous[:WINDOW_ENTITIES]
+              if b not in mine]
     return pairs
 
 

@@ -340,11 +340,10 @@ def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app:
         graph_batch_contract(State(), {})
     records.entity_turns = [("redis", 1, 1)]
     records.edges = {("kafka", "redis", "co_occurs"): 1}
-    records.edge_turns = [("kafka", "redis", "co_occurs", 3, 1)]
+    records.edge_turns = {("kafka", "redis", "co_occurs"): [3]}
     with pytest.raises(StoreError, match="names neither end"):
         graph_batch_contract(State(), {})
-    records.edge_turns = [("kafka", "redis", "co_occurs", 1, 1),
-                          ("kafka", "redis", "co_occurs", 2, 1)]
+    records.edge_turns = {("kafka", "redis", "co_occurs"): [1, 2]}
     assert graph_batch_contract(State(), {})["provenance"]["checked"] is True
 
 
