@@ -13,7 +13,7 @@ import hashlib
 from typing import Any
 
 from store.runs import PRUNE_EVERY
-from store.sql import Conn, all_rows, first, one
+from store.sql import Conn, all_rows, first, is_postgres, one
 
 __all__ = [
     "Page",
@@ -101,7 +101,7 @@ def turn_page(conn: Conn, after: list[int] | None, limit: int,
 
 SELECT_BRIEF_SOURCES = """
 SELECT b.id, s.exchange_id, s.content_hash, e.id IS NOT NULL, e.content_hash,
-       e.session_id IS b.session_id, e.brief_id
+       e.session_id IS NOT DISTINCT FROM b.session_id, e.brief_id
 FROM briefs b
 LEFT JOIN brief_sources s ON s.brief_id = b.id
 LEFT JOIN exchanges e ON e.id = s.exchange_id
@@ -138,6 +138,10 @@ SELECT rowid FROM exchanges_fts WHERE exchanges_fts MATCH ?3 AND rowid > ?1 AND 
 # the virtual table itself cannot (see store.vectors).
 SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors_rowids WHERE rowid > ? AND rowid <= ?"
 SELECT_VECTOR_SESSION = "SELECT session_id FROM exchange_vectors WHERE rowid = ?"
+# PostgreSQL: both indexes are ordinary tables with a session column.
+PG_SELECT_FTS_SESSION = """
+SELECT rowid FROM exchanges_fts WHERE session_id = ?3 AND rowid > ?1 AND rowid <= ?2"""
+PG_SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors WHERE rowid > ? AND rowid <= ?"
 
 
 def index_page(conn: Conn, after: int | None, limit: int,
@@ -152,12 +156,16 @@ def index_page(conn: Conn, after: int | None, limit: int,
     scoped = set(ids)
     everyone = scoped if session_id is None else {
         r[0] for r in all_rows(conn, SELECT_ALL_IDS, (lo, hi))}
+    pg = is_postgres(conn)
     if session_id is None:
         fts = {r[0] for r in all_rows(conn, SELECT_FTS_IDS, (lo, hi))}
+    elif pg:
+        fts = {r[0] for r in all_rows(conn, PG_SELECT_FTS_SESSION, (lo, hi, session_id))}
     else:
         fts = {r[0] for r in all_rows(conn, SELECT_FTS_SESSION,
                                       (lo, hi, f'scope : "s{session_id}"'))}
-    vectors = {r[0] for r in all_rows(conn, SELECT_VECTOR_IDS, (lo, hi))}
+    vectors = {r[0] for r in all_rows(conn, PG_SELECT_VECTOR_IDS if pg else SELECT_VECTOR_IDS,
+                                      (lo, hi))}
     vector_orphans = vectors - everyone
     if session_id is not None:  # an orphan vector belongs to the session its row names
         vector_orphans = {v for v in vector_orphans
@@ -172,7 +180,7 @@ def index_page(conn: Conn, after: int | None, limit: int,
 # --- milestones -----------------------------------------------------------------------------
 
 SELECT_MILESTONES = """
-SELECT m.exchange_id, e.id IS NOT NULL, e.session_id IS m.session_id
+SELECT m.exchange_id, e.id IS NOT NULL, e.session_id IS NOT DISTINCT FROM m.session_id
 FROM milestones m LEFT JOIN exchanges e ON e.id = m.exchange_id
 WHERE m.exchange_id > ?1 AND (?2 IS NULL OR m.session_id = ?2)
 ORDER BY m.exchange_id LIMIT ?3"""

@@ -18,6 +18,7 @@ __all__ = [
     "count_live",
     "exchange_from_row",
     "exchanges_by_ids",
+    "index_keywords",
     "live_turns",
     "recent_turns",
     "record_turn",
@@ -156,15 +157,23 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
             linked,
         ),
     )[0]
+    index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     if is_postgres(conn):
-        conn.execute(INSERT_FTS_PG, (exchange_id, turn.content, turn.context, turn.dated,
-                                     session_id))
         conn.execute(INSERT_VECTOR_PG, (exchange_id, session_id, vector_text(turn.vector)))
     else:
-        conn.execute(INSERT_FTS, (exchange_id, turn.content, turn.context, turn.dated,
-                                  scope_token(session_id)))
         conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
+
+
+def index_keywords(conn: Conn, exchange_id: int, session_id: int, content: str,
+                   context: str, dated: str) -> None:
+    """Add a turn's keyword index entry: its words, the words it borrows from the turns
+    before it, its month and year."""
+    if is_postgres(conn):
+        conn.execute(INSERT_FTS_PG, (exchange_id, content, context, dated, session_id))
+    else:
+        conn.execute(INSERT_FTS, (exchange_id, content, context, dated,
+                                  scope_token(session_id)))
 
 
 def count_live(conn: Conn, session_id: int) -> int:

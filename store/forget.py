@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.backend import Backend
-from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, scope_token
+from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, index_keywords
 from store.provider_vectors import forget_provider_caches
 from store.runs import decode_trace
 from store.sql import Conn, Row, all_rows, first, id_list, where
@@ -166,8 +166,6 @@ SELECT_PRECEDING = """
 SELECT substr(content, 1, ?3) FROM exchanges WHERE session_id = ?1 AND id < ?2
 ORDER BY id DESC LIMIT ?4"""
 SELECT_TURN = "SELECT session_id, created_at, content FROM exchanges WHERE id = ?"
-INSERT_FTS = """
-INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 
 
 def following_turns(conn: Conn, session_id: int, after: int, count: int
@@ -191,7 +189,7 @@ def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
                  context: str, dated: str) -> None:
     """Replace a turn's keyword index entry (its borrowed context words changed)."""
     conn.execute(DELETE_FTS, (exchange_id,))
-    conn.execute(INSERT_FTS, (exchange_id, content, context, dated, scope_token(session_id)))
+    index_keywords(conn, exchange_id, session_id, content, context, dated)
 
 
 SELECT_RUN_PAGE = "SELECT seq, trace FROM runs WHERE seq > ? ORDER BY seq LIMIT ?"
@@ -214,6 +212,8 @@ def purge_traces(conn: Conn, text: str) -> int:
         after = page[-1][0]
 
 
+SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
+                   "signal_flags")
 OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
 
 
@@ -231,6 +231,11 @@ def scrub(store: Backend) -> bool:
     ``VACUUM`` rebuilds the file from live rows only; the TRUNCATE checkpoint copies
     it back and empties the log, which still held the old pages.
     """
+    if store.dialect == "postgresql":
+        with store.exclusive() as conn:  # dead rows reclaimed; VACUUM FULL would lock out
+            for table in SCRUBBED_TABLES:  # every other server for the whole rewrite
+                conn.execute(f"VACUUM {table}")
+        return False
     with store.write() as conn:
         conn.execute(OPTIMIZE_FTS)
     with store.exclusive() as conn:

@@ -48,49 +48,52 @@ __all__ = [
 
 
 SELECT_CURSOR = "SELECT through_id FROM graph_cursors WHERE session_id = ?"
+# An id list bound as one JSON array (?, or ?1 where a statement uses it twice).
+IDS = "(SELECT CAST(value AS INTEGER) FROM json_each(?))"
+IDS1 = "(SELECT CAST(value AS INTEGER) FROM json_each(?1))"
 SELECT_IDS = "SELECT id FROM exchanges WHERE session_id = ? AND id <= ? ORDER BY id"
-SELECT_TURNS = """
-SELECT id, session_id, content FROM exchanges WHERE id IN (SELECT value FROM json_each(?))
+SELECT_TURNS = f"""
+SELECT id, session_id, content FROM exchanges WHERE id IN {IDS}
 ORDER BY id"""
 SET_CURSOR = "UPDATE graph_cursors SET through_id = ? WHERE session_id = ?"
-READ_IDS = """
+READ_IDS = f"""
 SELECT DISTINCT exchange_id FROM graph_entity_turns
-WHERE exchange_id IN (SELECT value FROM json_each(?))"""
-DELETE_ENTITY_ROWS = """
-DELETE FROM graph_entity_turns WHERE exchange_id IN (SELECT value FROM json_each(?))"""
-DELETE_EDGE_ROWS = """
-DELETE FROM graph_edge_turns WHERE exchange_id IN (SELECT value FROM json_each(?))"""
+WHERE exchange_id IN {IDS}"""
+DELETE_ENTITY_ROWS = f"""
+DELETE FROM graph_entity_turns WHERE exchange_id IN {IDS}"""
+DELETE_EDGE_ROWS = f"""
+DELETE FROM graph_edge_turns WHERE exchange_id IN {IDS}"""
 ENTITY_IDS = "SELECT key, id FROM graph_entities WHERE key IN (SELECT value FROM json_each(?))"
 SUBTRACT_ALIAS = """
 UPDATE graph_aliases SET mentions = mentions - ? WHERE entity_id = ? AND surface = ? AND kind = ?"""
 SUBTRACT_EDGE = "UPDATE graph_edges SET turns = turns - ? WHERE src = ? AND dst = ? AND kind = ?"
 DELETE_CURSOR = "DELETE FROM graph_cursors WHERE session_id = ?"
-RECOUNT = """
+RECOUNT = f"""
 UPDATE graph_entities SET turns = (SELECT count(*) FROM graph_entity_turns t
                                    WHERE t.entity_id = graph_entities.id)
-WHERE id IN (SELECT value FROM json_each(?))"""
-UNSUPPORTED = """
-SELECT id FROM graph_entities WHERE id IN (SELECT value FROM json_each(?)) AND turns <= 0"""
+WHERE id IN {IDS}"""
+UNSUPPORTED = f"""
+SELECT id FROM graph_entities WHERE id IN {IDS} AND turns <= 0"""
 # Each statement binds the JSON list of entity ids as ?1.
-DROP_ENTITY_EDGE_ROWS = """
+DROP_ENTITY_EDGE_ROWS = f"""
 DELETE FROM graph_edge_turns WHERE edge_id IN (
-  SELECT id FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
-                                OR dst IN (SELECT value FROM json_each(?1)))"""
-DROP_ENTITY_EDGES = """
-DELETE FROM graph_edges WHERE src IN (SELECT value FROM json_each(?1))
-                           OR dst IN (SELECT value FROM json_each(?1))"""
+  SELECT id FROM graph_edges WHERE src IN {IDS1}
+                                OR dst IN {IDS1})"""
+DROP_ENTITY_EDGES = f"""
+DELETE FROM graph_edges WHERE src IN {IDS1}
+                           OR dst IN {IDS1}"""
 DROP_ENTITY_NAMES = (
-    "DELETE FROM graph_aliases WHERE entity_id IN (SELECT value FROM json_each(?1))",
-    "DELETE FROM graph_entities WHERE id IN (SELECT value FROM json_each(?1))")
-DROP_ALIASES = """
+    f"DELETE FROM graph_aliases WHERE entity_id IN {IDS1}",
+    f"DELETE FROM graph_entities WHERE id IN {IDS1}")
+DROP_ALIASES = f"""
 DELETE FROM graph_aliases WHERE mentions <= 0
-  AND entity_id IN (SELECT value FROM json_each(?))"""
-UNOBSERVED_EDGES = """
-SELECT id FROM graph_edges WHERE turns <= 0 AND (src IN (SELECT value FROM json_each(?1))
-                                              OR dst IN (SELECT value FROM json_each(?1)))"""
+  AND entity_id IN {IDS}"""
+UNOBSERVED_EDGES = f"""
+SELECT id FROM graph_edges WHERE turns <= 0 AND (src IN {IDS1}
+                                              OR dst IN {IDS1})"""
 DROP_EDGES = (  # each binds the JSON list of edge ids
-    "DELETE FROM graph_edge_turns WHERE edge_id IN (SELECT value FROM json_each(?1))",
-    "DELETE FROM graph_edges WHERE id IN (SELECT value FROM json_each(?1))")
+    f"DELETE FROM graph_edge_turns WHERE edge_id IN {IDS1}",
+    f"DELETE FROM graph_edges WHERE id IN {IDS1}")
 CLEAR_COMMUNITIES = """
 DELETE FROM graph_communities; UPDATE graph_entities SET community = NULL, centrality = 0"""
 

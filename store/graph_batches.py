@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from store.sql import Conn, all_rows, first, one
+from store.sql import Conn, all_rows, first, is_postgres, one
 
 __all__ = [
     "BatchRecords",
@@ -86,7 +86,7 @@ UPSERT_ALIAS = """
 INSERT INTO graph_aliases(entity_id, surface, kind, mentions) VALUES (?, ?, ?, ?)
 ON CONFLICT(entity_id, surface, kind)
   DO UPDATE SET mentions = graph_aliases.mentions + excluded.mentions"""
-INSERT_ENTITY_TURN = "INSERT OR IGNORE INTO graph_entity_turns VALUES (?, ?, ?)"
+INSERT_ENTITY_TURN = "INSERT INTO graph_entity_turns VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 ADD_ENTITY_TURNS = "UPDATE graph_entities SET turns = turns + ? WHERE id = ?"
 # The label is the most mentioned surface form, the kind the most mentioned kind (ties:
 # the first surface in code-point order, the first kind in KIND_ORDER).
@@ -96,11 +96,11 @@ UPDATE graph_entities SET
            GROUP BY surface ORDER BY sum(mentions) DESC, surface LIMIT 1),
   kind = (SELECT kind FROM graph_aliases a WHERE a.entity_id = graph_entities.id
           GROUP BY kind ORDER BY sum(mentions) DESC, instr('{KIND_ORDER}', kind) LIMIT 1)
-WHERE id IN (SELECT value FROM json_each(?))"""
+WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"""
 UPSERT_EDGE = """
 INSERT INTO graph_edges(src, dst, kind, turns) VALUES (?, ?, ?, ?)
 ON CONFLICT(src, dst, kind) DO UPDATE SET turns = graph_edges.turns + excluded.turns RETURNING id"""
-INSERT_EDGE_TURN = "INSERT OR IGNORE INTO graph_edge_turns VALUES (?, ?, ?)"
+INSERT_EDGE_TURN = "INSERT INTO graph_edge_turns VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 UPSERT_CURSOR = """
 INSERT INTO graph_cursors(session_id, through_id) VALUES (?, ?)
 ON CONFLICT(session_id)
@@ -164,7 +164,8 @@ BULK_CACHE_KIB = 131_072
 
 def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
-    conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    if not is_postgres(conn):
+        conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
     keys = sorted({k for k, _, _ in records.aliases})
     first_names: dict[str, tuple[str, str]] = {}
     for (key, surface, kind) in records.aliases:

@@ -46,7 +46,7 @@ INSERT_COMMUNITY = "INSERT INTO graph_communities(id, size, label) VALUES (?, ?,
 BY_KEYS = _ENTITY + " WHERE key IN (SELECT value FROM json_each(?1))"
 IN_SESSION = """ AND EXISTS (SELECT 1 FROM graph_entity_turns t
   WHERE t.session_id = ?2 AND t.entity_id = graph_entities.id)"""
-BY_IDS = _ENTITY + " WHERE id IN (SELECT value FROM json_each(?))"
+BY_IDS = _ENTITY + " WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
 # The most observed edges at one end of an entity: an index walk, newest id first on ties.
 NEIGHBOURS = """
 SELECT e.id, e.src, e.dst, e.kind, e.turns FROM graph_edges e
@@ -76,8 +76,8 @@ SELECT exchange_id FROM graph_entity_turns WHERE session_id = ?2 AND entity_id =
 ORDER BY exchange_id DESC LIMIT ?3"""
 TURN_ENTITIES = """
 SELECT entity_id, exchange_id FROM graph_entity_turns
-WHERE exchange_id IN (SELECT value FROM json_each(?1))
-  AND entity_id IN (SELECT value FROM json_each(?2))"""
+WHERE exchange_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?1))
+  AND entity_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?2))"""
 COMMUNITIES = "SELECT id, size, label FROM graph_communities ORDER BY id LIMIT ? OFFSET ?"
 COMMUNITY = "SELECT id, size, label FROM graph_communities WHERE id = ?"
 MEMBERS = _ENTITY + " WHERE community = ? ORDER BY centrality DESC, key LIMIT ?"

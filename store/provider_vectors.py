@@ -41,7 +41,8 @@ ON CONFLICT(key) DO UPDATE SET value = excluded.value"""
 SELECT_PENDING = """
 SELECT id, substr(content, 1, ?3) FROM exchanges WHERE id > ?1 ORDER BY id LIMIT ?2"""
 INSERT_VECTOR = """
-INSERT OR REPLACE INTO provider_vectors(exchange_id, model, embedding) VALUES (?, ?, ?)"""
+INSERT INTO provider_vectors(exchange_id, model, embedding) VALUES (?, ?, ?)
+ON CONFLICT(model, exchange_id) DO UPDATE SET embedding = excluded.embedding"""
 SELECT_NEW = """
 SELECT p.exchange_id, e.session_id, p.embedding FROM provider_vectors p
 JOIN exchanges e ON e.id = p.exchange_id

@@ -21,9 +21,8 @@ class StoredFlag:
 
 
 INSERT_FLAG = """
-INSERT OR IGNORE INTO signal_flags(exchange_id, session_id, signature, span_start, span_end,
-                                   span)
-VALUES (?, ?, ?, ?, ?, ?)"""
+INSERT INTO signal_flags(exchange_id, session_id, signature, span_start, span_end, span)
+VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"""
 SELECT_FLAGS = "SELECT exchange_id, signature, span, span_start, span_end FROM signal_flags"
 SELECT_SESSION_FLAGS = SELECT_FLAGS + """
 WHERE session_id = ? ORDER BY exchange_id DESC, span_start LIMIT ?"""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from store.footprint import page_stats
 from store.sql import Conn, one
 
 __all__ = ["store_counts"]
@@ -15,12 +16,11 @@ SELECT (SELECT count(*) FROM sessions),
        (SELECT count(*) FROM briefs),
        (SELECT count(*) FROM milestones),
        (SELECT count(*) FROM runs)"""
-PAGES = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
 
 
 def store_counts(conn: Conn) -> dict[str, Any]:
     row = one(conn, COUNTS)
     keys = ("sessions", "exchanges", "uncompressed", "briefs", "milestones", "runs")
     out: dict[str, Any] = dict(zip(keys, (int(v) for v in row), strict=True))
-    out["database_bytes"] = int(one(conn, PAGES)[0])
+    out["database_bytes"] = page_stats(conn).database_bytes
     return out

@@ -122,8 +122,8 @@ SELECT EXISTS(SELECT 1 FROM turn_origins WHERE origin = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE chain_hash = ?1)
     OR EXISTS(SELECT 1 FROM forgotten WHERE origin = ?1)"""
 INSERT_ORIGIN = """
-INSERT OR IGNORE INTO turn_origins(origin, exchange_id, peer, received_at)
-VALUES (?, ?, ?, ?)"""
+INSERT INTO turn_origins(origin, exchange_id, peer, received_at)
+VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"""
 
 
 CHAIN_OF_TURN = "SELECT chain_hash FROM exchanges WHERE id = ?"

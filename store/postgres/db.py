@@ -55,7 +55,10 @@ class PgStore:
         try:
             self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
                 url, min_size=1, max_size=pool_max, open=True, name="stenographer",
-                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
+                        # Parameters bound client-side, as literals: the server infers
+                        # their types from context as SQLite does (e.g. `? IS NULL`).
+                        "cursor_factory": psycopg.ClientCursor},
                 timeout=CONNECT_TIMEOUT_S,
             )
             self._pool.wait(timeout=CONNECT_TIMEOUT_S)

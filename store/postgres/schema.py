@@ -225,12 +225,24 @@ CREATE TABLE turn_origins(
 );
 CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
 
--- SQLite's group_concat() and two-argument max() and min(), used by the shared statements.
+-- SQLite functions the shared statements use: group_concat(), json_each(),
+-- json_group_array(), instr() and
+-- two-argument max() and min().
 CREATE FUNCTION group_concat_step(acc TEXT, value anyelement) RETURNS TEXT
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  RETURN CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
-              ELSE acc || ',' || value::text END;
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
+              ELSE acc || ',' || value::text END $$;
 CREATE AGGREGATE group_concat(anyelement) (SFUNC = group_concat_step, STYPE = TEXT);
+-- json_each(text): the elements of a JSON array as text (the statements cast id lists).
+CREATE FUNCTION json_each(doc TEXT) RETURNS TABLE(value TEXT)
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT jsonb_array_elements_text(doc::jsonb) $$;
+CREATE FUNCTION json_group_array_final(items anycompatiblearray) RETURNS TEXT
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_json(items)::text $$;
+CREATE AGGREGATE json_group_array(anycompatible) (
+  SFUNC = array_append, STYPE = anycompatiblearray, INITCOND = '{}',
+  FINALFUNC = json_group_array_final);
+CREATE FUNCTION instr(haystack TEXT, needle TEXT) RETURNS BIGINT
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN strpos(haystack, needle);
 CREATE FUNCTION max(a DOUBLE PRECISION, b DOUBLE PRECISION) RETURNS DOUBLE PRECISION
   LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN greatest(a, b);
 CREATE FUNCTION min(a DOUBLE PRECISION, b DOUBLE PRECISION) RETURNS DOUBLE PRECISION
@@ -258,6 +270,9 @@ def p001_initial(conn: Conn, vector_dim: int) -> None:
         """
     )
     conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dim', ?)", (str(vector_dim),))
+    # The store's id on the coordination bus (SQLite migration m011_bus_outbox).
+    conn.execute("INSERT INTO meta(key, value) "
+                 "VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''))")
 
 
 PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial,)

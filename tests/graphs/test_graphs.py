@@ -21,8 +21,8 @@ from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from stenographer.settings import Settings
+from store.backend import Backend, open_store
 from store.bus import Bus
-from store.db import Store
 from store.errors import InvalidInput, NotFound, StenoError
 from store.runs import load_trace
 from tests.busfile import make_bus
@@ -36,23 +36,24 @@ def graphs() -> Graphs:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path, database_url: str | None) -> Iterator[Backend]:
+    """The store on each backend (the SQLite file; a fresh PostgreSQL database)."""
     settings = Settings(data_dir=tmp_path)  # opened as stenographer.app.open_app does
-    db = Store(settings.db_path, synchronous=settings.synchronous,
-               vector_dim=settings.vector_dim)
+    db = open_store(settings.db_path, database_url=database_url,
+                    synchronous=settings.synchronous, vector_dim=settings.vector_dim)
     try:
         yield db
     finally:
         db.close()
 
 
-def context(store: Store, tmp_path: Path, turn_limit: int = TURN_LIMIT) -> RunContext:
+def context(store: Backend, tmp_path: Path, turn_limit: int = TURN_LIMIT) -> RunContext:
     return RunContext(store=store, settings=Settings(data_dir=tmp_path, turn_limit=turn_limit),
                       patterns=compile_patterns())
 
 
 @pytest.fixture
-def ctx(store: Store, tmp_path: Path) -> RunContext:
+def ctx(store: Backend, tmp_path: Path) -> RunContext:
     return context(store, tmp_path)
 
 
@@ -137,7 +138,7 @@ def seed(graphs: Graphs, ctx: RunContext, tmp_path: Path) -> Seeded:
 
 def transcript(ctx: RunContext) -> dict[str, Any]:
     """A Claude Code transcript of one user turn (for capture_read)."""
-    path = ctx.store.path.parent / "projects" / "p" / "s.jsonl"
+    path = ctx.store.data_dir / "projects" / "p" / "s.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"type": "user", "uuid": "u1", "sessionId": "s", "message": '
                     '{"role": "user", "content": "captured words"}}\n', encoding="utf-8")
@@ -146,7 +147,7 @@ def transcript(ctx: RunContext) -> dict[str, Any]:
 
 def bundle(graphs: Graphs, ctx: RunContext) -> dict[str, Any]:
     """A bundle of the seeded store (for sync_import: every turn is already here)."""
-    path = ctx.store.path.parent / "seeded.zst"
+    path = ctx.store.data_dir / "seeded.zst"
     graphs.run("sync_export", {"request": {"path": str(path)}}, ctx)
     return {"request": {"path": str(path)}}
 
@@ -187,12 +188,12 @@ RUNS: dict[str, Case] = {
         "kind": "codex", "path": "/t/rollout.jsonl", "position": 10, "lines": 1,
         "captured": 1, "identity": "1:2", "head": "ab", "session": "x"}},
     "sync_export": lambda g, c, s: {"request": {
-        "path": str(c.store.path.parent / "out.zst")}},
+        "path": str(c.store.data_dir / "out.zst")}},
     "sync_import": lambda g, c, s: bundle(g, c),
     "sync_push": lambda g, c, s: {"request": {
-        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "o.zst")}},
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.data_dir / "o.zst")}},
     "sync_pull": lambda g, c, s: {"request": {
-        "url": UNREACHABLE, "batch": 2, "path": str(c.store.path.parent / "i.zst")}},
+        "url": UNREACHABLE, "batch": 2, "path": str(c.store.data_dir / "i.zst")}},
     "sync_failure": lambda g, c, s: {"request": {
         "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
