@@ -5,12 +5,16 @@ Run from the repository root::
     python bench/locomo.py                       # the dev split, default configuration
     python bench/locomo.py --data FILE.json --json report.json
     python bench/locomo.py --env STENO_EMBEDDINGS=ollama --env STENO_EMBEDDINGS_MODEL=...
+    python bench/locomo.py --postgres            # on a throwaway PostgreSQL server
+    python bench/locomo.py --database-url postgresql://...   # an empty database
 
 Each conversation of the file is ingested into a session of its own through a fresh
 server process (``python -m stenographer`` over stdio, driven by the MCP SDK client,
-``OMEGA_STENOGRAPHER_DIR`` a new temporary directory): speaker A as ``user``, speaker B
-as ``assistant``, content ``"<speaker>: <text>"`` plus ``" [image: <caption>]"`` when
-the turn shared an image, the session's date as ``created_at``. The exchange id of
+``OMEGA_STENOGRAPHER_DIR`` a new temporary directory, ``STENO_DATABASE_URL`` the
+database on PostgreSQL; ``--postgres`` starts one with ``tests.pg_server``): speaker A
+as ``user``, speaker B as ``assistant``, content ``"<speaker>: <text>"`` plus
+``" [image: <caption>]"`` when the turn shared an image, the session's date as
+``created_at``. The exchange id of
 every dialog id (``D<session>:<turn>``) comes from the ingest reply's structured
 ``exchange_id``.
 
@@ -50,6 +54,8 @@ from typing import Any
 import anyio
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 
 from mcp.client import Client  # noqa: E402
@@ -275,16 +281,33 @@ async def _ask(client: Client, conv: Conversation, run: _Run, limit: int, mode: 
             run.guard_rankings.append((conv, q, [int(b) for b in g["brief_ids"]]))
 
 
-def _brief_of(db_path: Path) -> dict[int, int]:
-    """exchange id -> brief id, read from the store file after the server stopped."""
+SELECT_BRIEF_OF = "SELECT id, brief_id FROM exchanges WHERE brief_id IS NOT NULL"
+
+
+def _brief_of(db_path: Path, database_url: str | None) -> dict[int, int]:
+    """exchange id -> brief id, read from the store after the server stopped."""
+    if database_url:
+        import psycopg
+
+        with psycopg.connect(database_url) as pg:
+            return {int(i): int(b) for i, b in pg.execute(SELECT_BRIEF_OF)}
     import apsw
 
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        rows = conn.execute("SELECT id, brief_id FROM exchanges WHERE brief_id IS NOT NULL")
-        return {int(i): int(b) for i, b in rows}
+        return {int(i): int(b) for i, b in conn.execute(SELECT_BRIEF_OF)}
     finally:
         conn.close()
+
+
+def _store_bytes(data_dir: Path, database_url: str | None) -> int:
+    if database_url:
+        import psycopg
+
+        with psycopg.connect(database_url) as pg:
+            row = pg.execute("SELECT pg_database_size(current_database())").fetchone()
+            return int(row[0]) if row else 0
+    return sum(p.stat().st_size for p in data_dir.glob("steno.db*"))
 
 
 def _scored(run: _Run, rankings: Sequence[tuple[Conversation, Question, list[int]]],
@@ -320,21 +343,24 @@ def _scored(run: _Run, rankings: Sequence[tuple[Conversation, Question, list[int
 
 async def run_benchmark(data: Path, *, limit: int = 20, mode: str = "hybrid",
                         guard: bool = True, env: Mapping[str, str] | None = None,
-                        work_dir: Path | None = None) -> dict[str, Any]:
-    """Ingest, ask, score; return the report (see the module docstring)."""
+                        work_dir: Path | None = None, database_url: str | None = None
+                        ) -> dict[str, Any]:
+    """Ingest, ask, score; return the report (see the module docstring).
+    ``database_url``: an empty PostgreSQL database to use instead of the SQLite file."""
     conversations = load_conversations(data)
     run = _Run()
+    env = {**(env or {}), **({"STENO_DATABASE_URL": database_url} if database_url else {})}
     with tempfile.TemporaryDirectory(prefix="locomo-", dir=work_dir) as tmp:
         data_dir = Path(tmp) / "store"
         with (Path(tmp) / "server-stderr.log").open("w", encoding="utf-8") as errlog:
-            transport = stdio_client(server_params(data_dir, env or {}), errlog=errlog)
+            transport = stdio_client(server_params(data_dir, env), errlog=errlog)
             async with Client(transport, read_timeout_seconds=CALL_TIMEOUT_S) as client:
                 for conv in conversations:
                     await _ingest(client, conv, run)
                 for conv in conversations:
                     await _ask(client, conv, run, limit, mode, guard)
-        brief_of = _brief_of(data_dir / "steno.db") if guard else {}
-        store_bytes = sum(p.stat().st_size for p in data_dir.glob("steno.db*"))
+        brief_of = _brief_of(data_dir / "steno.db", database_url) if guard else {}
+        store_bytes = _store_bytes(data_dir, database_url)
     retrieval, counts = _scored(run, run.rankings, KS)
     report: dict[str, Any] = {
         "data": str(data),
@@ -343,7 +369,8 @@ async def run_benchmark(data: Path, *, limit: int = 20, mode: str = "hybrid",
         "questions": len(run.rankings),
         "mode": mode,
         "limit": limit,
-        "env": dict(env or {}),
+        "backend": "postgresql" if database_url else "sqlite",
+        "env": {k: v for k, v in env.items() if k != "STENO_DATABASE_URL"},
         "retrieval": retrieval,
         "counts": counts,
         "search_latency_ms": {
@@ -386,7 +413,7 @@ def render(report: Mapping[str, Any]) -> str:
     parts = [
         f"{report['data']}: {report['conversations']} conversations, {report['turns']} turns, "
         f"{report['questions']} questions (categories 1-4), mode {report['mode']}, "
-        f"limit {report['limit']}",
+        f"limit {report['limit']}, {report.get('backend', 'sqlite')}",
         _table("evidence turns (stenographer_query_history)", report["retrieval"], KS),
         f"counts: {report['counts']}",
         f"search latency: client p50 {lat['client_p50']} ms, p95 {lat['client_p95']} ms; "
@@ -412,10 +439,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra server environment (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the report here")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--postgres", action="store_true",
+                       help="run on a throwaway PostgreSQL server (tests.pg_server)")
+    where.add_argument("--database-url", help="run on this empty PostgreSQL database")
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
-    report = anyio.run(functools.partial(run_benchmark, args.data, limit=args.limit,
-                                         mode=args.mode, guard=not args.no_guard, env=env))
+    server = None
+    database_url = args.database_url
+    if args.postgres:
+        from tests.pg_server import PostgresServer
+
+        server = PostgresServer().start()
+        database_url = server.database()
+    try:
+        report = anyio.run(functools.partial(
+            run_benchmark, args.data, limit=args.limit, mode=args.mode,
+            guard=not args.no_guard, env=env, database_url=database_url))
+    finally:
+        if server is not None:
+            server.stop()
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")

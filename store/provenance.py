@@ -41,18 +41,19 @@ def chain_hash(previous: bytes, content_hash: bytes, session: str, role: str,
 
 
 SELECT_HEAD = "SELECT id, chain_head FROM sessions WHERE name = ?"
-LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
+LOCK_TURNS = "SELECT pg_advisory_xact_lock(5501)"  # an arbitrary key: the turn writers' lock
 
 
 def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
     """(session row id or None, the hash the session's next turn links to).
 
-    Call inside the write that links the next turn. SQLite has one writer at a time; on
-    PostgreSQL a transaction lock on the session's name makes every other writer of the
-    session wait here until this one commits, so the chain never forks (nor do the
-    session's exchange ids leave commit order)."""
+    Call inside the write that links the next turn. SQLite has one writer at a time. On
+    PostgreSQL a transaction lock makes every other turn writer wait here until this
+    one commits, so that a session's chain never forks, and exchange ids are committed
+    in order: readers that follow the turns by id (the sync and bus outboxes, the
+    provider vectors' backfill) never pass over a turn committed late."""
     if is_postgres(conn):
-        conn.execute(LOCK_SESSION, (session,))
+        conn.execute(LOCK_TURNS)
     row = first(conn, SELECT_HEAD, (session,))
     if row is None:
         return None, GENESIS

@@ -4,6 +4,14 @@ Turns are offered to the provider in id order; ``meta`` keeps, per model, the id
 which every turn was offered (``provider_through:<model>``), so finding the backlog is
 one index range read, and the rows of a model are written in ascending id order (the
 in-memory copy then refreshes like the hashed vectors' one).
+
+On PostgreSQL too the search reads an in-memory copy, not pgvector: a model's vectors
+have the model's dimension (an HNSW index needs one fixed dimension, so each model
+would need an index of its own, made when the model is first seen), and the table is
+a plain ``bytea`` one on both backends. The copy reads "the rows after the last id it
+has", which is right only if a model's rows commit in id order: ``save_provider_vectors``
+makes sure of it on PostgreSQL by locking the model's mark row, so that of two
+processes embedding the same backlog the second waits and then stores nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from store.sql import Conn, Row, all_rows, first
+from store.sql import Conn, Row, all_rows, first, is_postgres
 from store.vectors import MatrixCache
 
 if TYPE_CHECKING:
@@ -43,6 +51,9 @@ SELECT id, substr(content, 1, ?3) FROM exchanges WHERE id > ?1 ORDER BY id LIMIT
 INSERT_VECTOR = """
 INSERT INTO provider_vectors(exchange_id, model, embedding) VALUES (?, ?, ?)
 ON CONFLICT(model, exchange_id) DO UPDATE SET embedding = excluded.embedding"""
+# PostgreSQL: the mark row exists (at 0) and is locked until the write commits.
+INSERT_THROUGH_PG = "INSERT INTO meta(key, value) VALUES (?, '0') ON CONFLICT(key) DO NOTHING"
+LOCK_THROUGH_PG = "SELECT value FROM meta WHERE key = ? FOR UPDATE"
 SELECT_NEW = """
 SELECT p.exchange_id, e.session_id, p.embedding FROM provider_vectors p
 JOIN exchanges e ON e.id = p.exchange_id
@@ -73,7 +84,13 @@ def save_provider_vectors(conn: Conn, model: str, expected_through: int,
     Returns False, storing nothing, when another process moved the mark since
     ``expected_through`` was read (it embedded the same turns).
     """
-    if provider_through(conn, model) != expected_through:
+    if is_postgres(conn):  # concurrent backlogs: the second waits for the first's commit
+        conn.execute(INSERT_THROUGH_PG, (_through_key(model),))
+        row = first(conn, LOCK_THROUGH_PG, (_through_key(model),))
+        through_now = int(row[0]) if row is not None else 0
+    else:
+        through_now = provider_through(conn, model)
+    if through_now != expected_through:
         return False
     for exchange_id, blob in vectors:
         conn.execute(INSERT_VECTOR, (exchange_id, model, blob))

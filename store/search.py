@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 
 from store.exchanges import scope_token
-from store.sql import Conn, all_rows, id_list, where
+from store.sql import Conn, all_rows, id_list, is_postgres, where
 
 __all__ = [
     "ANY_FLAG",
@@ -25,11 +25,13 @@ __all__ = [
     "HitFilter",
     "check_expression",
     "dated_terms",
+    "flag_condition",
     "fts_phrase",
     "ids_matching",
     "keyword_hits",
     "keyword_sql",
     "match_expression",
+    "syntax_notes",
 ]
 
 # bm25() column weights: body, context, dated, scope. The context column holds a few
@@ -70,8 +72,8 @@ class HitFilter:
 ANY_FLAG = "NAFE"
 
 
-def _flag_condition(flt: HitFilter, id_column: str, params: list[object],
-                    numbered: int | None) -> str:
+def flag_condition(flt: HitFilter, id_column: str, params: list[object],
+                   numbered: int | None) -> str:
     """An EXISTS over the turn's flags; ``numbered``: offset of ?N parameters, else ?."""
     sql = f"EXISTS (SELECT 1 FROM signal_flags g WHERE g.exchange_id = {id_column}"
     if flt.flag != ANY_FLAG:
@@ -105,7 +107,13 @@ def check_expression(conn: Conn, expression: str) -> None:
     A caller's expression is checked alone before it is combined with the session
     scope: ``x) OR (secret`` is invalid alone, but inside ``scope:s1 AND (...)`` it would
     parse as ``(scope:s1 AND (x)) OR (secret)`` and reach other sessions.
+    On PostgreSQL the expression is parsed here, as FTS5 would (no statement runs).
     """
+    if is_postgres(conn):
+        from store.postgres.tsquery import translate
+
+        translate(expression)
+        return
     try:
         all_rows(conn, CHECK_EXPRESSION, (expression,))
     except apsw.SQLError as ex:
@@ -152,7 +160,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
             params.append(flt.trace_id)
             clauses.append(f"f.trace_id = ?{len(params) + 2}")
         if flt.flag is not None:
-            clauses.append(_flag_condition(flt, "f.id", params, 2))
+            clauses.append(flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     inner = (
         f"SELECT exchanges_fts.rowid AS id, bm25(exchanges_fts, {weights}) AS raw"
@@ -175,8 +183,12 @@ def keyword_hits(
     ``caller_syntax``: the expression was written by the caller (phrases, prefixes, OR,
     NEAR): it is checked on its own first and matched against the turns' own words
     only (not the neighbouring-turn context or the date). Raises ``FtsSyntaxError``
-    when ``expression`` is not valid FTS5.
+    when ``expression`` is not valid FTS5. On PostgreSQL: ``store.postgres.search``.
     """
+    if is_postgres(conn):
+        from store.postgres import search as pg_search
+
+        return pg_search.keyword_hits(conn, expression, flt, limit, own_words=caller_syntax)
     if caller_syntax:
         check_expression(conn, expression)
     match = match_expression(expression, flt, own_words=caller_syntax)
@@ -188,6 +200,16 @@ def keyword_hits(
             raise FtsSyntaxError(str(ex)) from None
         raise
     return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def syntax_notes(conn: Conn, expression: str, *, caller_syntax: bool = False) -> list[str]:
+    """What the backend matches differently from FTS5 in a valid ``expression`` (on
+    PostgreSQL: ``^``, long NEAR groups; nothing on SQLite)."""
+    if not is_postgres(conn):
+        return []
+    from store.postgres.search import query_notes
+
+    return query_notes(expression, own_words=caller_syntax)
 
 
 def ids_matching(
@@ -203,6 +225,6 @@ def ids_matching(
         ("brief_id IS NOT NULL", flt.compressed_only), ("trace_id = ?", flt.trace_id))
     params += values
     if flt.flag is not None:
-        clauses.append(_flag_condition(flt, "exchanges.id", params, None))
+        clauses.append(flag_condition(flt, "exchanges.id", params, None))
     sql = "SELECT id FROM exchanges WHERE " + " AND ".join([in_ids, *clauses])
     return {int(r[0]) for r in all_rows(conn, sql, params)}

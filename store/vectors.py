@@ -6,6 +6,14 @@ each process keeps a float32 copy in memory, brought up to date before every que
 reading only the rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT). A
 search is then one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan
 takes ~10 ms.
+
+On PostgreSQL the database answers for the hashed vectors instead (pgvector): there,
+several processes write and a turn with a smaller id can commit after one with a
+larger id, so a copy that reads "the rows after the last id it has" would miss rows.
+Within a session the session's vectors are scanned (exact, as the copy is); across
+sessions the HNSW index is searched, with ``hnsw.ef_search`` at least the number of
+neighbours asked for. (The provider's vectors keep the copy on both backends; see
+``store.provider_vectors``.)
 """
 
 from __future__ import annotations
@@ -16,14 +24,20 @@ import numpy as np
 import numpy.typing as npt
 
 from store.errors import StoreError
-from store.sql import Conn, Row, all_rows
+from store.sql import Conn, Row, all_rows, is_postgres
 
-__all__ = ["MatrixCache", "VectorCache", "vector_text"]
+__all__ = ["MatrixCache", "VectorCache", "query_text", "vector_text"]
 
 
 def vector_text(blob: bytes) -> str:
     """An int8 vector blob in pgvector's text form, ``[1,-2,...]``."""
     return "[" + ",".join(map(str, np.frombuffer(blob, dtype=np.int8).tolist())) + "]"
+
+
+def query_text(query: npt.NDArray[np.float32]) -> str:
+    """A query vector in pgvector's text form."""
+    return "[" + ",".join(f"{x:.6g}" for x in query.tolist()) + "]"
+
 
 # vec0 cannot seek by rowid range (a `rowid > ?` scan reads every vector), so new rows
 # are found through the exchanges primary key and fetched from vec0 by point lookups.
@@ -33,6 +47,18 @@ JOIN exchange_vectors v ON v.rowid = e.id
 WHERE e.id > ? ORDER BY e.id"""
 
 _GROW = 4096
+
+# PostgreSQL (store.postgres.schema): stored components are the int8 values, so the
+# inner product is divided by 127 as the in-memory copy divides the components.
+KNN_SESSION_PG = """
+WITH s AS MATERIALIZED (SELECT rowid, embedding FROM exchange_vectors WHERE session_id = ?)
+SELECT rowid, -(embedding <#> ?::halfvec) / 127.0 AS score FROM s
+ORDER BY score DESC, rowid LIMIT ?"""
+KNN_ALL_PG = """
+SELECT rowid, -(embedding <#> ?1::halfvec) / 127.0 FROM exchange_vectors
+ORDER BY embedding <#> ?1::halfvec LIMIT ?2"""
+SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', ?, true)"
+EF_SEARCH_MIN, EF_SEARCH_MAX = 40, 1000  # pgvector's default and its largest
 
 
 class MatrixCache:
@@ -119,3 +145,24 @@ class VectorCache(MatrixCache):
 
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         return all_rows(conn, SELECT_NEW, (last,))
+
+    def knn(
+        self,
+        conn: Conn,
+        query: npt.NDArray[np.float32],
+        k: int,
+        session_id: int | None = None,
+    ) -> list[tuple[int, float]]:
+        """As ``MatrixCache.knn``; on PostgreSQL answered by pgvector (module docstring)."""
+        if not is_postgres(conn):
+            return super().knn(conn, query, k, session_id)
+        if len(query) != self.dim:
+            raise StoreError(f"a {len(query)}-component query against {self.dim}-component "
+                             "stored vectors")
+        if session_id is not None:
+            found = all_rows(conn, KNN_SESSION_PG, (session_id, query_text(query), k))
+        else:
+            ef_search = min(max(k, EF_SEARCH_MIN), EF_SEARCH_MAX)
+            all_rows(conn, SET_EF_SEARCH, (str(ef_search),))
+            found = all_rows(conn, KNN_ALL_PG, (query_text(query), k))
+        return [(int(i), float(s)) for i, s in found if float(s) > 0.0]

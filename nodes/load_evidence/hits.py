@@ -18,7 +18,7 @@ from nodes.extract.embeddings import EmbeddingError, embed_query
 from nodes.extract.vectors import text_vector
 from store.backend import Backend
 from store.provider_vectors import provider_cache
-from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits
+from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits, syntax_notes
 from store.vectors import MatrixCache
 
 __all__ = [
@@ -55,7 +55,7 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
                                 caller_syntax=caller_syntax)
-            notes: list[str] = []
+            notes = syntax_notes(conn, fts["expression"], caller_syntax=caller_syntax)
         except FtsSyntaxError as ex:
             notes = [f"The query is not valid FTS5 syntax ({ex}); searched for its words "
                      "instead."]

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from store.errors import StoreError
 from store.postgres.connection import PgConnection
@@ -26,8 +26,9 @@ from store.vectors import VectorCache
 
 __all__ = ["PgStore", "redact_url"]
 
-POOL_MAX = 8  # connections a process holds at most: graph worker threads + traces
+POOL_MAX = 10  # connections a process holds at most; more graph runs queue for one
 CONNECT_TIMEOUT_S = 10
+POOL_WAIT_S = 30  # how long a run waits for a free connection before it fails
 
 
 def redact_url(url: str) -> str:
@@ -52,20 +53,25 @@ class PgStore:
         self.vectors = VectorCache(vector_dim)  # unused here: pgvector answers in SQL
         self.traces = TraceBuffer(self.write)
         self._local = threading.local()
-        try:
-            self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-                url, min_size=1, max_size=pool_max, open=True, name="stenographer",
-                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
-                        # Parameters bound client-side, as literals: the server infers
-                        # their types from context as SQLite does (e.g. `? IS NULL`).
-                        "cursor_factory": psycopg.ClientCursor},
-                timeout=CONNECT_TIMEOUT_S,
-            )
-            self._pool.wait(timeout=CONNECT_TIMEOUT_S)
-        except Exception as ex:
-            raise StoreError(f"cannot connect to the database {self.location}: {ex}") from ex
-        with self._pool.connection() as raw:
-            self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+        options: dict[str, Any] = {
+            "autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
+            # Parameters bound client-side, as literals: the server infers their types
+            # from context as SQLite does (e.g. `? IS NULL`).
+            "cursor_factory": psycopg.ClientCursor}
+        try:  # one direct connection first: a refused or bad URL fails at once, clearly
+            with psycopg.connect(url, **options) as raw:
+                self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+        except psycopg.Error as ex:
+            raise StoreError(f"cannot open the database {self.location}: "
+                             f"{self._scrub(str(ex).strip())}") from ex
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url, min_size=1, max_size=pool_max, open=True, name="stenographer",
+            kwargs=options, timeout=POOL_WAIT_S)
+
+    def _scrub(self, message: str) -> str:
+        """``message`` without the URL's password (a driver may quote the URL back)."""
+        password = urlsplit(self.url).password
+        return message.replace(password, "***") if password else message
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PgConnection]:
@@ -73,7 +79,7 @@ class PgStore:
         if current is not None:  # nested in this thread's open transaction
             yield current
             return
-        with self._pool.connection() as raw:
+        with self._borrowed() as raw:
             conn = PgConnection(raw)
             conn.execute(begin)
             self._local.conn = conn
@@ -86,6 +92,20 @@ class PgStore:
                 raise
             self._local.conn = None
             conn.execute("COMMIT")
+
+    @contextmanager
+    def _borrowed(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; a lost server or an exhausted pool is a StoreError that
+        names the database (without its password)."""
+        try:
+            with self._pool.connection() as raw:
+                yield raw
+        except PoolTimeout as ex:
+            raise StoreError(f"no free connection to {self.location} within "
+                             f"{POOL_WAIT_S} s ({POOL_MAX} in use)") from ex
+        except psycopg.OperationalError as ex:
+            raise StoreError(f"the database {self.location} failed: "
+                             f"{self._scrub(str(ex))}") from ex
 
     @contextmanager
     def write(self) -> Iterator[PgConnection]:
@@ -102,7 +122,7 @@ class PgStore:
     @contextmanager
     def exclusive(self) -> Iterator[PgConnection]:
         """A connection with no transaction open (maintenance statements)."""
-        with self._pool.connection() as raw:
+        with self._borrowed() as raw:
             yield PgConnection(raw)
 
     @contextmanager

@@ -229,9 +229,9 @@ CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
 -- json_group_array(), instr() and
 -- two-argument max() and min().
 CREATE FUNCTION group_concat_step(acc TEXT, value anyelement) RETURNS TEXT
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
-              ELSE acc || ',' || value::text END $$;
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE  -- polymorphic: the body must be a quoted string
+  AS $$ SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text
+                    ELSE acc || ',' || value::text END $$;
 CREATE AGGREGATE group_concat(anyelement) (SFUNC = group_concat_step, STYPE = TEXT);
 -- json_each(text): the elements of a JSON array as text (the statements cast id lists).
 CREATE FUNCTION json_each(doc TEXT) RETURNS TABLE(value TEXT)

@@ -1,7 +1,8 @@
 """End-to-end fixtures: the real server through the real MCP SDK client.
 
-``conn`` is parametrized over transport (in memory, stdio) and handshake (``auto``: the
-current protocol; ``legacy``: the 2025 initialize handshake). In-memory connections get
+``conn`` is parametrized over transport (in memory, stdio, and stdio on a PostgreSQL
+store: ``pgstdio``) and handshake (``auto``: the current protocol; ``legacy``: the 2025
+initialize handshake; PostgreSQL only with ``auto``). In-memory connections get
 a fresh store per test. A stdio server costs ~1.5 s to start, so each test module shares
 one per handshake mode; tests that share it write to sessions of their own.
 ``shared_conn`` shares the in-memory servers per module too.
@@ -25,9 +26,11 @@ from mcp_types import CallToolResult
 
 from stenographer.server import mcp
 from tests.e2e.support import STATUS, stdio_params
+from tests.pg_server import PostgresServer
 
 MODES = ("auto", "legacy")
-TRANSPORTS = [("memory", m) for m in MODES] + [("stdio", m) for m in MODES]
+TRANSPORTS = [("memory", m) for m in MODES] + [("stdio", m) for m in MODES] + [
+    ("pgstdio", "auto")]
 CALL_TIMEOUT = 60.0  # seconds; generous for a loaded 2-core machine, never infinite
 
 
@@ -37,10 +40,12 @@ class Conn:
     transport: str
     mode: str
     data_dir: Path
+    database_url: str | None = None  # a PostgreSQL store (pgstdio)
 
     @property
-    def db_path(self) -> Path:
-        return self.data_dir / "steno.db"
+    def db_path(self) -> Path | str:
+        """The store: its SQLite file, or its PostgreSQL URL."""
+        return self.database_url or self.data_dir / "steno.db"
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None,
                    timeout: float = CALL_TIMEOUT) -> CallToolResult:
@@ -104,6 +109,19 @@ async def stdio_servers(request: pytest.FixtureRequest,
 
 
 @pytest.fixture(scope="module")
+async def pgstdio_servers(request: pytest.FixtureRequest, postgres_server: PostgresServer,
+                          tmp_path_factory: pytest.TempPathFactory
+                          ) -> AsyncIterator[dict[str, Conn]]:
+    """A stdio server whose store is a fresh PostgreSQL database (STENO_DATABASE_URL)."""
+    url = postgres_server.database()
+    env = {**_module_env(request), "STENO_DATABASE_URL": url}
+    data_dir = tmp_path_factory.mktemp("pgstdio")
+    async with Client(stdio_params(data_dir, **env), mode="auto",
+                      read_timeout_seconds=CALL_TIMEOUT) as client:
+        yield {"auto": Conn(client, "pgstdio", "auto", data_dir, url)}
+
+
+@pytest.fixture(scope="module")
 async def memory_servers(request: pytest.FixtureRequest,
                          tmp_path_factory: pytest.TempPathFactory
                          ) -> AsyncIterator[dict[str, Conn]]:
@@ -135,9 +153,9 @@ def shared_conn(transport: tuple[str, str], request: pytest.FixtureRequest) -> C
 @pytest.fixture
 def shared_stdio(transport: tuple[str, str], request: pytest.FixtureRequest) -> Conn | None:
     # Resolved from a sync fixture: async fixtures cannot request others dynamically.
-    if transport[0] != "stdio":
+    if transport[0] == "memory":
         return None
-    servers: dict[str, Conn] = request.getfixturevalue("stdio_servers")
+    servers: dict[str, Conn] = request.getfixturevalue(f"{transport[0]}_servers")
     return servers[transport[1]]
 
 

@@ -136,9 +136,31 @@ def _readonly(path: Path | str) -> apsw.Connection:
     return apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
 
 
+def _pg_rows(url: str) -> dict[str, list[str]]:
+    """Every row of every table of a PostgreSQL store, as sorted text, in one snapshot."""
+    import psycopg
+
+    with psycopg.connect(url) as conn, conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "ORDER BY tablename")]
+        return {t: sorted(str(r[0]) for r in conn.execute(f'SELECT t::text FROM "{t}" t'))
+                for t in tables}
+
+
 def db_digest(path: Path | str) -> str:
     """SHA-256 over every row of every real table (virtual tables through their shadow
-    tables), except the trace log. Equal digests mean no stored data changed."""
+    tables), except the trace log. Equal digests mean no stored data changed. ``path``:
+    the SQLite file, or a PostgreSQL store's URL."""
+    if str(path).startswith("postgresql://"):
+        digest = hashlib.sha256()
+        for table, rows in _pg_rows(str(path)).items():
+            if table not in _AUDIT_TABLES:
+                digest.update(f"{table}:{len(rows)}\n".encode())
+                for row in rows:
+                    digest.update(row.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
     conn = _readonly(path)
     try:
         digest = hashlib.sha256()
@@ -165,10 +187,14 @@ def db_digest(path: Path | str) -> str:
 
 
 def db_counts(path: Path | str) -> dict[str, int]:
+    tables = ("sessions", "exchanges", "briefs", "brief_sources", "milestones")
+    if str(path).startswith("postgresql://"):
+        rows = _pg_rows(str(path))
+        return {t: len(rows[t]) for t in tables}
     conn = _readonly(path)
     try:
         return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
-                for t in ("sessions", "exchanges", "briefs", "brief_sources", "milestones")}
+                for t in tables}
     finally:
         conn.close()
 

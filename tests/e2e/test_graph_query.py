@@ -26,7 +26,8 @@ async def _record(conn: Conn, session: str, contents: list[str]) -> list[int]:
 
 def _extract(conn: Conn) -> None:
     """`stenographer graphrag extract`, as the operator runs it next to the server."""
-    app = open_app(Settings(data_dir=conn.data_dir, turn_limit=1_000))
+    app = open_app(Settings(data_dir=conn.data_dir, turn_limit=1_000,
+                            database_url=conn.database_url))
     try:
         while app.run("graphrag_batch", {})[0]["published"]["remaining"]:
             pass

@@ -1,7 +1,8 @@
-"""The contract audit on real store files: an untouched store passes; each tampering
-done by raw SQL from another connection is named by exactly its contract and ids; a
-store of the previous schema is chained by the migration and passes; small pages give
-the same verdict as one big page."""
+"""The contract audit on real stores, on both backends (a SQLite file; a PostgreSQL
+database): an untouched store passes; each tampering done by raw SQL from another
+connection is named by exactly its contract and ids; small pages give the same verdict
+as one big page; a SQLite store of the previous schema is chained by the migration and
+passes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import psycopg
 import pytest
 import sqlite_vec
 
@@ -21,7 +23,9 @@ from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.errors import NotFound
 from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
+from store.postgres.connection import PgConnection
 from store.provenance import GENESIS, chain_hash
+from store.sql import Conn
 
 TURN_LIMIT = 4
 
@@ -32,9 +36,10 @@ def ingest(app: App, session: str, content: str) -> int:
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
+def app(tmp_path: Path, database_url: str | None) -> Iterator[App]:
     """Two interleaved sessions: `a` with 10 turns (2 briefs), `b` with 6 (1 brief)."""
-    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT))
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT,
+                            database_url=database_url))
     for i in range(10):
         ingest(app, "a", f"Decision: step {i} of plan alpha." if i % 3 == 0 else f"a note {i}")
         if i < 6:
@@ -56,18 +61,28 @@ def failures(report: dict[str, Any]) -> dict[str, list[int]]:
     return {c["name"]: sorted(c["ids"]) for c in report["contracts"] if not c["passed"]}
 
 
-def raw(app: App) -> apsw.Connection:
-    """Another connection to the same file, as a tamperer would open it."""
-    conn = apsw.Connection(str(app.store.path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    return conn
+@pytest.fixture
+def raw(app: App) -> Iterator[Conn]:
+    """Another connection to the same store, as a tamperer would open it: without the
+    foreign keys the store's own connections enforce."""
+    url = app.settings.database_url
+    if url is None:
+        conn = apsw.Connection(str(app.settings.db_path))
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        yield conn
+        conn.close()
+        return
+    with psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor) as pg:
+        pg.execute("SET session_replication_role = replica")  # foreign keys not enforced
+        yield PgConnection(pg)
 
 
 def turns_of(app: App, session: str) -> list[tuple[int, int | None]]:
-    return [(r[0], r[1]) for r in app.store.connection().execute(
-        "SELECT e.id, e.brief_id FROM exchanges e JOIN sessions s ON s.id = e.session_id "
-        "WHERE s.name = ? ORDER BY e.id", (session,))]
+    with app.store.read() as conn:
+        return [(r[0], r[1]) for r in conn.execute(
+            "SELECT e.id, e.brief_id FROM exchanges e JOIN sessions s ON s.id = e.session_id "
+            "WHERE s.name = ? ORDER BY e.id", (session,))]
 
 
 def test_an_untouched_store_passes_every_contract(app: App):
@@ -81,26 +96,26 @@ def test_an_untouched_store_passes_every_contract(app: App):
     assert scoped["passed"] and scoped["contracts"][0]["checked"] == 6
 
 
-def test_editing_a_turns_text_is_named_by_turn_hashes(app: App):
+def test_editing_a_turns_text_is_named_by_turn_hashes(app: App, raw: Conn):
     target = turns_of(app, "a")[5][0]
-    raw(app).execute("UPDATE exchanges SET content = 'nothing happened' WHERE id = ?",
+    raw.execute("UPDATE exchanges SET content = 'nothing happened' WHERE id = ?",
                      (target,))
     report = audit(app)
     assert failures(report) == {"turn_hashes": [target]}
     assert f"#{target}" in report["text"]
 
 
-def test_editing_a_turns_metadata_breaks_its_chain_link(app: App):
+def test_editing_a_turns_metadata_breaks_its_chain_link(app: App, raw: Conn):
     target = turns_of(app, "b")[2][0]
-    raw(app).execute("UPDATE exchanges SET role = 'assistant' WHERE id = ?", (target,))
+    raw.execute("UPDATE exchanges SET role = 'assistant' WHERE id = ?", (target,))
     assert failures(audit(app)) == {"hash_chain": [target]}
 
 
-def test_deleting_a_source_turn_is_named_with_its_id(app: App):
+def test_deleting_a_source_turn_is_named_with_its_id(app: App, raw: Conn):
     turns = turns_of(app, "a")
     target, brief = turns[2]
     assert brief is not None
-    raw(app).execute("DELETE FROM exchanges WHERE id = ?", (target,))
+    raw.execute("DELETE FROM exchanges WHERE id = ?", (target,))
     assert failures(audit(app)) == {
         "brief_sources": [target],  # the brief cites a turn that is gone
         "hash_chain": [turns[3][0]],  # the next turn no longer links
@@ -109,21 +124,21 @@ def test_deleting_a_source_turn_is_named_with_its_id(app: App):
     }
 
 
-def test_deleting_the_newest_turn_is_caught_by_the_session_head(app: App):
+def test_deleting_the_newest_turn_is_caught_by_the_session_head(app: App, raw: Conn):
     turns = turns_of(app, "b")
-    conn = raw(app)
+    conn = raw
     conn.execute("DELETE FROM exchanges WHERE id = ?", (turns[-1][0],))
     conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (turns[-1][0],))
     conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (turns[-1][0],))
     assert failures(audit(app)) == {"hash_chain": [turns[-2][0]]}
 
 
-def test_duplicating_a_brief_source_is_named_by_compressed_once(app: App):
+def test_duplicating_a_brief_source_is_named_by_compressed_once(app: App, raw: Conn):
     turns = turns_of(app, "a")
     target, brief = turns[1]
     other = turns[5][1]
     assert brief is not None and other is not None and other != brief
-    raw(app).execute("INSERT INTO brief_sources(brief_id, exchange_id, content_hash) "
+    raw.execute("INSERT INTO brief_sources(brief_id, exchange_id, content_hash) "
                      "SELECT ?, id, content_hash FROM exchanges WHERE id = ?", (other, target))
     report = audit(app)
     assert failures(report) == {"compressed_once": [target]}
@@ -131,18 +146,18 @@ def test_duplicating_a_brief_source_is_named_by_compressed_once(app: App):
                for d in c["details"])
 
 
-def test_dropping_a_keyword_row_is_named_by_keyword_index(app: App):
+def test_dropping_a_keyword_row_is_named_by_keyword_index(app: App, raw: Conn):
     target = turns_of(app, "b")[4][0]
-    raw(app).execute("DELETE FROM exchanges_fts WHERE rowid = ?", (target,))
+    raw.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (target,))
     report = audit(app)
     assert failures(report) == {"keyword_index": [target]}
     assert failures(audit(app, session_id="b")) == {"keyword_index": [target]}
     assert failures(audit(app, session_id="a")) == {}
 
 
-def test_dropping_a_vector_and_a_dangling_milestone(app: App):
+def test_dropping_a_vector_and_a_dangling_milestone(app: App, raw: Conn):
     a, b = turns_of(app, "a"), turns_of(app, "b")
-    conn = raw(app)
+    conn = raw
     conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (a[7][0],))
     conn.execute("UPDATE milestones SET session_id = (SELECT id FROM sessions WHERE name = 'b')")
     assert failures(audit(app)) == {"vector_index": [a[7][0]], "milestones": [a[0][0]]}
@@ -151,7 +166,8 @@ def test_dropping_a_vector_and_a_dangling_milestone(app: App):
 
 def test_a_full_batch_left_uncompressed_is_named(app: App):
     """What a crash between an ingest and its compression leaves, until a server starts."""
-    patient = open_app(Settings(data_dir=app.settings.data_dir, turn_limit=1_000))
+    patient = open_app(Settings(data_dir=app.settings.data_dir, turn_limit=1_000,
+                                database_url=app.settings.database_url))
     try:
         ids = [ingest(patient, "c", f"pending {i}") for i in range(TURN_LIMIT)]
     finally:
@@ -166,10 +182,10 @@ def test_an_unknown_session_is_an_error(app: App):
         audit(app, session_id="nope")
 
 
-def test_small_pages_give_the_same_report(app: App):
+def test_small_pages_give_the_same_report(app: App, raw: Conn):
     """Cursors between pages lose and repeat nothing: a 3-record page size over a tampered
     store names the same violations as the default."""
-    conn = raw(app)
+    conn = raw
     a = turns_of(app, "a")
     conn.execute("UPDATE exchanges SET content = 'x' WHERE id = ?", (a[8][0],))
     conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (a[0][0],))

@@ -46,8 +46,9 @@ def fresh(path: Path, **settings: Any) -> App:
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
-    opened = fresh(tmp_path / "a")
+def app(tmp_path: Path, database_url: str | None) -> Iterator[App]:
+    """A store on each backend."""
+    opened = fresh(tmp_path / "a", database_url=database_url)
     try:
         yield opened
     finally:
