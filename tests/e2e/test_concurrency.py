@@ -200,9 +200,9 @@ async def test_eight_processes_ingest_into_one_postgres_database(
         tmp_path: Path, postgres_server: PostgresServer):
     """Issue #9: eight servers (as on eight hosts: a data directory each) share one
     PostgreSQL database and ingest 2,000 turns each into four shared sessions, with
-    compression running all the time. The ingest takes ~3.5 minutes on 2 cores that
-    other work keeps busy (216 s at load 5, 530 s at load 12): most of it is the eight
-    servers' CPU (Python) on two cores."""
+    compression running all the time. The ingest takes minutes on 2 cores that other
+    work keeps busy (216 s at load 5, 359 s at load 10, 530 s at load 12), most of it
+    the eight servers' CPU (Python, ~10 ms a turn) and PostgreSQL's (~6-9 ms a turn)."""
     import psycopg
 
     url = postgres_server.database()
