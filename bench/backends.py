@@ -317,6 +317,8 @@ class Corpus:
         """Load turns until ``size`` are stored or the deadline (monotonic) passed."""
         from store.exchanges import record_turn
 
+        if self.loaded >= size:
+            return
         started, cpu = time.perf_counter(), time.process_time()
         while self.loaded < size and time.monotonic() < deadline:
             count = min(self.batch, size - self.loaded)
