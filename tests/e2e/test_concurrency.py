@@ -19,6 +19,7 @@ import apsw
 import pytest
 from mcp.client import Client
 
+from store.exchanges import turn_trace_sql
 from store.provenance import GENESIS, chain_hash
 from tests.e2e.support import COMPRESSED, INGEST, INGEST_LINE, stdio_params, text
 from tests.pg_server import PostgresServer
@@ -142,9 +143,11 @@ def check_store(rows: Rows, every: list[dict[str, Any]], reported_ids: list[int]
     heads = {sid: bytes(head) for sid, head in rows("SELECT id, chain_head FROM sessions")}
     names = {sid: name for name, sid in sessions.items()}
     previous = {sid: GENESIS for sid in heads}
-    for sid, digest, who, created_at, source_key, trace_id, linked in rows("""
-            SELECT session_id, content_hash, role, created_at, source_key, trace_id,
-                   chain_hash FROM exchanges ORDER BY session_id, id"""):
+    for sid, digest, who, created_at, source_key, trace_id, linked in rows(f"""
+            SELECT e.session_id, e.content_hash, e.role, e.created_at, e.source_key,
+                   {turn_trace_sql("e", "s")}, e.chain_hash
+            FROM exchanges e JOIN sessions s ON s.id = e.session_id
+            ORDER BY e.session_id, e.id"""):
         expected = chain_hash(previous[sid], bytes(digest), names[sid], who, created_at,
                               source_key, trace_id)
         assert bytes(linked) == expected, (names[sid], "chain broken")
