@@ -178,12 +178,17 @@ BULK_CACHE_KIB = 131_072
 _PACKED_ID_LIMIT = 2**31  # an entity or edge id above the exchange id's 32 bits
 
 
+_PG_ARRAY = "unnest(CAST(?1 AS BIGINT[])) AS packed(value)"  # carray's PostgreSQL twin
+_PG_PACKED = {sql: sql.replace("carray(?1)", _PG_ARRAY)
+              for sql in (INSERT_ENTITY_TURNS, INSERT_EDGE_TURNS)}
+
+
 def _insert_packed(conn: Conn, sql: str, rows: dict[int, list[int]]) -> None:
     """Insert provenance rows given per session as ``id << 32 | exchange id``, in key
     order (B-tree inserts then meet each page once)."""
     pg = is_postgres(conn)
     if pg:
-        sql = sql.replace("carray(?1)", "unnest(CAST(?1 AS BIGINT[])) AS packed(value)")
+        sql = _PG_PACKED[sql]
     for session_id, values in sorted(rows.items()):
         values.sort()
         if values[-1] >> 32 >= _PACKED_ID_LIMIT:
