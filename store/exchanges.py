@@ -86,6 +86,14 @@ INSERT_FTS_PG = """
 INSERT INTO exchanges_fts(rowid, session_id, doc) VALUES (?1, ?5,
   setweight(to_tsvector('english', ?2), 'A') || setweight(to_tsvector('english', ?4), 'B')
   || setweight(to_tsvector('english', ?3), 'C'))"""
+# A page of keyword index entries in one statement: ?1 rowids, ?2 sessions, ?3 contents,
+# ?4 context words, ?5 dated words (arrays in that order), weighted as INSERT_FTS_PG.
+INSERT_FTS_PG_PAGE = """
+INSERT INTO exchanges_fts(rowid, session_id, doc)
+SELECT r, s, setweight(to_tsvector('english', c), 'A') || setweight(to_tsvector('english', d), 'B')
+  || setweight(to_tsvector('english', x), 'C')
+FROM unnest(CAST(?1 AS BIGINT[]), CAST(?2 AS BIGINT[]), CAST(?3 AS TEXT[]), CAST(?4 AS TEXT[]),
+            CAST(?5 AS TEXT[])) AS page(r, s, c, x, d)"""
 INSERT_VECTOR_PG = "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, ?)"
 COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
 SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from store.errors import StoreError
 
-__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "is_postgres", "one", "where"]
+__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "insert_rows", "is_postgres", "one",
+           "where"]
 
 Row = tuple[Any, ...]
 
@@ -22,8 +23,26 @@ class Conn(Protocol):
     def changes(self) -> int: ...
 
 
+class _Copier(Protocol):
+    def copy_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+                  ) -> None: ...
+
+
 def is_postgres(conn: Conn) -> bool:
     return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
+def insert_rows(conn: Conn, table: str, columns: Sequence[str],
+                rows: Sequence[Sequence[Any]]) -> None:
+    """Insert many rows (``table`` and ``columns`` from the store's own lists): COPY on
+    PostgreSQL, one prepared statement on SQLite."""
+    if not rows:
+        return
+    if is_postgres(conn):
+        cast(_Copier, conn).copy_rows(table, columns, rows)
+    else:
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({marks})", rows)
 
 
 def first(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row | None:

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from store.exchanges import INSERT_FTS, INSERT_FTS_PG, INSERT_VECTOR, INSERT_VECTOR_PG, scope_token
+from store.exchanges import INSERT_FTS, INSERT_FTS_PG_PAGE, INSERT_VECTOR, scope_token
 from store.provenance import GENESIS
-from store.sql import Conn, Row, all_rows, first, id_list, is_postgres
+from store.sql import Conn, Row, all_rows, first, id_list, insert_rows, is_postgres
 from store.vectors import vector_text
 
 __all__ = [
@@ -306,8 +306,11 @@ def write_page(conn: Conn, table_name: str, rows: Sequence[Row]) -> int:
         rows = [r for r in rows if r[0] not in _NOT_COPIED_META]
     elif table.name == "runs":
         rows = [r[1:] for r in rows]
-    if rows:
-        conn.executemany(insert_sql(table), list(rows))
+    if table.name in ("meta", "runs"):  # their statements settle conflicts
+        if rows:
+            conn.executemany(insert_sql(table), list(rows))
+    else:
+        insert_rows(conn, table.name, table.columns, rows)
     advance_sequence(conn, table)
     return len(rows)
 
@@ -317,32 +320,45 @@ def write_turns(conn: Conn, rows: Sequence[Row], fields: Sequence[tuple[str, str
     """Insert a page of ``exchanges`` rows with their keyword index entries (``fields``:
     the context and dated words of each, in order) and their vectors."""
     table = _BY_NAME["exchanges"]
-    conn.executemany(insert_sql(table), list(rows))
-    pg = is_postgres(conn)
-    fts = [(r[0], r[4], context, dated, r[1] if pg else scope_token(int(r[1])))
-           for r, (context, dated) in zip(rows, fields, strict=True)]
-    conn.executemany(INSERT_FTS_PG if pg else INSERT_FTS, fts)
+    insert_rows(conn, table.name, table.columns, rows)
     found = [(r[0], r[1], vectors[r[0]]) for r in rows if r[0] in vectors]
-    if found:
-        if pg:
-            conn.executemany(INSERT_VECTOR_PG, [(i, s, vector_text(v)) for i, s, v in found])
-        else:
+    if is_postgres(conn):
+        conn.execute(INSERT_FTS_PG_PAGE, [
+            [r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows],
+            [context for context, _ in fields], [dated for _, dated in fields]])
+        insert_rows(conn, "exchange_vectors", ("rowid", "session_id", "embedding"),
+                    [(i, s, vector_text(v)) for i, s, v in found])
+    else:
+        conn.executemany(INSERT_FTS, [
+            (r[0], r[4], context, dated, scope_token(int(r[1])))
+            for r, (context, dated) in zip(rows, fields, strict=True)])
+        if found:
             conn.executemany(INSERT_VECTOR, found)
     advance_sequence(conn, table)
     return len(rows)
 
 
-# Inserting into an HNSW index costs milliseconds a vector (a search of the graph each):
-# a copy drops it when it starts and builds it again in one pass when it finishes.
+# Inserting into an HNSW index costs milliseconds a vector (a search of the graph each),
+# and a GIN index grows a posting list a word at a time: a copy drops both when it starts
+# and builds them again in one pass each when it finishes.
 SELECT_DEFERRED = """
 SELECT indexname, indexdef FROM pg_indexes
-WHERE schemaname = current_schema() AND tablename = 'exchange_vectors'
-  AND indexdef LIKE '% USING hnsw %' ORDER BY indexname"""
+WHERE schemaname = current_schema()
+  AND ((tablename = 'exchange_vectors' AND indexdef LIKE '% USING hnsw %')
+       OR (tablename = 'exchanges_fts' AND indexdef LIKE '% USING gin %'))
+ORDER BY indexname"""
+# Building the indexes in memory is many times faster than spilling: at least this much
+# for the building transaction (a server set higher keeps its own setting).
+BUILD_MEMORY_MB = 512
+RAISE_BUILD_MEMORY = f"""
+SELECT set_config('maintenance_work_mem', '{BUILD_MEMORY_MB}MB', true)
+WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < {BUILD_MEMORY_MB} * 1024 * 1024"""
 
 
 def defer_indexes(conn: Conn) -> list[str]:
-    """PostgreSQL: drop the vector index for the copy (call in the write that claims the
-    target); returns the statements that ``finish_target`` runs to build it again."""
+    """PostgreSQL: drop the vector and keyword indexes for the copy (call in the write
+    that claims the target); returns the statements that ``finish_target`` runs to build
+    them again."""
     if not is_postgres(conn):
         return []
     found = all_rows(conn, SELECT_DEFERRED)
@@ -380,6 +396,8 @@ def finish_target(conn: Conn, deferred: Sequence[str]) -> None:
     and the indexes ``defer_indexes`` dropped are built."""
     if is_postgres(conn):
         conn.execute(SET_EXCHANGE_SEQUENCE)
+        if deferred:
+            conn.execute(RAISE_BUILD_MEMORY)
         for statement in deferred:
             conn.execute(statement)
     else:
