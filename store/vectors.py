@@ -3,7 +3,8 @@
 The hashed vectors live in the ``exchange_vectors`` vec0 table (sqlite-vec), the
 optional provider's in ``provider_vectors`` (``store.provider_vectors``). For speed
 each process keeps a float32 copy in memory, brought up to date before every query by
-reading only the rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT). A
+reading only the rows added since (ids only grow: ``exchanges`` uses AUTOINCREMENT); an
+empty copy of the hashed vectors is filled from vec0's chunk tables in one pass. A
 search is then one matrix-vector product: ~1 ms for 20,000 turns, where a vec0 scan
 takes ~10 ms.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import threading
 
+import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -47,6 +49,48 @@ JOIN exchange_vectors v ON v.rowid = e.id
 WHERE e.id > ? ORDER BY e.id"""
 
 _GROW = 4096
+
+# A cold copy of a large store is read from vec0's own chunk tables (sqlite-vec 0.1.x:
+# per chunk of ``size`` slots a validity bitmap, the rowids as int64, the vectors
+# back to back and an int64 metadata column), ~1,000 rows for a million vectors where
+# the SELECT_NEW path makes a million point lookups (~30 s). Any shape that differs
+# from that layout, or a count that differs from vec0's own, falls back to SELECT_NEW.
+SELECT_CHUNKS = """
+SELECT c.size, c.validity, c.rowids, v.vectors, m.data
+FROM exchange_vectors_chunks c
+JOIN exchange_vectors_vector_chunks00 v ON v.rowid = c.chunk_id
+JOIN exchange_vectors_metadatachunks00 m ON m.rowid = c.chunk_id
+ORDER BY c.chunk_id"""
+COUNT_VECTORS = "SELECT count(*) FROM exchange_vectors_rowids"
+
+Block = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int8]]
+
+
+def vec0_chunks(conn: Conn) -> Block | None:
+    """Every stored hashed vector as (exchange ids ascending, session ids, int8 rows),
+    read chunk by chunk from vec0's tables; None when their layout is not the known one."""
+    try:
+        chunks = all_rows(conn, SELECT_CHUNKS)
+        expected = int(all_rows(conn, COUNT_VECTORS)[0][0])
+    except apsw.SQLError:  # another sqlite-vec layout: use the SQL path
+        return None
+    ids, sessions, vectors = [], [], []
+    for size, validity, rowids, blob, metadata in chunks:
+        size = int(size)
+        if size <= 0 or len(blob) % size or len(rowids) != 8 * size \
+                or len(metadata) != 8 * size or len(validity) * 8 < size:
+            return None
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8),
+                              bitorder="little")[:size].astype(bool)
+        ids.append(np.frombuffer(rowids, dtype=np.int64)[valid])
+        sessions.append(np.frombuffer(metadata, dtype=np.int64)[valid])
+        vectors.append(np.frombuffer(blob, dtype=np.int8).reshape(size, -1)[valid])
+    if not ids or sum(len(i) for i in ids) != expected \
+            or len({v.shape[1] for v in vectors}) != 1:
+        return None
+    all_ids = np.concatenate(ids)
+    order = np.argsort(all_ids, kind="stable")
+    return all_ids[order], np.concatenate(sessions)[order], np.concatenate(vectors)[order]
 
 # PostgreSQL (store.postgres.schema): stored components are the int8 values, so the
 # inner product is divided by 127 as the in-memory copy divides the components.
@@ -80,7 +124,25 @@ class MatrixCache:
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         raise NotImplementedError
 
+    def everything(self, conn: Conn) -> Block | None:
+        """Every stored row at once, when a subclass can read them faster than
+        ``rows_after(conn, 0)`` (None: it cannot)."""
+        return None
+
+    def _load(self, conn: Conn) -> None:
+        """Fill an empty copy with ``everything``, when it gives anything."""
+        block = self.everything(conn)
+        if block is None or not len(block[0]):
+            return
+        ids, sessions, rows = block
+        self.dim = rows.shape[1]
+        self._ids, self._sessions = ids.copy(), sessions.copy()
+        self._mat = np.divide(rows, 127.0, dtype=np.float32)
+        self._n = len(ids)
+
     def _refresh(self, conn: Conn) -> None:
+        if not self._n:
+            self._load(conn)  # then what was added since, below: nothing, in one snapshot
         last = int(self._ids[self._n - 1]) if self._n else 0
         rows = self.rows_after(conn, last)
         if not rows:
@@ -145,6 +207,9 @@ class VectorCache(MatrixCache):
 
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         return all_rows(conn, SELECT_NEW, (last,))
+
+    def everything(self, conn: Conn) -> Block | None:
+        return None if is_postgres(conn) else vec0_chunks(conn)
 
     def knn(
         self,

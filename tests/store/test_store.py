@@ -25,6 +25,7 @@ from store.exchanges import NewTurn, count_live, record_turn, session_row_id
 from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
 from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
+from store.sql import all_rows
 
 DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
 
@@ -305,6 +306,45 @@ def test_vector_cache_knn_refreshes_incrementally(db: Store, monkeypatch: pytest
     cache.forget()
     assert knn("kubernetes ingress")[0][0] == ids[2]
     assert cache._n == 5
+
+
+def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
+        db: Store, monkeypatch: pytest.MonkeyPatch):
+    # Three vec0 chunks (1,024 slots each), two sessions interleaved, holes from deletions.
+    turns = [new_turn(f"note {i} about {'postgres' if i % 3 else 'react'} {i * 7919 % 1000}",
+                      session=f"s{i % 2}") for i in range(2_300)]
+    ids = record(db, *turns)
+    with db.write() as conn:
+        for gone in (ids[0], ids[1_500], ids[-1]):
+            conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (gone,))
+    with db.read() as conn:
+        bulk = store.vectors.vec0_chunks(conn)
+        rows = all_rows(conn, store.vectors.SELECT_NEW, (0,))
+    assert bulk is not None
+    got_ids, got_sessions, got_vectors = bulk
+    assert got_ids.tolist() == [r[0] for r in rows] and len(rows) == 2_297
+    assert got_sessions.tolist() == [r[1] for r in rows]
+    assert [bytes(v) for v in got_vectors] == [bytes(r[2]) for r in rows]
+
+    def top(cache: store.vectors.VectorCache, query: str, session: int | None = None
+            ) -> list[tuple[int, float]]:
+        with db.read() as conn:
+            return cache.knn(conn, text_vector(query, DIM), 20, session)
+
+    cold, warm = store.vectors.VectorCache(DIM), store.vectors.VectorCache(DIM)
+    monkeypatch.setattr(warm, "everything", lambda conn: None)  # warm: row by row
+    for query, session in (("postgres 42", None), ("react", 1), ("note 7", 2)):
+        assert top(cold, query, session) == top(warm, query, session)
+    assert cold._n == warm._n == 2_297
+    added = record(db, new_turn("postgres brand new"))  # then incrementally, as before
+    assert top(cold, "postgres brand new")[0][0] == added[0] and cold._n == 2_298
+
+    # Another layout of vec0's tables (here: missing) falls back to the row-by-row read.
+    monkeypatch.setattr(store.vectors, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
+    with db.read() as conn:
+        assert store.vectors.vec0_chunks(conn) is None
+    other = store.vectors.VectorCache(DIM)
+    assert top(other, "postgres brand new")[0][0] == added[0] and other._n == 2_298
 
 
 # --- traces ---------------------------------------------------------------------------------
