@@ -234,12 +234,25 @@ def syntax_notes(conn: Conn, expression: str, *, caller_syntax: bool = False) ->
 
 
 def ids_matching(
-    conn: Conn, ids: Sequence[int], flt: HitFilter
+    conn: Conn, ids: Sequence[int], flt: HitFilter, *, in_session: bool = False
 ) -> set[int]:
     """Which of ``ids`` pass the filter (used for vector hits). With a session and no
-    other filter than compressed turns, only the index by session is read."""
+    other filter than compressed turns, only the index by session is read.
+
+    ``in_session``: the ids are known to be turns of the filter's session (a KNN within
+    it, a turn's next one); without a filter other than compressed turns, only the
+    session's few live turns are read then, not the ids' rows.
+    """
     if not ids:
         return set()
+    if in_session and flt.session_id is not None and not (
+        flt.role or flt.since is not None or flt.until is not None or flt.trace_id
+        or flt.flag
+    ):
+        if not flt.compressed_only:
+            return set(ids)
+        live = {int(r[0]) for r in all_rows(conn, _live_sql("?"), (flt.session_id,))}
+        return set(ids) - live
     in_ids, params = id_list("id", ids)
     scoped = flt.compressed_only and flt.session_id is not None
     clauses, values = where(

@@ -34,7 +34,8 @@ def answered_hits(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"ranked": ranked}  # FTS5 syntax asks for the turns that match, no others
     with state.ctx.store.read() as conn:
         answers = answers_to(conn, [i for i, _ in top])
-        allowed = ids_matching(conn, list(answers.values()), hit_filter(state.get("query"), cfg))
+        allowed = ids_matching(conn, list(answers.values()), hit_filter(state.get("query"), cfg),
+                               in_session=True)  # an answer is in its question's session
     if not allowed:
         return {"ranked": ranked}
     scores = {int(i): float(s) for i, s in ranked}

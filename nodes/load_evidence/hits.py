@@ -75,7 +75,8 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
     with store.read() as conn:
         hits = cache.knn(conn, vec, wide, flt.session_id)
         if filtered:
-            keep = ids_matching(conn, [i for i, _ in hits], flt)
+            keep = ids_matching(conn, [i for i, _ in hits], flt,
+                                in_session=flt.session_id is not None)
             hits = [h for h in hits if h[0] in keep]
     return [[i, round(s, 6)] for i, s in hits[:CANDIDATES]]
 
