@@ -168,17 +168,18 @@ def process_cpu_s(pid: int | None) -> float | None:
 # --------------------------------------------------------------------------- the server
 
 
-def server_params(data_dir: Path, extra_env: Mapping[str, str] | None = None
-                  ) -> StdioServerParameters:
-    """``python -m stenographer`` (stdio) on a store in ``data_dir``, from the repo root."""
+def server_params(data_dir: Path, extra_env: Mapping[str, str] | None = None,
+                  repo: Path = REPO_ROOT) -> StdioServerParameters:
+    """``python -m stenographer`` (stdio) on a store in ``data_dir``, from the root of
+    ``repo`` (this checkout unless another one is compared with it)."""
     pythonpath = os.pathsep.join(
-        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
     env = {"OMEGA_STENOGRAPHER_DIR": str(data_dir), "PYTHONPATH": pythonpath,
            # the coordination bus: none unless a benchmark names one (never the user's ~)
            "VERITAS_SHARED_DIR": str(data_dir / "veritas-shared")}
     env.update(extra_env or {})
     return StdioServerParameters(command=sys.executable, args=["-m", "stenographer"],
-                                 env=env, cwd=str(REPO_ROOT))
+                                 env=env, cwd=str(repo))
 
 
 @dataclass
@@ -209,7 +210,8 @@ class Server:
 @asynccontextmanager
 async def spawn_server(data_dir: Path, *, stderr_name: str = "server-stderr.log",
                        extra_env: Mapping[str, str] | None = None,
-                       read_timeout_s: float = READ_TIMEOUT_S) -> AsyncIterator[Server]:
+                       read_timeout_s: float = READ_TIMEOUT_S,
+                       repo: Path = REPO_ROOT) -> AsyncIterator[Server]:
     """Spawn the stdio server through the MCP SDK client; yield a connected ``Server``.
 
     ``start_s`` is measured from just before the spawn to the end of
@@ -221,7 +223,7 @@ async def spawn_server(data_dir: Path, *, stderr_name: str = "server-stderr.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = data_dir.parent / f"{data_dir.name}-{stderr_name}"
     with stderr_path.open("a", encoding="utf-8") as errlog:
-        transport = stdio_client(server_params(data_dir, extra_env), errlog=errlog)
+        transport = stdio_client(server_params(data_dir, extra_env, repo), errlog=errlog)
         client = Client(transport, read_timeout_seconds=read_timeout_s)
         before = child_pids()
         started = time.perf_counter()
