@@ -54,7 +54,8 @@ _GROW = 4096
 # per chunk of ``size`` slots a validity bitmap, the rowids as int64, the vectors
 # back to back and an int64 metadata column), ~1,000 rows for a million vectors where
 # the SELECT_NEW path makes a million point lookups (~30 s). Any shape that differs
-# from that layout, or a count that differs from vec0's own, falls back to SELECT_NEW.
+# from that layout, a count that differs from vec0's own, or a sampled row that differs
+# from vec0's answer for it falls back to SELECT_NEW.
 SELECT_CHUNKS = """
 SELECT c.size, c.validity, c.rowids, v.vectors, m.data
 FROM exchange_vectors_chunks c
@@ -62,6 +63,7 @@ JOIN exchange_vectors_vector_chunks00 v ON v.rowid = c.chunk_id
 JOIN exchange_vectors_metadatachunks00 m ON m.rowid = c.chunk_id
 ORDER BY c.chunk_id"""
 COUNT_VECTORS = "SELECT count(*) FROM exchange_vectors_rowids"
+SELECT_ONE = "SELECT session_id, embedding FROM exchange_vectors WHERE rowid = ?"
 
 Block = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int8]]
 
@@ -90,7 +92,14 @@ def vec0_chunks(conn: Conn) -> Block | None:
         return None
     all_ids = np.concatenate(ids)
     order = np.argsort(all_ids, kind="stable")
-    return all_ids[order], np.concatenate(sessions)[order], np.concatenate(vectors)[order]
+    block = all_ids[order], np.concatenate(sessions)[order], np.concatenate(vectors)[order]
+    for at in (0, len(all_ids) // 2, len(all_ids) - 1):  # vec0 itself agrees on samples
+        row = all_rows(conn, SELECT_ONE, (int(block[0][at]),))
+        if not row or int(row[0][0]) != int(block[1][at]) \
+                or bytes(row[0][1]) != block[2][at].tobytes():
+            return None
+    return block
+
 
 # PostgreSQL (store.postgres.schema): stored components are the int8 values, so the
 # inner product is divided by 127 as the in-memory copy divides the components.

@@ -339,7 +339,12 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
     added = record(db, new_turn("postgres brand new"))  # then incrementally, as before
     assert top(cold, "postgres brand new")[0][0] == added[0] and cold._n == 2_298
 
-    # Another layout of vec0's tables (here: missing) falls back to the row-by-row read.
+    # A layout read differently from vec0's own answers (here: sampled rows disagree),
+    # or another layout of its tables (here: missing), falls back to the row-by-row read.
+    monkeypatch.setattr(store.vectors, "SELECT_ONE", store.vectors.SELECT_ONE.replace(
+        "SELECT session_id,", "SELECT session_id + 1,"))
+    with db.read() as conn:
+        assert store.vectors.vec0_chunks(conn) is None
     monkeypatch.setattr(store.vectors, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
     with db.read() as conn:
         assert store.vectors.vec0_chunks(conn) is None
