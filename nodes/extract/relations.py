@@ -67,19 +67,17 @@ def salient(found: Sequence[Mention], limit: int) -> list[str]:
 
 
 def co_occurring(current: Sequence[str], previous: Sequence[str]
-                 ) -> list[tuple[str, str, bool]]:
-    """Undirected pairs (key order) of the turn, and across it and the turn before
-    (``True``: the pair needs the turn before as support too); each pair once, as the
-    keys of a turn are distinct."""
+                 ) -> tuple[Sequence[str], list[tuple[str, str]]]:
+    """The co-occurrences of a turn: the keys that pair with each other (every two of
+    them make an undirected pair of the turn), and the undirected pairs (key order)
+    across the turn and the turn before (they need the turn before as support too).
+    Each pair once, as the keys of a turn are distinct."""
     mine = current[:PAIR_ENTITIES]
-    pairs = [(a, b, False) if a < b else (b, a, False)
-             for i, a in enumerate(mine) for b in mine[i + 1:]]
     # A pair of the turn's first keys with one of the turn before that the turn also
     # names is a pair of the turn already.
-    pairs += [(a, b, True) if a < b else (b, a, True)
-              for a in current[:WINDOW_ENTITIES] for b in previous[:WINDOW_ENTITIES]
-              if b not in mine]
-    return pairs
+    return mine, [(a, b) if a < b else (b, a)
+                  for a in current[:WINDOW_ENTITIES] for b in previous[:WINDOW_ENTITIES]
+                  if b not in mine]
 
 
 def _before(occ: Sequence[Occurrence], text: str, pos: int) -> str | None:
