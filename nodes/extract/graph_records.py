@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.context import State, Writes
+from nodes.context import State, Writes, bulk_allocations
 from nodes.extract.entities import mentions_and_occurrences
 from nodes.extract.relations import (
     PAIR_ENTITIES,
@@ -101,7 +101,8 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
 
 
 def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
-    records = batch_records(state.get("pending"), state.get("window"))
+    with bulk_allocations():
+        records = batch_records(state.get("pending"), state.get("window"))
     return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),
