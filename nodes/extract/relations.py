@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from nodes.extract.entities import Mention
 
@@ -55,6 +55,10 @@ _SCREEN = ("fix", "resolv", "patch", "replac", "supersed", "block", "break", "br
 _VERB_LOWER = re.compile(_VERB.pattern)
 _SCREENED = re.compile("|".join(map(re.escape, _SCREEN)))  # on the lower-cased text
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# Every verb match holds a screened fragment (or "move", of "move from") that starts at
+# most ``_CUE_REACH`` characters into it ("being fixed by"): the verbs of an ASCII text
+# are matched only at those starts, not searched for at every character.
+_CUE_REACH = 6
 
 Occurrence = tuple[str, int, int]  # key, start, end
 
@@ -99,6 +103,35 @@ def _after(occ: Sequence[Occurrence], text: str, pos: int) -> tuple[str, int] | 
     return None
 
 
+def _verb_starts(lower: str) -> list[int]:
+    """Where a verb may start in ``lower`` (sorted); none when no fragment is screened."""
+    cues: list[int] = []
+    for cue in _SCREEN:
+        at = lower.find(cue)
+        while at != -1:
+            cues.append(at)
+            at = lower.find(cue, at + 1)
+    if not cues:
+        return []
+    at = lower.find("move")
+    while at != -1:
+        cues.append(at)
+        at = lower.find("move", at + 1)
+    return sorted({start for cue in cues for start in range(max(0, cue - _CUE_REACH), cue + 1)})
+
+
+def _matches_at(pattern: re.Pattern[str], text: str, starts: list[int]
+                ) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` when every match begins at one of ``starts``."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            m = pattern.match(text, start)
+            if m:
+                end = m.end()
+                yield m
+
+
 def typed_relations(text: str, occ: Sequence[Occurrence], speaker: str | None
                     ) -> Iterator[tuple[str, str, str]]:
     """(source key, target key, kind) stated in ``text``; ``occ`` is every occurrence
@@ -106,9 +139,16 @@ def typed_relations(text: str, occ: Sequence[Occurrence], speaker: str | None
     if not occ:
         return
     lower = text.lower()
-    if not _SCREENED.search(lower):
+    verbs: Iterable[re.Match[str]]
+    if text.isascii():
+        starts = _verb_starts(lower)
+        if not starts:
+            return
+        verbs = _matches_at(_VERB_LOWER, lower, starts)
+    elif _SCREENED.search(lower):
+        verbs = _VERB.finditer(text)
+    else:
         return
-    verbs = _VERB_LOWER.finditer(lower) if text.isascii() else _VERB.finditer(text)
     for m in verbs:
         kind_group = m.lastgroup
         before = _before(occ, text, m.start())
