@@ -247,21 +247,21 @@ def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     ends = sorted({k for a, b, _ in records.edges for k in (a, b)} - ids.keys())
     ids.update(_entity_ids(conn, ends))
     edge_keys = sorted(e for e in records.edges if e[0] in ids and e[1] in ids)
-    rows = {}
+    rows = {session_id: [] for session_id in records.sessions.values()}
     if edge_keys:
         conn.executemany(UPSERT_EDGE, [
             (ids[a], ids[b], kind, records.edges[(a, b, kind)]) for a, b, kind in edge_keys])
-        edge_ids = _edge_ids(conn, [(ids[a] << 32 | ids[b], kind) for a, b, kind in edge_keys])
-        sessions = records.sessions
-        for edge in edge_keys:
-            high = edge_ids[(ids[edge[0]] << 32 | ids[edge[1]], edge[2])] << 32
-            for exchange_id in records.edge_turns.get(edge, ()):
-                session_id = sessions[exchange_id]
-                if session_id in rows:
-                    rows[session_id].append(high | exchange_id)
-                else:
-                    rows[session_id] = [high | exchange_id]
-    _insert_packed(conn, INSERT_EDGE_TURNS, rows)
+        pairs = [(ids[a] << 32 | ids[b], kind) for a, b, kind in edge_keys]
+        edge_ids = _edge_ids(conn, pairs)
+        # A cited turn's values go to its session's list (one lookup per value).
+        session_rows = {exchange_id: rows[session_id]
+                        for exchange_id, session_id in records.sessions.items()}
+        edge_turns = records.edge_turns
+        for edge, pair in zip(edge_keys, pairs, strict=True):
+            high = edge_ids[pair] << 32
+            for exchange_id in edge_turns.get(edge, ()):
+                session_rows[exchange_id].append(high | exchange_id)
+    _insert_packed(conn, INSERT_EDGE_TURNS, {s: values for s, values in rows.items() if values})
     conn.executemany(UPSERT_CURSOR, sorted(records.cursors.items()))
     read = int(graph_meta(conn, "turns_read") or 0) + records.turns_read
     set_graph_meta(conn, "turns_read", str(read))
