@@ -65,9 +65,11 @@ Occurrence = tuple[str, int, int]  # key, start, end
 
 def salient(found: Sequence[Mention], limit: int) -> list[str]:
     """The keys that pair up: no speakers; named kinds before phrases, then text order."""
-    ranked = sorted((m for m in found if m[2] != "speaker"),
-                    key=lambda m: (m[2] == "phrase", m[3]))
-    return [m[0] for m in ranked[:limit]]
+    # ``found`` is in text order (``mentions_and_occurrences``): no sort needed.
+    keys = [m[0] for m in found if m[2] != "phrase" and m[2] != "speaker"]
+    if len(keys) < limit:
+        keys += [m[0] for m in found if m[2] == "phrase"]
+    return keys[:limit]
 
 
 def co_occurring(current: Sequence[str], previous: Sequence[str]
