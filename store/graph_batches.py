@@ -112,7 +112,12 @@ WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"""
 UPSERT_EDGE = """
 INSERT INTO graph_edges(src, dst, kind, turns) VALUES (?, ?, ?, ?)
 ON CONFLICT(src, dst, kind)
-  DO UPDATE SET turns = graph_edges.turns + excluded.turns RETURNING id"""
+  DO UPDATE SET turns = graph_edges.turns + excluded.turns"""
+# The ids of the edges of one kind, given as ``src << 32 | dst`` values (one lookup of
+# the unique index each; a RETURNING clause on the upsert costs SQLite more).
+EDGE_IDS = """
+SELECT e.src, e.dst, e.id FROM carray(?1) CROSS JOIN graph_edges e
+WHERE e.src = value >> 32 AND e.dst = value & 4294967295 AND e.kind = ?2"""
 INSERT_EDGE_TURNS = """
 INSERT INTO graph_edge_turns SELECT value >> 32, value & 4294967295, ?2
 FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
@@ -171,6 +176,17 @@ def _entity_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
     return {str(k): int(i) for k, i in conn.execute(ENTITY_IDS, (json.dumps(list(keys)),))}
 
 
+def _edge_ids(conn: Conn, ends: Sequence[tuple[int, str]]) -> dict[tuple[int, str], int]:
+    """The ids of stored edges given as ``(src << 32 | dst, kind)``."""
+    by_kind: dict[str, list[int]] = {}
+    for packed, kind in ends:
+        by_kind.setdefault(kind, []).append(packed)
+    sql = _PG_PACKED[EDGE_IDS] if is_postgres(conn) else EDGE_IDS
+    return {(int(src) << 32 | int(dst), kind): int(edge_id)
+            for kind, values in sorted(by_kind.items())
+            for src, dst, edge_id in conn.execute(sql, (_packed(conn, values), kind))}
+
+
 # Provenance rows go into large B-trees in key order of the edge, not of time: with
 # SQLite's default 2 MB page cache a large graph re-reads pages on every batch. The
 # extraction's connection keeps this many KiB of pages instead (it is a batch process).
@@ -180,20 +196,24 @@ _PACKED_ID_LIMIT = 2**31  # an entity or edge id above the exchange id's 32 bits
 
 _PG_ARRAY = "unnest(CAST(?1 AS BIGINT[])) AS packed(value)"  # carray's PostgreSQL twin
 _PG_PACKED = {sql: sql.replace("carray(?1)", _PG_ARRAY)
-              for sql in (INSERT_ENTITY_TURNS, INSERT_EDGE_TURNS)}
+              for sql in (INSERT_ENTITY_TURNS, INSERT_EDGE_TURNS, EDGE_IDS)}
+
+
+def _packed(conn: Conn, values: list[int]) -> object:
+    """An array of ``values`` to bind as ``?1`` of a packed statement."""
+    return values if is_postgres(conn) else apsw.carray(array("q", values))
 
 
 def _insert_packed(conn: Conn, sql: str, rows: dict[int, list[int]]) -> None:
     """Insert provenance rows given per session as ``id << 32 | exchange id``, in key
     order (B-tree inserts then meet each page once)."""
-    pg = is_postgres(conn)
-    if pg:
+    if is_postgres(conn):
         sql = _PG_PACKED[sql]
     for session_id, values in sorted(rows.items()):
         values.sort()
         if values[-1] >> 32 >= _PACKED_ID_LIMIT:
             raise StoreError(f"graphrag: id {values[-1] >> 32} is too large to pack")
-        conn.execute(sql, (values if pg else apsw.carray(array("q", values)), session_id))
+        conn.execute(sql, (_packed(conn, values), session_id))
 
 
 def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
@@ -227,20 +247,21 @@ def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     ends = sorted({k for a, b, _ in records.edges for k in (a, b)} - ids.keys())
     ids.update(_entity_ids(conn, ends))
     edge_keys = sorted(e for e in records.edges if e[0] in ids and e[1] in ids)
-    rows = {}
+    rows = {session_id: [] for session_id in records.sessions.values()}
     if edge_keys:
-        returned = conn.executemany(UPSERT_EDGE, [
+        conn.executemany(UPSERT_EDGE, [
             (ids[a], ids[b], kind, records.edges[(a, b, kind)]) for a, b, kind in edge_keys])
-        sessions = records.sessions
-        for edge, row in zip(edge_keys, returned, strict=True):
-            high = int(row[0]) << 32
-            for exchange_id in records.edge_turns.get(edge, ()):
-                session_id = sessions[exchange_id]
-                if session_id in rows:
-                    rows[session_id].append(high | exchange_id)
-                else:
-                    rows[session_id] = [high | exchange_id]
-    _insert_packed(conn, INSERT_EDGE_TURNS, rows)
+        pairs = [(ids[a] << 32 | ids[b], kind) for a, b, kind in edge_keys]
+        edge_ids = _edge_ids(conn, pairs)
+        # A cited turn's values go to its session's list (one lookup per value).
+        session_rows = {exchange_id: rows[session_id]
+                        for exchange_id, session_id in records.sessions.items()}
+        edge_turns = records.edge_turns
+        for edge, pair in zip(edge_keys, pairs, strict=True):
+            high = edge_ids[pair] << 32
+            for exchange_id in edge_turns.get(edge, ()):
+                session_rows[exchange_id].append(high | exchange_id)
+    _insert_packed(conn, INSERT_EDGE_TURNS, {s: values for s, values in rows.items() if values})
     conn.executemany(UPSERT_CURSOR, sorted(records.cursors.items()))
     read = int(graph_meta(conn, "turns_read") or 0) + records.turns_read
     set_graph_meta(conn, "turns_read", str(read))

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodes.context import State, Writes
+from nodes.context import State, Writes, bulk_allocations
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
 from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
 from store.exchanges import session_row_id
+from store.graph_batches import BatchRecords
 
 __all__ = [
     "checked_community_ref",
@@ -83,12 +84,19 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
     turns, previous = state.get("pending"), state.get("window")
     text = {t.id: t.content for t in turns}
     text.update({t.id: t.content for t in previous.values() if t is not None})
-    folded: dict[int, str] = {}
     records = state.get("records")
+    with bulk_allocations():
+        _check_provenance(records, text)
+    return {"provenance": {"entity_turns": len(records.entity_turns),
+                           "edge_turns": records.edge_turn_count(), "checked": True}}
+
+
+def _check_provenance(records: BatchRecords, text: Mapping[int, str]) -> None:
     surfaces: dict[str, set[str]] = {}
     for key, surface, _kind in records.aliases:
         surfaces.setdefault(key, set()).add(surface.casefold())
-    named: dict[int, set[str]] = {}
+    folded: dict[int, str] = {}
+    naming: dict[str, set[int]] = {}  # key -> the turns whose entities include it
     for key, exchange_id, _ in records.entity_turns:
         lowered = folded.get(exchange_id)
         if lowered is None:
@@ -96,29 +104,39 @@ def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
                 raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id} "
                                  "outside the batch", exchange_id=exchange_id)
             lowered = folded[exchange_id] = text[exchange_id].casefold()
-            named[exchange_id] = set()
         for surface in surfaces[key]:
             if surface in lowered:
                 break
         else:
             raise StoreError(f"graphrag: entity {key!r} cites turn #{exchange_id}, which "
                              "does not name it", exchange_id=exchange_id)
-        named[exchange_id].add(key)
+        turns = naming.get(key)
+        if turns is None:
+            naming[key] = {exchange_id}
+        else:
+            turns.add(exchange_id)
+    # A turn no entity row cites (the window's turn before the batch) names what it names.
+    for exchange_id in text.keys() - folded.keys():
+        for found in mentions(text[exchange_id]):
+            naming.setdefault(found[0], set()).add(exchange_id)
+    nobody: set[int] = set()
     for edge, cited in records.edge_turns.items():
-        src, dst, kind = edge
-        for exchange_id in cited:
-            names = named.get(exchange_id)
-            if names is None:
-                if exchange_id not in text:
-                    raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
-                                     f"#{exchange_id} outside the batch",
-                                     exchange_id=exchange_id)
-                # the window's turn before the batch
-                names = named[exchange_id] = {m[0] for m in mentions(text[exchange_id])}
-            if (src not in names and dst not in names) or edge not in records.edges:
-                raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
-                                 f"#{exchange_id}, which names neither end",
-                                 exchange_id=exchange_id)
-    return {"provenance": {"entity_turns": len(records.entity_turns),
-                           "edge_turns": records.edge_turn_count(), "checked": True}}
+        # Set differences check a whole edge at C speed; any turn left over is a fault.
+        if edge not in records.edges or set(cited).difference(
+                naming.get(edge[0], nobody)).difference(naming.get(edge[1], nobody)):
+            _refuse_edge(edge, cited, text, naming, edge in records.edges)
 
+
+def _refuse_edge(edge: tuple[str, str, str], cited: list[int], text: Mapping[int, str],
+                 naming: Mapping[str, set[int]], stored: bool) -> None:
+    """Raise for the first turn of ``cited`` that cannot support ``edge``."""
+    src, dst, kind = edge
+    for exchange_id in cited:
+        if exchange_id not in text:
+            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                             f"#{exchange_id} outside the batch", exchange_id=exchange_id)
+        if not stored or (exchange_id not in naming.get(src, ())
+                          and exchange_id not in naming.get(dst, ())):
+            raise StoreError(f"graphrag: edge {src!r}-{kind}-{dst!r} cites turn "
+                             f"#{exchange_id}, which names neither end",
+                             exchange_id=exchange_id)

@@ -27,6 +27,7 @@ to ``MAX_SCAN_CHARS``); a turn yields at most ``MAX_MENTIONS`` distinct entities
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Iterator
 
@@ -68,6 +69,7 @@ _LEAD = "([{<\"'“‘`*"
 _TAIL = ".,;:!?'\"’”)]}>*`"
 _TRIM = ".,;:!?'\"’)]}>*"
 _TERMINAL = frozenset(".!?:;")
+_START = operator.itemgetter(3)  # of a Found
 _ISSUE_WORDS = frozenset("issue ticket bug pr mr gh".split())
 
 # Words that never start or make a noun phrase on their own: function words, pronouns,
@@ -383,7 +385,7 @@ def mentions_and_occurrences(text: str) -> tuple[list[Mention], list[tuple[str, 
             mask[start:end] = b"\x01" * (end - start)
             found.append((entity_key(surface, kind), surface, kind, start, end))
     found += _Scanner(text, mask).scan(start_at)
-    found.sort(key=lambda m: m[3])
+    found.sort(key=_START)
     seen: set[str] = set()
     out: list[Mention] = []
     occurrences: list[tuple[str, int, int]] = []

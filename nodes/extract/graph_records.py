@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.context import State, Writes
+from nodes.context import State, Writes, bulk_allocations
 from nodes.extract.entities import mentions_and_occurrences
 from nodes.extract.relations import (
     PAIR_ENTITIES,
@@ -29,7 +29,7 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
     """Records of ``turns`` (in id order per session); ``previous`` holds, per session,
     the turn just before the batch's first turn of that session (the window)."""
     out = BatchRecords(turns_read=len(turns))
-    window: dict[int, tuple[int, list[str]]] = {}
+    window: dict[int, tuple[int, Sequence[str]]] = {}
     for session_id, turn in previous.items():
         if turn is not None:
             found, _ = mentions_and_occurrences(turn.content)
@@ -37,6 +37,13 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
     aliases, edges, cursors = out.aliases, out.edges, out.cursors
     edge_turns, sessions = out.edge_turns, out.sessions
     add_entity_turn = out.entity_turns.append
+    # A turn observes tens of pairs: they are counted by number (a key's number is its
+    # place in ``names``; a pair's is ``lower << 32 | higher``), which hashes far faster
+    # than a tuple of keys, and made edges once per distinct pair at the end.
+    numbers: dict[str, int] = {}
+    names: list[str] = []
+    inside: dict[int, list[int]] = {}  # pair of a turn -> the turns observing it
+    across: dict[tuple[str, str], list[int]] = {}  # pair -> turn, turn before, turn, ...
     for turn in turns:
         turn_id, session_id, content = turn.id, turn.session_id, turn.content
         found, occ = mentions_and_occurrences(content)
@@ -47,20 +54,32 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
             aliases[alias] = aliases.get(alias, 0) + 1
             add_entity_turn((key, turn_id, session_id))
         keys = salient(found, max(WINDOW_ENTITIES, PAIR_ENTITIES))
-        prev_id, prev_keys = window.get(session_id, (0, []))
+        prev_id, prev_keys = window.get(session_id, (0, ()))
         if prev_keys:
             sessions[prev_id] = session_id
-        # Pairs are distinct and of their own kind: each is observed once in the turn.
-        for a, b, across in co_occurring(keys, prev_keys):
-            edge = (a, b, "co_occurs")
-            edges[edge] = edges.get(edge, 0) + 1
-            cited = edge_turns.get(edge)
+        mine, with_before = co_occurring(keys, prev_keys)
+        paired = []
+        for key in mine:
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(names)
+                names.append(key)
+            paired.append(number)
+        paired.sort()
+        for i, low in enumerate(paired):
+            high = low << 32
+            for other in paired[i + 1:]:
+                cited = inside.get(high | other)
+                if cited is None:
+                    inside[high | other] = [turn_id]
+                else:
+                    cited.append(turn_id)
+        for pair in with_before:
+            cited = across.get(pair)
             if cited is None:
-                edge_turns[edge] = [turn_id, prev_id] if across else [turn_id]
-            elif across:
-                cited += (turn_id, prev_id)
+                across[pair] = [turn_id, prev_id]
             else:
-                cited.append(turn_id)
+                cited += (turn_id, prev_id)
         speaker = found[0][0] if found and found[0][2] == "speaker" else None
         typed: set[tuple[str, str, str]] = set()
         for edge in typed_relations(content, occ, speaker):
@@ -69,11 +88,21 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
                 edges[edge] = edges.get(edge, 0) + 1
                 edge_turns.setdefault(edge, []).append(turn_id)
         window[session_id] = (turn_id, keys[:WINDOW_ENTITIES])  # = salient(found, 3)
+    for number, cited in inside.items():
+        a, b = names[number >> 32], names[number & 0xFFFFFFFF]
+        edge = (a, b, "co_occurs") if a < b else (b, a, "co_occurs")
+        edges[edge] = len(cited)
+        edge_turns[edge] = cited
+    for (a, b), cited in across.items():  # each observation cites the turn before too
+        edge = (a, b, "co_occurs")
+        edges[edge] = edges.get(edge, 0) + len(cited) // 2
+        edge_turns[edge] = edge_turns.get(edge, []) + cited
     return out
 
 
 def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
-    records = batch_records(state.get("pending"), state.get("window"))
+    with bulk_allocations():
+        records = batch_records(state.get("pending"), state.get("window"))
     return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from nodes.extract.entities import Mention
 
@@ -55,31 +55,35 @@ _SCREEN = ("fix", "resolv", "patch", "replac", "supersed", "block", "break", "br
 _VERB_LOWER = re.compile(_VERB.pattern)
 _SCREENED = re.compile("|".join(map(re.escape, _SCREEN)))  # on the lower-cased text
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# Every verb match holds a screened fragment (or "move", of "move from") that starts at
+# most ``_CUE_REACH`` characters into it ("being fixed by"): the verbs of an ASCII text
+# are matched only at those starts, not searched for at every character.
+_CUE_REACH = 6
 
 Occurrence = tuple[str, int, int]  # key, start, end
 
 
 def salient(found: Sequence[Mention], limit: int) -> list[str]:
     """The keys that pair up: no speakers; named kinds before phrases, then text order."""
-    ranked = sorted((m for m in found if m[2] != "speaker"),
-                    key=lambda m: (m[2] == "phrase", m[3]))
-    return [m[0] for m in ranked[:limit]]
+    # ``found`` is in text order (``mentions_and_occurrences``): no sort needed.
+    keys = [m[0] for m in found if m[2] != "phrase" and m[2] != "speaker"]
+    if len(keys) < limit:
+        keys += [m[0] for m in found if m[2] == "phrase"]
+    return keys[:limit]
 
 
 def co_occurring(current: Sequence[str], previous: Sequence[str]
-                 ) -> list[tuple[str, str, bool]]:
-    """Undirected pairs (key order) of the turn, and across it and the turn before
-    (``True``: the pair needs the turn before as support too); each pair once, as the
-    keys of a turn are distinct."""
+                 ) -> tuple[Sequence[str], list[tuple[str, str]]]:
+    """The co-occurrences of a turn: the keys that pair with each other (every two of
+    them make an undirected pair of the turn), and the undirected pairs (key order)
+    across the turn and the turn before (they need the turn before as support too).
+    Each pair once, as the keys of a turn are distinct."""
     mine = current[:PAIR_ENTITIES]
-    pairs = [(a, b, False) if a < b else (b, a, False)
-             for i, a in enumerate(mine) for b in mine[i + 1:]]
     # A pair of the turn's first keys with one of the turn before that the turn also
     # names is a pair of the turn already.
-    pairs += [(a, b, True) if a < b else (b, a, True)
-              for a in current[:WINDOW_ENTITIES] for b in previous[:WINDOW_ENTITIES]
-              if b not in mine]
-    return pairs
+    return mine, [(a, b) if a < b else (b, a)
+                  for a in current[:WINDOW_ENTITIES] for b in previous[:WINDOW_ENTITIES]
+                  if b not in mine]
 
 
 def _before(occ: Sequence[Occurrence], text: str, pos: int) -> str | None:
@@ -101,6 +105,35 @@ def _after(occ: Sequence[Occurrence], text: str, pos: int) -> tuple[str, int] | 
     return None
 
 
+def _verb_starts(lower: str) -> list[int]:
+    """Where a verb may start in ``lower`` (sorted); none when no fragment is screened."""
+    cues: list[int] = []
+    for cue in _SCREEN:
+        at = lower.find(cue)
+        while at != -1:
+            cues.append(at)
+            at = lower.find(cue, at + 1)
+    if not cues:
+        return []
+    at = lower.find("move")
+    while at != -1:
+        cues.append(at)
+        at = lower.find("move", at + 1)
+    return sorted({start for cue in cues for start in range(max(0, cue - _CUE_REACH), cue + 1)})
+
+
+def _matches_at(pattern: re.Pattern[str], text: str, starts: list[int]
+                ) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` when every match begins at one of ``starts``."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            m = pattern.match(text, start)
+            if m:
+                end = m.end()
+                yield m
+
+
 def typed_relations(text: str, occ: Sequence[Occurrence], speaker: str | None
                     ) -> Iterator[tuple[str, str, str]]:
     """(source key, target key, kind) stated in ``text``; ``occ`` is every occurrence
@@ -108,9 +141,16 @@ def typed_relations(text: str, occ: Sequence[Occurrence], speaker: str | None
     if not occ:
         return
     lower = text.lower()
-    if not _SCREENED.search(lower):
+    verbs: Iterable[re.Match[str]]
+    if text.isascii():
+        starts = _verb_starts(lower)
+        if not starts:
+            return
+        verbs = _matches_at(_VERB_LOWER, lower, starts)
+    elif _SCREENED.search(lower):
+        verbs = _VERB.finditer(text)
+    else:
         return
-    verbs = _VERB_LOWER.finditer(lower) if text.isascii() else _VERB.finditer(text)
     for m in verbs:
         kind_group = m.lastgroup
         before = _before(occ, text, m.start())

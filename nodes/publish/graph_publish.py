@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from nodes.context import State, Writes
+from nodes.context import State, Writes, bulk_allocations
 from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
 
@@ -32,7 +32,7 @@ def published_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
     cursors = dict(records.cursors)  # the sessions passed over move too (--since)
     for session_id, through in state.get("skipped").items():
         cursors[session_id] = max(cursors.get(session_id, 0), through)
-    with state.ctx.store.write() as conn:
+    with bulk_allocations(), state.ctx.store.write() as conn:
         written = write_batch(conn, replace(records, cursors=cursors))
     return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
                           "entities": written["entities"], "edges": written["edges"],

@@ -343,8 +343,14 @@ def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app:
     records.edge_turns = {("kafka", "redis", "co_occurs"): [3]}
     with pytest.raises(StoreError, match="names neither end"):
         graph_batch_contract(State(), {})
+    records.edge_turns = {("kafka", "redis", "co_occurs"): [1, 9]}
+    with pytest.raises(StoreError, match="#9 outside the batch"):
+        graph_batch_contract(State(), {})
     records.edge_turns = {("kafka", "redis", "co_occurs"): [1, 2]}
     assert graph_batch_contract(State(), {})["provenance"]["checked"] is True
+    records.edges = {}  # an edge cited but not recorded
+    with pytest.raises(StoreError, match="#1, which names neither end"):
+        graph_batch_contract(State(), {})
 
 
 _TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
