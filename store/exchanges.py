@@ -81,17 +81,25 @@ INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?
 INSERT_VECTOR = (
     "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
 )
-# PostgreSQL: one weighted tsvector (store.postgres.schema) and a pgvector halfvec.
-INSERT_FTS_PG = """
-INSERT INTO exchanges_fts(rowid, session_id, doc) VALUES (?1, ?5,
-  setweight(to_tsvector('english', ?2), 'A') || setweight(to_tsvector('english', ?4), 'B')
-  || setweight(to_tsvector('english', ?3), 'C'))"""
-# A page of keyword index entries in one statement: ?1 rowids, ?2 sessions, ?3 contents,
-# ?4 context words, ?5 dated words (arrays in that order), weighted as INSERT_FTS_PG.
-INSERT_FTS_PG_PAGE = """
+
+
+def _pg_document(content: str, context: str, dated: str) -> str:
+    """The weighted tsvector of a turn (store.postgres.schema): its own words A, its
+    month and year B, the words it borrows from the turns before it C."""
+    return (f"setweight(to_tsvector('english', {content}), 'A') || "
+            f"setweight(to_tsvector('english', {dated}), 'B') || "
+            f"setweight(to_tsvector('english', {context}), 'C')")
+
+
+# PostgreSQL: one weighted tsvector and a pgvector halfvec.
+INSERT_FTS_PG = f"""
 INSERT INTO exchanges_fts(rowid, session_id, doc)
-SELECT r, s, setweight(to_tsvector('english', c), 'A') || setweight(to_tsvector('english', d), 'B')
-  || setweight(to_tsvector('english', x), 'C')
+VALUES (?1, ?5, {_pg_document("?2", "?3", "?4")})"""
+# A page of keyword index entries in one statement: ?1 rowids, ?2 sessions, ?3 contents,
+# ?4 context words, ?5 dated words (arrays in that order).
+INSERT_FTS_PG_PAGE = f"""
+INSERT INTO exchanges_fts(rowid, session_id, doc)
+SELECT r, s, {_pg_document("c", "x", "d")}
 FROM unnest(CAST(?1 AS BIGINT[]), CAST(?2 AS BIGINT[]), CAST(?3 AS TEXT[]), CAST(?4 AS TEXT[]),
             CAST(?5 AS TEXT[])) AS page(r, s, c, x, d)"""
 INSERT_VECTOR_PG = "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, ?)"
@@ -100,15 +108,17 @@ SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
 
 
 
-def turn_trace_sql(turn: str, session: str) -> str:
+def turn_trace_sql(turn: str, session: str | None = None) -> str:
     """The SQL value of a turn's trace id, for a row ``turn`` of ``exchanges`` joined to
-    its row ``session`` of ``sessions``.
+    its row ``session`` of ``sessions`` (None: not joined, looked up).
 
     Most turns carry their session's trace id (``sessions.trace_id``, set once and
     kept), so ``exchanges.trace_id`` holds it only when it differs: NULL means the
     session's, '' none (a turn recorded before trace ids, migration 12).
     """
-    return f"nullif(coalesce({turn}.trace_id, {session}.trace_id), '')"
+    session_trace = (f"{session}.trace_id" if session is not None else
+                     f"(SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id)")
+    return f"nullif(coalesce({turn}.trace_id, {session_trace}), '')"
 
 
 SELECT_EXCHANGE = f"""

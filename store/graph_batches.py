@@ -96,9 +96,10 @@ ON CONFLICT(entity_id, surface, kind)
   DO UPDATE SET mentions = graph_aliases.mentions + excluded.mentions"""
 # Provenance rows of one session, bound as one array of ``id << 32 | exchange id`` values
 # (carray on SQLite, an array parameter on PostgreSQL: no Python call per row).
-INSERT_ENTITY_TURNS = """
-INSERT INTO graph_entity_turns SELECT value >> 32, value & 4294967295, ?2
+_INSERT_PACKED = """
+INSERT INTO {table} SELECT value >> 32, value & 4294967295, ?2
 FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
+INSERT_ENTITY_TURNS = _INSERT_PACKED.format(table="graph_entity_turns")
 ADD_ENTITY_TURNS = "UPDATE graph_entities SET turns = turns + ? WHERE id = ?"
 # The label is the most mentioned surface form, the kind the most mentioned kind (ties:
 # the first surface in code-point order, the first kind in KIND_ORDER).
@@ -118,9 +119,7 @@ ON CONFLICT(src, dst, kind)
 EDGE_IDS = """
 SELECT e.src, e.dst, e.id FROM carray(?1) CROSS JOIN graph_edges e
 WHERE e.src = value >> 32 AND e.dst = value & 4294967295 AND e.kind = ?2"""
-INSERT_EDGE_TURNS = """
-INSERT INTO graph_edge_turns SELECT value >> 32, value & 4294967295, ?2
-FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
+INSERT_EDGE_TURNS = _INSERT_PACKED.format(table="graph_edge_turns")
 UPSERT_CURSOR = """
 INSERT INTO graph_cursors(session_id, through_id) VALUES (?, ?)
 ON CONFLICT(session_id)

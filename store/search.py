@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from store.exchanges import scope_token
+from store.exchanges import scope_token, turn_trace_sql
 from store.sql import Conn, all_rows, id_list, is_postgres, where
 
 __all__ = [
@@ -52,10 +52,6 @@ LENGTH_PRIOR = 0.2
 POOL = 2
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
-# A turn's trace id (store.exchanges.turn_trace_sql) where its session is not joined;
-# '' (no trace id) never equals a valid one.
-SESSION_TRACE = ("coalesce({turn}.trace_id,"
-                 " (SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id))")
 
 
 def _live_sql(session_param: str) -> str:
@@ -82,6 +78,13 @@ class HitFilter:
     compressed_only: bool = False
     trace_id: str | None = None
     flag: str | None = None  # a NAFE signature, or "NAFE" for any (store.signal_flags)
+
+    @property
+    def reads_rows(self) -> bool:
+        """Whether a turn's own row must be read to test it: a role, a time range, a
+        trace id or a flag (a session and compressed turns have cheaper tests)."""
+        return (self.role is not None or self.since is not None or self.until is not None
+                or self.trace_id is not None or self.flag is not None)
 
 
 ANY_FLAG = "NAFE"
@@ -162,9 +165,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         params.append(flt.session_id)
         clauses.append(f"exchanges_fts.rowid NOT IN ({_live_sql(f'?{len(params) + 2}')})")
         compressed_only = False
-    if flt.role is not None or flt.since is not None or flt.until is not None or (
-        compressed_only or flt.trace_id is not None or flt.flag is not None
-    ):
+    if flt.reads_rows or compressed_only:
         join = " JOIN exchanges f ON f.id = exchanges_fts.rowid"
         if flt.role is not None:
             params.append(flt.role)
@@ -179,7 +180,7 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
             clauses.append("f.brief_id IS NOT NULL")
         if flt.trace_id is not None:
             params.append(flt.trace_id)
-            clauses.append(f"{SESSION_TRACE.format(turn='f')} = ?{len(params) + 2}")
+            clauses.append(f"{turn_trace_sql('f')} = ?{len(params) + 2}")
         if flt.flag is not None:
             clauses.append(flag_condition(flt, "f.id", params, 2))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -245,10 +246,7 @@ def ids_matching(
     """
     if not ids:
         return set()
-    if in_session and flt.session_id is not None and not (
-        flt.role or flt.since is not None or flt.until is not None or flt.trace_id
-        or flt.flag
-    ):
+    if in_session and flt.session_id is not None and not flt.reads_rows:
         if not flt.compressed_only:
             return set(ids)
         live = {int(r[0]) for r in all_rows(conn, _live_sql("?"), (flt.session_id,))}
@@ -260,7 +258,7 @@ def ids_matching(
         ("created_at >= ?", flt.since), ("created_at < ?", flt.until),
         (f"id NOT IN ({_live_sql('?')})", flt.session_id if scoped else None),
         ("brief_id IS NOT NULL", flt.compressed_only and not scoped),
-        (SESSION_TRACE.format(turn="exchanges") + " = ?", flt.trace_id))
+        (turn_trace_sql("exchanges") + " = ?", flt.trace_id))
     params += values
     if flt.flag is not None:
         clauses.append(flag_condition(flt, "exchanges.id", params, None))

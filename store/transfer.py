@@ -119,14 +119,16 @@ def page_sql(table: Table, after: bool) -> str:
     return f"SELECT {cols} FROM {table.name} {where} ORDER BY {key} LIMIT ?"
 
 
-def insert_sql(table: Table) -> str:
-    if table.name == "meta":
-        return ("INSERT INTO meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-    columns = table.columns[1:] if table.name == "runs" else table.columns  # seq: the target's
-    marks = ", ".join("?" * len(columns))
-    conflict = " ON CONFLICT(run_id) DO NOTHING" if table.name == "runs" else ""
-    return f"INSERT INTO {table.name}({', '.join(columns)}) VALUES ({marks}){conflict}"
+# Two tables settle conflicts with the target's own rows: its meta keys are replaced, and
+# a run copied again (a resumed copy) stays one run; the run's seq is the target's. Every
+# other table goes in with ``insert_rows``.
+_RUN_COLUMNS = _BY_NAME["runs"].columns[1:]
+CONFLICT_INSERTS = {
+    "meta": ("INSERT INTO meta(key, value) VALUES (?, ?) "
+             "ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+    "runs": (f"INSERT INTO runs({', '.join(_RUN_COLUMNS)}) "
+             f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))}) ON CONFLICT(run_id) DO NOTHING"),
+}
 
 
 # --- the progress row -------------------------------------------------------------------------
@@ -306,11 +308,11 @@ def write_page(conn: Conn, table_name: str, rows: Sequence[Row]) -> int:
         rows = [r for r in rows if r[0] not in _NOT_COPIED_META]
     elif table.name == "runs":
         rows = [r[1:] for r in rows]
-    if table.name in ("meta", "runs"):  # their statements settle conflicts
-        if rows:
-            conn.executemany(insert_sql(table), list(rows))
-    else:
+    conflicting = CONFLICT_INSERTS.get(table.name)
+    if conflicting is None:
         insert_rows(conn, table.name, table.columns, rows)
+    elif rows:
+        conn.executemany(conflicting, list(rows))
     advance_sequence(conn, table)
     return len(rows)
 

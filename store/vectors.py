@@ -73,7 +73,7 @@ def vec0_chunks(conn: Conn) -> Block | None:
     read chunk by chunk from vec0's tables; None when their layout is not the known one."""
     try:
         chunks = all_rows(conn, SELECT_CHUNKS)
-        expected = int(all_rows(conn, COUNT_VECTORS)[0][0])
+        expected = int(all_rows(conn, COUNT_VECTORS)[0][0]) if chunks else 0
     except apsw.SQLError:  # another sqlite-vec layout: use the SQL path
         return None
     ids, sessions, vectors = [], [], []
@@ -145,7 +145,7 @@ class MatrixCache:
             return
         ids, sessions, rows = block
         self.dim = rows.shape[1]
-        self._ids, self._sessions = ids.copy(), sessions.copy()
+        self._ids, self._sessions = ids, sessions  # arrays of their own (sorted copies)
         self._mat = np.divide(rows, 127.0, dtype=np.float32)
         self._n = len(ids)
 

@@ -105,20 +105,20 @@ def _after(occ: Sequence[Occurrence], text: str, pos: int) -> tuple[str, int] | 
     return None
 
 
+def _found_at(text: str, fragment: str) -> Iterator[int]:
+    """Every position of ``fragment`` in ``text`` (overlapping ones too)."""
+    at = text.find(fragment)
+    while at != -1:
+        yield at
+        at = text.find(fragment, at + 1)
+
+
 def _verb_starts(lower: str) -> list[int]:
     """Where a verb may start in ``lower`` (sorted); none when no fragment is screened."""
-    cues: list[int] = []
-    for cue in _SCREEN:
-        at = lower.find(cue)
-        while at != -1:
-            cues.append(at)
-            at = lower.find(cue, at + 1)
+    cues = [at for cue in _SCREEN for at in _found_at(lower, cue)]
     if not cues:
         return []
-    at = lower.find("move")
-    while at != -1:
-        cues.append(at)
-        at = lower.find("move", at + 1)
+    cues += _found_at(lower, "move")
     return sorted({start for cue in cues for start in range(max(0, cue - _CUE_REACH), cue + 1)})
 
 

@@ -69,8 +69,7 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
              flt: HitFilter) -> list[list[Any]]:
     """KNN within the session, then the other filters (role, time, compressed, trace id,
     flag)."""
-    filtered = bool(flt.role or flt.since or flt.until or flt.compressed_only or flt.trace_id
-                    or flt.flag)
+    filtered = flt.reads_rows or flt.compressed_only
     wide = CANDIDATES * _FILTERED_WIDTH if filtered else CANDIDATES
     with store.read() as conn:
         hits = cache.knn(conn, vec, wide, flt.session_id)

@@ -19,8 +19,9 @@ translated by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25
 
 from __future__ import annotations
 
+from store.exchanges import turn_trace_sql
 from store.postgres.tsquery import Tsquery, translate
-from store.search import BM25_WEIGHTS, POOL, SESSION_TRACE, HitFilter, flag_condition
+from store.search import BM25_WEIGHTS, POOL, HitFilter, flag_condition
 from store.sql import Conn, all_rows, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
@@ -54,11 +55,10 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
         ("f.brief_id IS NOT NULL", flt.compressed_only),
-        (SESSION_TRACE.format(turn="f") + " = ?", flt.trace_id))
+        (turn_trace_sql("f") + " = ?", flt.trace_id))
     if flt.flag is not None:
         clauses.append(flag_condition(flt, "f.id", params, None))
-    filtered = bool(flt.role or flt.since is not None or flt.until is not None
-                    or flt.compressed_only or flt.trace_id or flt.flag)
+    filtered = flt.reads_rows or flt.compressed_only
     join = " JOIN exchanges f ON f.id = t.rowid" if filtered else ""
     inner = (
         f"SELECT t.rowid AS id, (SELECT sum(u.idf * ts_rank(?::float4[], t.doc, u.q,"

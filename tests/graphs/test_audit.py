@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,10 @@ from graphs.contract_audit import DEFINITION
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.errors import NotFound
-from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
 from store.postgres.connection import PgConnection
 from store.provenance import GENESIS, chain_hash
 from store.sql import Conn
+from tests.schema_stores import store_at_schema
 
 TURN_LIMIT = 4
 
@@ -207,13 +206,7 @@ def test_a_previous_schema_store_is_chained_by_the_migration(tmp_path: Path):
     """Schema 4 had no chain: migration 5 chains the stored turns in session order, and
     the audit of the upgraded store passes."""
     path = tmp_path / "steno.db"
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.execute(CREATE_MIGRATIONS_TABLE)
-    for version, step in enumerate(MIGRATIONS[:4], start=1):
-        step(conn)
-        conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
+    conn = store_at_schema(path, 4)
     conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns) "
                  "VALUES (1, 'x', 0, 0, 3), (2, 'y', 0, 0, 2)")
     for n, session in enumerate([1, 2, 1, 2, 1], start=1):

@@ -4,18 +4,16 @@ finds the old turns."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import apsw
 import numpy as np
-import sqlite_vec
 
 from nodes.extract.vectors import quantize, text_vector
 from stenographer.app import open_app
 from stenographer.settings import Settings
-from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
+from store.migrations import MIGRATIONS
 from tests.retrieval.conftest import ids, search
+from tests.schema_stores import store_at_schema
 
 OLD_TURNS = [
     ("The ledger reconciliation moved to Fridays.", 1_741_946_400.0),  # 2025-03-14
@@ -25,14 +23,8 @@ OLD_TURNS = [
 
 def first_schema_store(path: Path) -> list[bytes]:
     """What a store of the first release holds: schema 1, 256-component vectors (returned)."""
-    path.parent.mkdir(parents=True)
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn = store_at_schema(path, 1)
     blobs = []
-    conn.execute(CREATE_MIGRATIONS_TABLE)
-    MIGRATIONS[0](conn)
-    conn.execute(RECORD_APPLIED, (1, MIGRATIONS[0].__name__, time.time()))
     conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns) "
                  "VALUES (1, 'old', 0, 0, 2)")
     for n, (content, created_at) in enumerate(OLD_TURNS, start=1):

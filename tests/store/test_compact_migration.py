@@ -7,21 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 
-import apsw
-import sqlite_vec
 import zstandard
 
 from stenographer.app import open_app
 from stenographer.settings import Settings
 from store.correlation import exchange_trace
 from store.exchanges import exchanges_by_ids
-from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
 from store.runs import decode_trace, encode_trace, load_trace
 from store.sync import KNOWN_ORIGIN, known_origin
 from store.trace_dictionary import TRACE_DICTIONARY_V1
+from tests.schema_stores import store_at_schema
 
 CHAIN = bytes(range(32))
 TRACES = {1: "VT-20260101-0000000a", 2: "VT-20260101-0000000b", 3: None}
@@ -31,14 +28,7 @@ TRACE = {"run_id": "ab" * 16, "graph": "ingest", "status": "Completed", "duratio
 
 
 def schema_11_store(path: Path) -> None:
-    path.parent.mkdir(parents=True)
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.execute(CREATE_MIGRATIONS_TABLE)
-    for version, step in enumerate(MIGRATIONS[:11], start=1):
-        step(conn)
-        conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
+    conn = store_at_schema(path, 11)
     conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns, trace_id) "
                  "VALUES (1, 's', 0, 0, 3, 'VT-20260101-0000000a')")
     for n, trace_id in TRACES.items():  # the session's, its own, none (before trace ids)

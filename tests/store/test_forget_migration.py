@@ -4,28 +4,17 @@ turn is reset so that the next extract rebuilds it from the remaining turns."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-
-import apsw
-import sqlite_vec
 
 from stenographer.app import open_app
 from stenographer.settings import Settings
-from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
+from tests.schema_stores import store_at_schema
 
 ORIGIN_GONE, ORIGIN_KEPT = b"\x01" * 32, b"\x02" * 32
 
 
 def schema_9_store(path: Path, graph_cites_forgotten: bool) -> None:
-    path.parent.mkdir(parents=True)
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.execute(CREATE_MIGRATIONS_TABLE)
-    for version, step in enumerate(MIGRATIONS[:9], start=1):
-        step(conn)
-        conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
+    conn = store_at_schema(path, 9)
     conn.execute("INSERT INTO sessions(id, name, created_at, last_at, turns) "
                  "VALUES (1, 's', 0, 0, 1)")
     conn.execute("INSERT INTO exchanges(id, session_id, role, created_at, content, "
