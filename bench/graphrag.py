@@ -15,8 +15,10 @@ graph, not ingest), then the real graphs run in this process exactly as `stenogr
 graphrag extract` runs them: ``graphrag_batch`` until nothing is pending, then
 ``graphrag_communities``; then ``graph_query`` for named entities of the corpus,
 session-scoped and cross-session. Figures: extraction turns/s (wall clock, and per CPU
-second of this process for shared machines), the process's peak RSS,
+second of this process and the worker that extracts the next batch meanwhile, for
+shared machines), peak RSS (this process plus the worker),
 community detection time, query p50/p95 (graph run time in process, no transport).
+``--prefetch 0`` extracts every batch in this process (STENO_GRAPHRAG_PREFETCH).
 
 LoCoMo mode: every conversation is ingested through the ``ingest`` graph (as
 bench/locomo.py does over stdio: speaker A user, B assistant, "<speaker>: <text>",
@@ -36,6 +38,7 @@ import resource
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +54,14 @@ SESSION_TURNS = 200
 RRF_K = 60
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024.0
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's finished children (the extraction worker)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def load_corpus(app: Any, n: int) -> float:
@@ -76,6 +85,7 @@ def load_corpus(app: Any, n: int) -> float:
 def extract(app: Any, batch_size: int | None) -> dict[str, Any]:
     batches, read, batch_ms = 0, 0, []
     started, cpu = time.perf_counter(), time.process_time()
+    children_cpu = _children_cpu_s()
     while True:
         t0 = time.perf_counter()
         out, _ = app.run("graphrag_batch", {"batch_size": batch_size})
@@ -85,13 +95,18 @@ def extract(app: Any, batch_size: int | None) -> dict[str, Any]:
         if out["published"]["remaining"] == 0:
             break
     seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    worker_cpu_s = 0.0
+    if app.ctx.graph_prefetch is not None:  # reap the worker: its CPU counts too
+        app.ctx.graph_prefetch.close()
+        worker_cpu_s = _children_cpu_s() - children_cpu
+    cpu_s += worker_cpu_s
     t0 = time.perf_counter()
     out, _ = app.run("graphrag_communities", {})
     communities_s = time.perf_counter() - t0
     # On a shared machine the wall clock counts other processes' time too; the CPU
     # seconds of this process say what one core of our own would do.
     return {"turns": read, "batches": batches, "seconds": round(seconds, 2),
-            "cpu_s": round(cpu_s, 2),
+            "cpu_s": round(cpu_s, 2), "worker_cpu_s": round(worker_cpu_s, 2),
             "turns_per_s": round(read / seconds, 1) if seconds else None,
             "turns_per_cpu_s": round(read / cpu_s, 1) if cpu_s else None,
             "batch_ms_p50": round(percentile(batch_ms, 50), 1),
@@ -118,18 +133,26 @@ def queries(app: Any, count: int) -> dict[str, Any]:
             "cross_p95_ms": round(percentile(crossed, 95), 2)}
 
 
-def run_corpus(n: int, batch_size: int | None, query_count: int) -> dict[str, Any]:
+def run_corpus(n: int, batch_size: int | None, query_count: int,
+               prefetch: int | None = None) -> dict[str, Any]:
     from stenographer.app import open_app
     from stenographer.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        app = open_app(Settings(data_dir=Path(tmp), turn_limit=1_000_000))
+        settings = Settings(data_dir=Path(tmp), turn_limit=1_000_000)
+        if prefetch is not None:
+            settings = replace(settings, graphrag_prefetch=prefetch)
+        app = open_app(settings)
         try:
             load_s = load_corpus(app, n)
             rss_before = _rss_mb()
-            report = {"turns": n, "load_s": round(load_s, 1), "rss_before_mb": round(rss_before)}
+            report = {"turns": n, "load_s": round(load_s, 1), "rss_before_mb": round(rss_before),
+                      "prefetch": app.settings.graphrag_prefetch}
             report["extract"] = extract(app, batch_size)
-            report["peak_rss_mb"] = round(_rss_mb())
+            # The worker that extracts the next batch is a second process: its peak
+            # counts too (the sum is an upper bound of the two at once).
+            report["worker_peak_rss_mb"] = round(_rss_mb(resource.RUSAGE_CHILDREN))
+            report["peak_rss_mb"] = round(_rss_mb()) + report["worker_peak_rss_mb"]
             report["stats"] = {k: v for k, v in app.run("graphrag_stats", {})[0]["stats"].items()
                                if k in ("entities", "edges", "entity_turns", "edge_turns",
                                         "communities")}
@@ -216,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, help="default: STENO_GRAPHRAG_BATCH")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--prefetch", type=int,
+                        help="default: STENO_GRAPHRAG_PREFETCH's default (0: one process)")
     parser.add_argument("--locomo", action="store_true")
     parser.add_argument("--data", type=Path,
                         default=REPO_ROOT.parent / "shared" / "data" / "locomo"
@@ -226,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.locomo:
         report = run_locomo(args.data, args.graph_weight or [0.25, 0.5, 1.0])
     else:
-        report = run_corpus(args.turns, args.batch_size, args.queries)
+        report = run_corpus(args.turns, args.batch_size, args.queries, args.prefetch)
         report["targets"] = TARGETS
         report["met"] = {
             "extract_tps": (report["extract"]["turns_per_s"] or 0) >= TARGETS["extract_tps"],

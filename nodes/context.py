@@ -12,11 +12,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
 from store.backend import Backend
 from store.bus import Bus
+
+if TYPE_CHECKING:
+    from nodes.extract.graph_prefetch import BatchPrefetch
 
 __all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes", "bulk_allocations"]
 
@@ -46,6 +49,8 @@ class Knobs(Protocol):
     def graphrag_batch(self) -> int: ...
     @property
     def graphrag_resolution(self) -> float: ...
+    @property
+    def graphrag_prefetch(self) -> int: ...
 
     @property
     def sync_peer(self) -> str | None: ...
@@ -64,7 +69,8 @@ class Knobs(Protocol):
 @dataclass(frozen=True)
 class RunContext:
     """Shared by every run of a process: the store, the settings, compiled patterns,
-    the coordination bus (and, for `stenographer migrate`, the store it copies from)."""
+    the coordination bus (and, for `stenographer migrate`, the store it copies from;
+    for `graphrag extract`, the worker that extracts the next batch)."""
 
     store: Backend
     settings: Knobs
@@ -72,6 +78,8 @@ class RunContext:
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
     bus: Bus | None = None  # the coordination bus (VERITAS_SHARED_DIR); None: off
     source: Backend | None = None  # migrate: the store copied from (``store`` is the target)
+    # GraphRAG: the next batch extracted in a worker process (None: all in this process)
+    graph_prefetch: BatchPrefetch | None = None
 
 
 class State(Protocol):

@@ -8,6 +8,7 @@ from typing import Any
 from graphs.registry import build_graphs
 from graphs.runner import Graphs
 from nodes.context import RunContext
+from nodes.extract.graph_prefetch import BatchPrefetch
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.settings import Settings
@@ -50,6 +51,8 @@ class App:
         return sessions
 
     def close(self) -> None:
+        if self.ctx.graph_prefetch is not None:
+            self.ctx.graph_prefetch.close()
         self.store.close()
 
 
@@ -60,6 +63,8 @@ def open_app(settings: Settings | None = None) -> App:
                        synchronous=settings.synchronous, vector_dim=settings.vector_dim)
     bus = None if settings.bus_path is None else Bus(settings.bus_path,
                                                      timeout_ms=settings.bus_timeout_ms)
+    prefetch = BatchPrefetch() if settings.graphrag_prefetch else None  # no process yet
     ctx = RunContext(store=store, settings=settings, patterns=patterns,
-                     secret_patterns=compile_extra(settings.secret_patterns), bus=bus)
+                     secret_patterns=compile_extra(settings.secret_patterns), bus=bus,
+                     graph_prefetch=prefetch)
     return App(settings=settings, store=store, ctx=ctx, graphs=graphs())

@@ -60,6 +60,10 @@ DEFAULT_BUS_EXCERPT_CHARS = 4_000  # content characters in an event's payload
 DEFAULT_GRAPHRAG_SEED = 42  # seed of the GraphRAG community detection (Louvain)
 DEFAULT_GRAPHRAG_BATCH = 5_000  # turns per GraphRAG extraction batch (larger: fewer edge upserts)
 DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller communities
+# The next extraction batch is extracted in a worker process while this one is written
+# when it has at least this many turns (smaller ones do not repay starting the worker);
+# 0: everything in one process, the default on a machine with one core.
+DEFAULT_GRAPHRAG_PREFETCH = 1_000 if len(os.sched_getaffinity(0)) > 1 else 0
 # Automatic capture: where the hosts write their transcripts (CLAUDE_CONFIG_DIR and
 # CODEX_HOME move them, as they do for the hosts), and how often a watcher looks.
 DEFAULT_CLAUDE_PROJECTS = Path("~/.claude/projects")
@@ -138,6 +142,7 @@ class Settings:
     graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
     graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
     graphrag_resolution: float = DEFAULT_GRAPHRAG_RESOLUTION
+    graphrag_prefetch: int = DEFAULT_GRAPHRAG_PREFETCH
     # Automatic capture of host transcripts (stenographer capture / hook).
     capture_claude_dir: Path = field(
         default_factory=lambda: DEFAULT_CLAUDE_PROJECTS.expanduser())
@@ -204,6 +209,8 @@ class Settings:
             graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
             graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",
                                        DEFAULT_GRAPHRAG_RESOLUTION, 0.01, 100.0),
+            graphrag_prefetch=_int(env, "STENO_GRAPHRAG_PREFETCH", DEFAULT_GRAPHRAG_PREFETCH,
+                                   0, 100_000),
             capture_claude_dir=_capture_dir(env, "STENO_CAPTURE_CLAUDE_DIR", "CLAUDE_CONFIG_DIR",
                                             "projects", DEFAULT_CLAUDE_PROJECTS),
             capture_codex_dir=_capture_dir(env, "STENO_CAPTURE_CODEX_DIR", "CODEX_HOME",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import apsw
@@ -133,15 +133,20 @@ DELETE FROM graph_edges; DELETE FROM graph_edge_turns; DELETE FROM graph_cursors
 DELETE FROM graph_communities; DELETE FROM meta WHERE key LIKE 'graphrag_%'"""
 
 
-def pending_turns(conn: Conn, session: str | None, since: float | None,
-                  limit: int) -> tuple[list[PendingTurn], dict[int, int]]:
+def pending_turns(conn: Conn, session: str | None, since: float | None, limit: int,
+                  after: Mapping[int, int] | None = None
+                  ) -> tuple[list[PendingTurn], dict[int, int]]:
     """Up to ``limit`` unread turns, session by session in id order, and the cursors
-    that turns older than ``since`` move to (they are passed over, not read)."""
+    that turns older than ``since`` move to (they are passed over, not read).
+    ``after`` (session id -> last id) counts those turns as read too: the batch after
+    one that is not written yet."""
     out: list[PendingTurn] = []
     skipped: dict[int, int] = {}
     for session_id, through in all_rows(conn, SESSIONS_WITH_CURSORS, (session,)):
         if len(out) >= limit:
             break
+        if after:
+            through = max(int(through), after.get(int(session_id), 0))
         if since is not None:
             passed = first(conn, SKIPPED_THROUGH, (session_id, through, since))
             if passed is not None and passed[0] is not None:

@@ -1,7 +1,8 @@
 """graphrag_*: the knowledge graph of the work, built and read without a language model.
 
 graphrag_batch        validate → load the next pending turns (per-session cursors) and
-                      the turn before each session's first → extract entities,
+                      the turn before each session's first (and, for a worker process
+                      to extract meanwhile, the batch after) → extract entities,
                       co-occurrences and typed relations → check provenance → publish
                       the batch and move the cursors (one transaction). The command
                       runs it until nothing is pending, then:
@@ -23,7 +24,8 @@ BATCH = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_batch",
     "channels": channels("request", "batch_request", "batch", "pending", "window", "skipped",
-                         "extracted", "records", "provenance", "published"),
+                         "lookahead", "lookahead_window", "extracted", "extracted_in", "records",
+                         "provenance", "published"),
     "nodes": {
         "validate": {"type": "checked_graph_batch"},
         "load": {"type": "graph_batch_turns"},

@@ -101,9 +101,21 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
 
 
 def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with bulk_allocations():
-        records = batch_records(state.get("pending"), state.get("window"))
+    """The batch's records: the worker process's when it extracted exactly this batch
+    ahead (``extracted_in``: "worker process"), else extracted here; the next batch, if the load
+    stage read one, goes to the worker before this one is checked and written."""
+    turns, window = state.get("pending"), state.get("window")
+    prefetch = state.ctx.graph_prefetch
+    records = None if prefetch is None else prefetch.take(turns, window)
+    where = "this process" if records is None else "worker process"
+    following = state.get("lookahead")
+    if prefetch is not None and following:
+        prefetch.submit(following, state.get("lookahead_window"))
+    if records is None:
+        with bulk_allocations():
+            records = batch_records(turns, window)
     return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),
-                          "edge_turns": records.edge_turn_count()}}
+                          "edge_turns": records.edge_turn_count()},
+            "extracted_in": where}

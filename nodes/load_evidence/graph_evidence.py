@@ -15,7 +15,13 @@ from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from nodes.extract.entities import query_keys
 from store.exchanges import exchanges_by_ids
-from store.graph_batches import count_pending, graph_meta, pending_turns, previous_turn
+from store.graph_batches import (
+    PendingTurn,
+    count_pending,
+    graph_meta,
+    pending_turns,
+    previous_turn,
+)
 from store.graph_reads import (
     community_edges,
     community_members,
@@ -32,6 +38,7 @@ from store.graph_reads import (
     turn_entities,
     whole_graph,
 )
+from store.sql import Conn
 
 __all__ = ["community_evidence", "community_list", "export_rows", "graph_batch_turns",
            "graph_neighbourhood", "graph_seeds", "graph_stats", "graph_support",
@@ -44,20 +51,36 @@ FRONTIER = 48  # entities a further hop starts from
 
 
 def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The batch's turns and, per session, the turn before its first (the window). When
+    the next batch is big enough to extract in the worker process while this one is
+    written (``graphrag_prefetch``), its turns and window too (``lookahead``)."""
     req = state.get("batch_request")
-    store = state.ctx.store
-    with store.read() as conn:
-        turns, skipped = pending_turns(conn, req["session"], req["since"], req["batch_size"])
-        firsts: dict[int, int] = {}
-        for turn in turns:
-            firsts.setdefault(turn.session_id, turn.id)
-        previous = {s: previous_turn(conn, s, first_id) for s, first_id in firsts.items()}
-        remaining = count_pending(conn, req["session"], req["since"]) - len(turns)
-    return {"batch": {"turns": len(turns), "sessions": len(firsts),
+    size, session, since = req["batch_size"], req["session"], req["since"]
+    ahead = state.ctx.settings.graphrag_prefetch if state.ctx.graph_prefetch else 0
+    with state.ctx.store.read() as conn:
+        turns, skipped = pending_turns(conn, session, since, size)
+        previous = _windows(conn, turns)
+        remaining = max(0, count_pending(conn, session, since) - len(turns))
+        following: list[PendingTurn] = []
+        if ahead and min(remaining, size) >= ahead:
+            read = {t.session_id: t.id for t in turns}  # in id order: the last one stays
+            following, _ = pending_turns(conn, session, since, size, after=read)
+        following_window = _windows(conn, following)
+    return {"batch": {"turns": len(turns), "sessions": len(previous),
                       "first_id": turns[0].id if turns else None,
                       "last_id": turns[-1].id if turns else None,
-                      "remaining": max(0, remaining)},
-            "pending": turns, "window": previous, "skipped": skipped}
+                      "remaining": remaining},
+            "pending": turns, "window": previous, "skipped": skipped,
+            "lookahead": following,
+            "lookahead_window": following_window}
+
+
+def _windows(conn: Conn, turns: list[PendingTurn]) -> dict[int, PendingTurn | None]:
+    """Per session of ``turns``, the turn just before its first one there."""
+    firsts: dict[int, int] = {}
+    for turn in turns:
+        firsts.setdefault(turn.session_id, turn.id)
+    return {s: previous_turn(conn, s, first_id) for s, first_id in firsts.items()}
 
 
 def whole_graph_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:

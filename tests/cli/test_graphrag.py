@@ -14,7 +14,7 @@ import pytest
 import nodes.publish.graph_publish
 from stenographer.app import open_app
 from stenographer.progress import Progress
-from stenographer.settings import Settings
+from stenographer.settings import Settings, SettingsError
 from tests.cli.conftest import ALPHA, ALPHA_TURNS, BETA_TURNS, run_cli
 
 TURNS = len(ALPHA_TURNS) + len(BETA_TURNS)
@@ -28,11 +28,15 @@ def store_copy(seeded: Path, tmp_path: Path) -> Path:
 
 
 def test_extract_stats_communities_export_query_reset(store_copy: Path, tmp_path: Path):
-    first = run_cli(store_copy, "graphrag", "extract", "--batch-size", "5", "--json")
+    # Each batch's successor is extracted by the worker process while it is written.
+    first = run_cli(store_copy, "graphrag", "extract", "--batch-size", "5", "--json",
+                    STENO_GRAPHRAG_PREFETCH="1")
     assert first.code == 0, first.err
     report = first.json()
     assert report["turns_read"] == TURNS and report["batches"] == 3
     assert report["detection"]["seed"] == 42
+    second_batch = run_cli(store_copy, "trace", report["run_ids"][0], "--json")
+    assert "worker process" in second_batch.out, second_batch.out  # its extract stage
     again = run_cli(store_copy, "graphrag", "extract", "--json").json()
     assert again["turns_read"] == 0 and again["detection"] is None  # nothing new
 
@@ -66,6 +70,23 @@ def test_extract_stats_communities_export_query_reset(store_copy: Path, tmp_path
     assert refused.code == 2 and "--yes" in refused.err
     assert run_cli(store_copy, "graphrag", "reset", "--yes").code == 0
     assert run_cli(store_copy, "graphrag", "stats", "--json").json()["pending"] == TURNS
+    alone = run_cli(store_copy, "graphrag", "extract", "--batch-size", "5",
+                    STENO_GRAPHRAG_PREFETCH="0")
+    assert alone.code == 0, alone.err  # in one process: the same graph
+    assert run_cli(store_copy, "graphrag", "export", "--format", "json").json() == as_json
+
+
+def test_the_prefetch_setting(tmp_path: Path):
+    assert Settings.from_env({"STENO_GRAPHRAG_PREFETCH": "0"}).graphrag_prefetch == 0
+    assert Settings.from_env({"STENO_GRAPHRAG_PREFETCH": "2500"}).graphrag_prefetch == 2500
+    for bad in ("-1", "100001", "soon"):
+        with pytest.raises(SettingsError, match="STENO_GRAPHRAG_PREFETCH"):
+            Settings.from_env({"STENO_GRAPHRAG_PREFETCH": bad})
+    app = open_app(Settings(data_dir=tmp_path, graphrag_prefetch=0))
+    try:
+        assert app.ctx.graph_prefetch is None
+    finally:
+        app.close()
 
 
 def test_bad_options_exit_2(store_copy: Path):

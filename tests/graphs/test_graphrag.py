@@ -170,6 +170,69 @@ def test_a_rerun_reads_only_new_turns_and_equals_a_full_rebuild(tmp_path: Path):
         rebuilt.close()
 
 
+def test_a_worker_extracting_the_next_batch_ahead_gives_the_same_graph(tmp_path: Path):
+    """With ``graphrag_prefetch`` the load stage also reads the next batch and the worker
+    process extracts it while this one is written: the graph is byte-for-byte the one
+    extracted in one process; a batch other than the one prefetched (another size here)
+    and a worker killed mid-run are extracted in process instead."""
+    turns = corpus(300, seed=5)
+    documents, flags = [], []
+    for name, ahead in (("alone", 0), ("ahead", 1)):
+        app = fresh(tmp_path / name, graphrag_prefetch=ahead)
+        try:
+            ingest(app, turns)
+            seen = []
+            for size in (50, 50, 50, 40, 60):  # the 40: not the 50 turns prefetched
+                out, trace = app.run("graphrag_batch", {"batch_size": size})
+                extract_stage = next(s for s in trace["stages"] if s["node"] == "extract")
+                assert extract_stage["writes"]["extracted_in"] == json.dumps(out["extracted_in"])
+                seen.append(out["extracted_in"] == "worker process")
+            if ahead:
+                worker = app.ctx.graph_prefetch._worker  # noqa: SLF001 - a real failure
+                assert worker is not None and worker.poll() is None
+                worker.kill()
+                worker.wait()
+            for _ in range(3):  # 20, 20, 10: the second's was sent to the dead worker
+                out, _ = app.run("graphrag_batch", {"batch_size": 20})
+                seen.append(out["extracted_in"] == "worker process")
+            assert app.ctx.graph_prefetch is None or app.ctx.graph_prefetch._broken
+            assert app.run("graphrag_stats", {})[0]["stats"]["pending"] == 0
+            app.run("graphrag_communities", {})
+            documents.append((export(app), export(app, "graphml")))
+            flags.append(seen)
+        finally:
+            app.close()
+    assert documents[0] == documents[1]
+    assert flags[0] == [False] * 8
+    assert flags[1] == [False, True, True, False, False, False, False, False]
+    assert len(json.loads(documents[0][0])["nodes"]) > 10
+
+
+def test_the_worker_answers_each_batch_and_reports_its_errors():
+    import io
+    import pickle
+
+    from nodes.extract.graph_prefetch import serve
+    from nodes.extract.graph_records import batch_records
+    from store.graph_batches import PendingTurn
+
+    turns = [PendingTurn(1, 1, "Alice: We decided to use Redis for the cache."),
+             PendingTurn(2, 1, "Bob: Redis is blocked by ABC-12.")]
+    window = {1: None}
+    requests = io.BytesIO()
+    pickle.dump((turns, window), requests)
+    pickle.dump(("not", "turns"), requests)
+    requests.seek(0)
+    replies = io.BytesIO()
+    serve(requests, replies)  # returns at the end of its input
+    replies.seek(0)
+    status, records = pickle.load(replies)
+    assert status == "ok" and records == batch_records(turns, window)
+    assert records.edges  # not an empty record
+    status, text = pickle.load(replies)
+    assert status == "error" and "Error" in text
+
+
 def test_reset_forgets_the_graph_and_the_next_run_reads_everything(app: App):
     ingest(app, corpus(20))
     extract(app)

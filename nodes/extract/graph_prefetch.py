@@ -1,0 +1,160 @@
+"""The next GraphRAG batch, extracted in a second process while this one is written.
+
+A batch's extraction is pure Python over the turns' text and its write is SQLite work
+of about the same size; in one process they take turns on one core. ``BatchPrefetch``
+hands the next batch's turns to a worker process (started on first use and kept for
+the process's later batches) while this process checks and writes the current one, so
+a machine with two free cores does both at once. The extract stage takes the worker's
+records only when they are for exactly the batch it was given (the same turn ids, the
+same turn before each session's first): a turn ingested or forgotten in between makes
+it extract in process instead, as does a worker that failed. The records are the same
+either way: ``batch_records`` is a pure function of the turns.
+
+The worker is a plain ``python -c`` child that reads pickled batches on stdin and writes
+pickled records on stdout. (``multiprocessing`` would re-run the parent's main script in
+the child, which scripts that embed the app do not expect.) It ignores Ctrl-C and ends
+when its stdin closes: when the parent closes it or exits.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import IO, Any
+
+from nodes.context import bulk_allocations
+from nodes.extract.graph_records import batch_records
+from store.graph_batches import BatchRecords, PendingTurn
+
+__all__ = ["BatchPrefetch", "serve"]
+
+_Window = Mapping[int, PendingTurn | None]
+_Key = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
+_BOOT = "from nodes.extract.graph_prefetch import serve; serve()"
+_CLOSE_TIMEOUT_S = 10.0
+
+
+def _key(turns: Sequence[PendingTurn], window: _Window) -> _Key:
+    return (tuple(t.id for t in turns),
+            tuple(sorted((s, 0 if t is None else t.id) for s, t in window.items())))
+
+
+def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
+    """The worker's loop: (turns, window) in, ``("ok", records)`` or ``("error", text)``
+    out, until the input ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    requests = requests or sys.stdin.buffer
+    replies = replies or sys.stdout.buffer
+    while True:
+        try:
+            turns, window = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            with bulk_allocations():
+                reply: tuple[str, Any] = ("ok", batch_records(turns, window))
+        except Exception as exc:  # reported; the parent extracts the batch itself
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.flush()
+
+
+class BatchPrefetch:
+    """At most one batch extracted ahead, in one worker process."""
+
+    def __init__(self) -> None:
+        self._worker: subprocess.Popen[bytes] | None = None
+        self._ahead: tuple[_Key, Future[BatchRecords]] | None = None
+        self._exchange: threading.Thread | None = None  # the request on the pipe
+        self._broken = False  # the worker could not start or died: extract in process
+        self._lock = threading.Lock()
+
+    def submit(self, turns: Sequence[PendingTurn], window: _Window) -> None:
+        """Start extracting ``turns`` (the next batch) in the worker."""
+        with self._lock:
+            self._ahead = None  # a batch nobody took: its records are dropped on arrival
+            if self._broken or not turns:
+                return
+            worker = self._worker or self._start()
+            if worker is None:
+                return
+            future: Future[BatchRecords] = Future()
+            before = self._exchange
+            self._exchange = threading.Thread(
+                target=self._ask, args=(worker, before, list(turns), dict(window), future),
+                name="graphrag-prefetch", daemon=True)
+            self._exchange.start()
+            self._ahead = (_key(turns, window), future)
+
+    def take(self, turns: Sequence[PendingTurn], window: _Window) -> BatchRecords | None:
+        """The worker's records of exactly this batch (waiting for them), or None: none
+        was submitted, it was for other turns, or the worker failed."""
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead[0] != _key(turns, window):
+            return None
+        try:
+            return ahead[1].result()
+        except (OSError, EOFError, pickle.PickleError, RuntimeError):
+            self._broken = True
+            return None
+        except ValueError:  # the worker's extraction raised: so will the stage's own
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._ahead = None
+            worker, self._worker = self._worker, None
+            exchange, self._exchange = self._exchange, None
+        if worker is None:
+            return
+        if worker.stdin is not None:
+            try:
+                worker.stdin.close()
+            except OSError:
+                pass
+        try:
+            worker.wait(timeout=_CLOSE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        if exchange is not None:  # its read ends at the worker's exit
+            exchange.join(timeout=_CLOSE_TIMEOUT_S)
+        if worker.stdout is not None:
+            worker.stdout.close()
+
+    def _start(self) -> subprocess.Popen[bytes] | None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            self._worker = subprocess.Popen([sys.executable, "-c", _BOOT], env=env,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        except OSError:
+            self._broken = True
+            return None
+        return self._worker
+
+    @staticmethod
+    def _ask(worker: subprocess.Popen[bytes], before: threading.Thread | None,
+             turns: list[PendingTurn], window: dict[int, PendingTurn | None],
+             future: Future[BatchRecords]) -> None:
+        """On the exchange thread: one request and its reply, after the one before."""
+        if before is not None:
+            before.join()
+        assert worker.stdin is not None and worker.stdout is not None
+        try:
+            pickle.dump((turns, window), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            worker.stdin.flush()
+            status, value = pickle.load(worker.stdout)
+        except Exception as exc:
+            future.set_exception(RuntimeError(f"graphrag worker: {exc!r}"))
+            return
+        if status == "ok":
+            future.set_result(value)
+        else:
+            future.set_exception(ValueError(value))
