@@ -59,6 +59,12 @@ class PgConnection:
         self.raw = raw
         self._changes = 0
 
+    @property
+    def database(self) -> str:
+        """Which database: host, port and name (a key for what is cached per store)."""
+        info = self.raw.info
+        return f"{info.host}:{info.port}/{info.dbname}"
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         if not params:  # no parameters: sent as written (may hold several statements)
             cur = self.raw.execute(sql.encode())

@@ -19,10 +19,16 @@ translated by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25
 
 from __future__ import annotations
 
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
 from store.exchanges import turn_trace_sql
+from store.postgres.connection import PgConnection
 from store.postgres.tsquery import Tsquery, translate
 from store.search import BM25_WEIGHTS, POOL, HitFilter, flag_condition
-from store.sql import Conn, all_rows, where
+from store.sql import Conn, all_rows, one, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
            "query_notes", "ranked_hits"]
@@ -34,22 +40,61 @@ LENGTH_PRIOR = 0.0
 RANK_NORMALIZATION = 1
 MIN_IDF = 1e-6
 
-# Each phrase's tsquery and IDF. N (turns) is the sum of the sessions' turn counters
-# (ingest adds, forget subtracts): counting the index would read all of it; n (turns
-# holding the phrase) is counted through the GIN index, over the whole table as
-# bm25() counts it, up to N / 2 + 1 only: from there on the IDF is the minimum anyway.
-UNITS = f"""
-SELECT u.q, greatest(ln((greatest(n.total - c.having, 0) + 0.5) / (c.having + 0.5::float8)),
-                    {MIN_IDF}) AS idf
-FROM (SELECT to_tsquery('english', v.t) AS q FROM unnest(?::text[]) AS v(t)) u
-CROSS JOIN (SELECT coalesce(sum(turns), 0)::float8 AS total FROM sessions) n
-CROSS JOIN LATERAL (SELECT count(*) AS having FROM (SELECT FROM exchanges_fts WHERE doc @@ u.q
-                    LIMIT (n.total / 2)::bigint + 1) AS m) c"""
+# Each phrase's IDF comes in with its text (``phrase_idfs``). N (turns) is the sum of
+# the sessions' turn counters (ingest adds, forget subtracts): counting the index would
+# read all of it; n (turns holding the phrase) is counted through the GIN index, over
+# the whole table as bm25() counts it, up to N / 2 + 1 only: from there on the IDF is
+# the minimum anyway.
+TURNS = "SELECT coalesce(sum(turns), 0) FROM sessions"
+HOLDING = """
+SELECT v.t, c.having FROM unnest(?::text[]) AS v(t)
+CROSS JOIN LATERAL (SELECT count(*) AS having FROM (
+  SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?) AS m) c"""
+UNITS = """
+SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
+
+# A common word's count reads up to N / 2 index entries: at 1,000,000 turns, seconds per
+# word, on every request. Counts of at least DF_CACHE_MIN turns are kept per database,
+# as a share of N, and reused while N stays within DF_DRIFT of the N they were counted
+# at (the share of turns holding a word barely moves as a store grows); smaller counts
+# are cheap and always taken fresh, so small stores rank exactly as before.
+DF_CACHE_MIN = 2_000
+DF_DRIFT = 0.05
+DF_CACHE_SIZE = 20_000
+_shares: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+_shares_lock = threading.Lock()
+
+
+def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
+    """Each phrase's IDF, as FTS5's bm25() computes it: ``ln((N - n + 0.5) / (n + 0.5))``,
+    at least MIN_IDF."""
+    total = int(one(conn, TURNS)[0])
+    assert isinstance(conn, PgConnection)
+    database = conn.database
+    having: dict[str, float] = {}
+    with _shares_lock:
+        for unit in units:
+            kept = _shares.get((database, unit))
+            if kept is not None and abs(total - kept[1]) <= DF_DRIFT * kept[1]:
+                having[unit] = kept[0] * total
+                _shares.move_to_end((database, unit))
+    missing = [u for u in units if u not in having]
+    if missing:
+        counted = all_rows(conn, HOLDING, (missing, total // 2 + 1))
+        with _shares_lock:
+            for unit, n in counted:
+                having[str(unit)] = float(n)
+                if n >= DF_CACHE_MIN and total:
+                    _shares[(database, str(unit))] = (n / total, total)
+            while len(_shares) > DF_CACHE_SIZE:
+                _shares.popitem(last=False)
+    return [max(math.log((max(total - having[u], 0) + 0.5) / (having[u] + 0.5)), MIN_IDF)
+            for u in units]
 
 
 def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits. The statement's
-    parameters: the phrases' texts, the rank weights, the whole query, the filter's,
+    parameters: the phrases' texts and IDFs, the rank weights, the whole query, the filter's,
     LIMIT twice."""
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
@@ -82,8 +127,9 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     if query.text is None:
         return []
     sql, params = keyword_sql(flt)
-    found = all_rows(conn, sql, (list(query.units), RANK_WEIGHTS, query.text, *params,
-                                 limit, limit))
+    units = list(query.units)
+    found = all_rows(conn, sql, (units, phrase_idfs(conn, units), RANK_WEIGHTS, query.text,
+                                 *params, limit, limit))
     return [(int(r[0]), float(r[1])) for r in found]
 
 

@@ -188,7 +188,7 @@ def test_a_worker_extracting_the_next_batch_ahead_gives_the_same_graph(tmp_path:
                 assert extract_stage["writes"]["extracted_in"] == json.dumps(out["extracted_in"])
                 seen.append(out["extracted_in"] == "worker process")
             if ahead:
-                worker = app.ctx.graph_prefetch._worker  # noqa: SLF001 - a real failure
+                worker = app.ctx.graph_prefetch._worker
                 assert worker is not None and worker.poll() is None
                 worker.kill()
                 worker.wait()

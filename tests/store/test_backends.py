@@ -1,16 +1,20 @@
 """Choosing the backend: STENO_DATABASE_URL's checks, a clear error for a database that
 cannot be reached (its password never shown), and a store that opens the same way twice
-(several processes start on one new database: each migration applies once)."""
+(several processes start on one new database: each migration applies once), and
+PostgreSQL's document-frequency cache."""
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from stenographer.app import open_app
 from stenographer.settings import Settings, SettingsError
 from store.backend import open_store
 from store.errors import StoreError
@@ -71,3 +75,56 @@ def test_processes_opening_one_new_database_migrate_it_once(
     finally:
         for s in stores:
             s.close()
+
+
+def test_common_words_are_counted_once_while_the_store_grows_by_less_than_the_drift(
+        tmp_path: Path, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch):
+    """PostgreSQL's IDF: a phrase held by many turns is counted once and its share of
+    the turns reused until the store grows past DF_DRIFT; rare ones are always counted."""
+    import store.postgres.search as pg_search
+
+    monkeypatch.setattr(pg_search, "DF_CACHE_MIN", 6)
+    monkeypatch.setattr(pg_search, "_shares", type(pg_search._shares)())
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+    counted: list[list[str]] = []
+    real = pg_search.all_rows
+
+    def spy(conn: Any, sql: str, params: Any = ()) -> Any:
+        if sql == pg_search.HOLDING:
+            counted.append(list(params[0]))
+        return real(conn, sql, params)
+
+    monkeypatch.setattr(pg_search, "all_rows", spy)
+    try:
+        for i in range(40):
+            text = (f"deploy step {i}" + (" kafka" if i % 8 == 1 else "")
+                    + (" zebra" if i == 7 else ""))
+            app.run("ingest", {"role": "user", "content": text, "session_id": "s"})
+        units = ["'deploy'", "'kafka'", "'zebra'"]
+        with app.store.read() as conn:
+            exact = pg_search.phrase_idfs(conn, units)
+            again = pg_search.phrase_idfs(conn, units)
+        with app.store.read() as conn:
+            held = [pg_search.one(conn, "SELECT count(*) FROM exchanges_fts WHERE doc @@ "
+                                  "to_tsquery('english', ?)", (u,))[0] for u in units]
+        assert held[0] == 40 and 6 <= held[1] < 20 and held[2] < 6
+        assert counted == [units, ["'zebra'"]]  # deploy and kafka were kept
+        assert again == pytest.approx(exact, rel=1e-12)
+        assert exact[0] == pytest.approx(1e-6) and exact[2] > exact[1] > exact[0]
+        app.run("ingest", {"role": "user", "content": "kafka deploy", "session_id": "s"})
+        with app.store.read() as conn:  # 41 turns: within 5% of 40, shares reused
+            pg_search.phrase_idfs(conn, units)
+        assert counted[-1] == ["'zebra'"]
+        for i in range(3):
+            app.run("ingest", {"role": "user", "content": f"kafka {i}", "session_id": "s"})
+        with app.store.read() as conn:  # 44 turns: 10% more, counted again
+            grown = pg_search.phrase_idfs(conn, units)
+        assert counted[-1] == units
+        with app.store.read() as conn:  # turns holding kafka (their own or as context)
+            n = pg_search.one(conn, "SELECT count(*) FROM exchanges_fts WHERE doc @@ "
+                              "to_tsquery('english', 'kafka')")[0]
+        assert grown[1] == pytest.approx(math.log((44 - n + 0.5) / (n + 0.5)), rel=1e-12)
+        hits = app.run("search", {"query": "zebra kafka", "session_id": "s"})[0]["hits"]
+        assert hits and "zebra" in hits[0]["snippet"]
+    finally:
+        app.close()
