@@ -26,6 +26,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from pathlib import Path
 from typing import IO, Any
 
 from nodes.context import bulk_allocations
@@ -130,7 +131,10 @@ class BatchPrefetch:
             worker.stdout.close()
 
     def _start(self) -> subprocess.Popen[bytes] | None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # The child imports this package from where the parent did (a checkout or not).
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path)
         try:
             self._worker = subprocess.Popen([sys.executable, "-c", _BOOT], env=env,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
