@@ -26,6 +26,15 @@ __all__ = ["BUSY_TIMEOUT_MS", "Store"]
 
 BUSY_TIMEOUT_MS = 10_000
 
+# Pages are read through a memory map of the file (up to this many bytes) instead of a
+# read call and a copy into the connection's 2 MB page cache each. A search or guard
+# call at 20,000 turns misses that cache ~200 times (the keyword index alone), and any
+# write by another connection (the trace writer, other processes) empties it in WAL
+# mode. Measured in process, alternated per call on one store: 0.2-0.4 ms less CPU per
+# compact_guard and query_history call (3-5%); get_brief (mostly cache hits) ~0.05 ms
+# more, ingest unchanged.
+MMAP_BYTES = 1 << 30
+
 # apsw best practice: no double-quoted string literals, journal-mode defaults, and so on.
 apsw.bestpractice.apply(
     (apsw.bestpractice.connection_dqs, apsw.bestpractice.connection_recursive_triggers)
@@ -75,6 +84,7 @@ class Store:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute("PRAGMA secure_delete=FAST")  # forgotten text does not linger in pages
+        conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         return conn
 
     def connection(self) -> apsw.Connection:

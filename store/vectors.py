@@ -203,7 +203,8 @@ class MatrixCache:
         k = min(k, len(ids))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[i]), float(scores[i])) for i in top if scores[i] > 0.0]
+        top = top[scores[top] > 0.0]
+        return list(zip(ids[top].tolist(), scores[top].tolist(), strict=True))
 
     def forget(self) -> None:
         """Drop the copy (after deletions); the next query reloads it."""

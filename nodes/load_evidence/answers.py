@@ -12,7 +12,9 @@ for exactly the turns that match it. Measured on LoCoMo-format conversations:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from nodes.context import State, Writes
@@ -38,10 +40,41 @@ def answered_hits(state: State, cfg: Mapping[str, Any]) -> Writes:
                                in_session=True)  # an answer is in its question's session
     if not allowed:
         return {"ranked": ranked}
-    scores = {int(i): float(s) for i, s in ranked}
-    for question, score in top:
-        answer = answers.get(int(question))
-        if answer in allowed:
-            scores[answer] = scores.get(answer, 0.0) + ANSWER_SHARE * float(score)
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return {"ranked": [[i, round(s, 8)] for i, s in best]}
+    lent = [(answer, ANSWER_SHARE * float(score)) for question, score in top
+            if (answer := answers.get(int(question))) in allowed]
+    return {"ranked": _with_lent(ranked, lent)}
+
+
+def _by_rank(hit: list[Any]) -> tuple[float, int]:
+    return -hit[1], hit[0]
+
+
+_ID, _SCORE = itemgetter(0), itemgetter(1)
+
+
+def _with_lent(ranked: list[list[Any]], lent: list[tuple[int, float]]) -> list[list[Any]]:
+    """``ranked`` with the scores lent to answers added (in the questions' order), best
+    first, ties: older id first. The hits that gained nothing are sorted by two C-keyed
+    stable sorts (they are nearly in order already), the few answers placed among them
+    by bisection."""
+    kept: list[list[Any]] = []
+    scores = dict.fromkeys((answer for answer, _ in lent), 0.0)
+    for hit in ranked:
+        if hit[0] in scores:
+            scores[hit[0]] = float(hit[1])
+        else:
+            kept.append(hit)
+    for answer, share in lent:
+        scores[answer] += share
+    kept.sort(key=_ID)
+    kept.sort(key=_SCORE, reverse=True)  # stable: equal scores stay in id order
+    moved = sorted((-score, i) for i, score in scores.items())
+    out: list[list[Any]] = []
+    lo = 0
+    for neg, exchange_id in moved:
+        at = bisect_left(kept, (neg, exchange_id), lo=lo, key=_by_rank)
+        out += kept[lo:at]
+        out.append([exchange_id, round(-neg, 8)])
+        lo = at
+    out += kept[lo:]
+    return out

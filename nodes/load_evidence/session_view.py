@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodes.context import State, Writes
@@ -17,6 +17,7 @@ __all__ = ["guard_evidence", "notes_evidence"]
 MAX_ITEMS = 50  # of each kind; the renderer then fits them into the character budget
 MAX_FLAGS = 20  # NAFE flags listed in the running notes (the newest)
 TURN_CHARS = 600
+BRIEF_LOOKUP = 32  # hit turns whose briefs are read at a time (best first)
 
 
 def _turn(ex: Exchange) -> dict[str, Any]:
@@ -73,18 +74,38 @@ def _rank_briefs(conn: Any, ranked: list[list[Any]], top_k: int
     """A brief scores the fused score of its best source turn among the hits (ties: the
     sum of the others', then the older brief). Measured on LoCoMo-format conversations
     (bench/locomo.py): brief recall@5 0.85 with the best turn, 0.79 with the sum of all
-    its turns' scores, which favours briefs with many weak matches."""
-    holders = brief_ids(conn, [i for i, _ in ranked])
+    its turns' scores, which favours briefs with many weak matches.
+
+    The hits' briefs are read BRIEF_LOOKUP hits at a time, best first, until the top-K
+    cannot change: K briefs whose best scores differ, all above any other brief's and
+    above the next unread hit's score (the sums only break ties)."""
     best: dict[int, float] = {}
     support: dict[int, float] = {}
-    for exchange_id, score in ranked:
-        brief_id = holders.get(exchange_id)
-        if brief_id is None:
-            continue
-        if brief_id not in best:
-            best[brief_id] = float(score)  # ranked is best first
-        else:
-            support[brief_id] = support.get(brief_id, 0.0) + float(score)
+    for lo in range(0, len(ranked), BRIEF_LOOKUP):
+        part = ranked[lo:lo + BRIEF_LOOKUP]
+        holders = brief_ids(conn, [i for i, _ in part])
+        for exchange_id, score in part:
+            brief_id = holders.get(exchange_id)
+            if brief_id is None:
+                continue
+            if brief_id not in best:
+                best[brief_id] = float(score)  # ranked is best first
+            else:
+                support[brief_id] = support.get(brief_id, 0.0) + float(score)
+        unread = lo + BRIEF_LOOKUP
+        if unread < len(ranked) and _settled(best.values(), top_k, float(ranked[unread][1])):
+            break
     order = sorted(best, key=lambda b: (-best[b], -support.get(b, 0.0), b))[:top_k]
     briefs = briefs_by_ids(conn, order)
     return [(briefs[b], best[b]) for b in order if b in briefs]
+
+
+def _settled(scores: Iterable[float], top_k: int, unread: float) -> bool:
+    """Whether the K best of ``scores`` are distinct and above every other score and
+    ``unread``: then no later hit and no tie-break can change the top-K or its order."""
+    top = sorted(scores, reverse=True)[:top_k + 1]
+    if not 0 < top_k <= len(top):
+        return False
+    head = top[:top_k]
+    return (all(a > b for a, b in zip(head, head[1:], strict=False))
+            and all(head[-1] > other for other in (*top[top_k:], unread)))

@@ -11,6 +11,8 @@ import store.search
 from nodes.extract.fusion import fused
 from nodes.extract.terms import CONTEXT_TERMS, context_terms
 from nodes.extract.vectors import quantize, text_vector
+from nodes.load_evidence.answers import _with_lent
+from nodes.load_evidence.session_view import _settled
 from stenographer.app import App, open_app
 from stenographer.settings import DEFAULT_VECTOR_DIM, Settings
 from store.search import dated_terms
@@ -108,6 +110,23 @@ def test_a_question_lends_part_of_its_score_to_the_turn_that_answers_it(app: App
     ingest(app, "s", "Unrelated: the printer is out of toner.")
     ranked = search(app, "violin teacher for beginners")
     assert ids(ranked)[:2] == [asked, answer]
+
+
+def test_lent_scores_reorder_the_hits_as_a_full_sort_would():
+    # fusion orders equal rounded scores by their unrounded values: the result is by
+    # score, then older id, like a sort of the whole list
+    ranked = [[5, 0.9], [3, 0.5], [2, 0.5], [8, 0.4], [1, 0.3]]
+    lent = [(8, 0.18), (9, 0.1), (9, 0.06)]  # 8: 0.58; 9 is new: 0.16
+    assert _with_lent(ranked, lent) == [[5, 0.9], [8, 0.58], [2, 0.5], [3, 0.5], [1, 0.3],
+                                        [9, 0.16]]
+
+
+def test_the_guard_reads_hits_for_briefs_until_the_top_k_is_settled():
+    assert _settled([0.9, 0.8, 0.1], 2, unread=0.5)
+    assert not _settled([0.9, 0.8, 0.1], 2, unread=0.8)  # a later hit could tie the second
+    assert not _settled([0.9, 0.8, 0.8], 2, unread=0.0)  # a tie at the cut needs the sums
+    assert not _settled([0.9, 0.9, 0.1], 2, unread=0.0)  # so does a tie inside the top-K
+    assert not _settled([0.9], 2, unread=0.0)  # fewer than K briefs so far
 
 
 def test_the_guard_ranks_briefs_by_their_best_turn(tmp_path):
