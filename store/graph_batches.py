@@ -193,7 +193,10 @@ def _edge_ids(conn: Conn, ends: Sequence[tuple[int, str]]) -> dict[tuple[int, st
 
 # Provenance rows go into large B-trees in key order of the edge, not of time: with
 # SQLite's default 2 MB page cache a large graph re-reads pages on every batch. The
-# extraction's connection keeps this many KiB of pages instead (it is a batch process).
+# extraction's connection keeps this many KiB of pages instead (it is a batch process),
+# and reads none through the store's memory map: every page of the graph's tables it
+# touched would stay mapped, in the process's resident memory (100,000 turns: ~230 MB
+# more at peak, and no faster).
 BULK_CACHE_KIB = 131_072
 _PACKED_ID_LIMIT = 2**31  # an entity or edge id above the exchange id's 32 bits
 
@@ -224,6 +227,7 @@ def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
     if not is_postgres(conn):
         conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+        conn.execute("PRAGMA mmap_size = 0")
     if records.sessions and max(records.sessions) >> 32:
         raise StoreError(f"graphrag: exchange id {max(records.sessions)} is too large to pack")
     keys = sorted({k for k, _, _ in records.aliases})
