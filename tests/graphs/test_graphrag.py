@@ -208,6 +208,28 @@ def test_a_worker_extracting_the_next_batch_ahead_gives_the_same_graph(tmp_path:
     assert len(json.loads(documents[0][0])["nodes"]) > 10
 
 
+def test_the_worker_gives_the_same_graph_on_each_backend(
+        tmp_path: Path, database_url: str | None, request: pytest.FixtureRequest):
+    other_url = None if database_url is None else \
+        request.getfixturevalue("postgres_server").database()
+    documents, where = [], []
+    for name, url, ahead in (("ahead", database_url, 1), ("alone", other_url, 0)):
+        app = fresh(tmp_path / name, database_url=url, graphrag_prefetch=ahead)
+        try:
+            ingest(app, corpus(120, seed=9))
+            while True:
+                out, _ = app.run("graphrag_batch", {"batch_size": 30})
+                where.append(out["extracted_in"])
+                if out["published"]["remaining"] == 0:
+                    break
+            app.run("graphrag_communities", {})
+            documents.append((export(app), export(app, "graphml")))
+        finally:
+            app.close()
+    assert where == ["this process"] + ["worker process"] * 3 + ["this process"] * 4
+    assert documents[0] == documents[1]
+
+
 def test_the_worker_answers_each_batch_and_reports_its_errors():
     import io
     import pickle
