@@ -66,6 +66,14 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
         replies.flush()
 
 
+class _WorkerLost(Exception):
+    """The worker could not be reached: no batch goes to it again."""
+
+
+class _ExtractionFailed(Exception):
+    """The worker's extraction of a batch raised (the text says what)."""
+
+
 class BatchPrefetch:
     """At most one batch extracted ahead, in one worker process."""
 
@@ -102,10 +110,10 @@ class BatchPrefetch:
             return None
         try:
             return ahead[1].result()
-        except (OSError, EOFError, pickle.PickleError, RuntimeError):
+        except _WorkerLost:
             self._broken = True
             return None
-        except ValueError:  # the worker's extraction raised: so will the stage's own
+        except _ExtractionFailed:  # the stage's own extraction raises it with its trace
             return None
 
     def close(self) -> None:
@@ -155,10 +163,10 @@ class BatchPrefetch:
             pickle.dump((turns, window), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             worker.stdin.flush()
             status, value = pickle.load(worker.stdout)
-        except Exception as exc:
-            future.set_exception(RuntimeError(f"graphrag worker: {exc!r}"))
+        except Exception as exc:  # a pipe closed, the worker gone, a garbled reply
+            future.set_exception(_WorkerLost(repr(exc)))
             return
         if status == "ok":
             future.set_result(value)
         else:
-            future.set_exception(ValueError(value))
+            future.set_exception(_ExtractionFailed(value))
