@@ -101,16 +101,20 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[apsw.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``): committed on success, else rolled back."""
+        """One write transaction (``BEGIN IMMEDIATE``): committed on success, else rolled
+        back, also when the COMMIT itself fails (a deferred constraint, a full disk):
+        SQLite then leaves the transaction open, and every later write of this
+        thread would fail to begin."""
         conn = self.connection()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if not conn.get_autocommit():
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     @contextmanager
     def exclusive(self) -> Iterator[apsw.Connection]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import apsw
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -144,6 +145,23 @@ def test_a_failed_write_transaction_stores_nothing(db: Store):
     assert scalar(db, "SELECT count(*) FROM exchange_vectors") == 0
     with db.read() as conn:
         assert keyword_hits(conn, '"rolled"', HitFilter(), 10) == []
+
+
+
+def test_a_commit_that_fails_rolls_back_and_the_next_write_begins(db: Store):
+    """A deferred constraint fails at COMMIT, where SQLite leaves the transaction open."""
+    conn = db.connection()
+    conn.execute("CREATE TEMP TABLE parent(id INTEGER PRIMARY KEY);"
+                 "CREATE TEMP TABLE child(parent_id INTEGER REFERENCES parent(id)"
+                 " DEFERRABLE INITIALLY DEFERRED)")
+    with pytest.raises(apsw.ConstraintError), db.write() as conn:
+        record_turn(conn, new_turn("not kept"))
+        conn.execute("INSERT INTO child VALUES (7)")  # no parent 7: refused at COMMIT
+    assert conn.get_autocommit()
+    assert scalar(db, "SELECT count(*) FROM exchanges") == 0
+    with db.write() as conn:
+        record_turn(conn, new_turn("kept"))
+    assert scalar(db, "SELECT count(*) FROM exchanges") == 1
 
 
 # --- briefs ---------------------------------------------------------------------------------
