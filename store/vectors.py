@@ -87,7 +87,7 @@ def vec0_chunks(conn: Conn) -> Block | None:
         ids.append(np.frombuffer(rowids, dtype=np.int64)[valid])
         sessions.append(np.frombuffer(metadata, dtype=np.int64)[valid])
         vectors.append(np.frombuffer(blob, dtype=np.int8).reshape(size, -1)[valid])
-    if not ids or sum(len(i) for i in ids) != expected \
+    if not expected or sum(len(i) for i in ids) != expected \
             or len({v.shape[1] for v in vectors}) != 1:
         return None
     all_ids = np.concatenate(ids)

@@ -96,7 +96,7 @@ class BatchPrefetch:
             future: Future[BatchRecords] = Future()
             before = self._exchange
             self._exchange = threading.Thread(
-                target=self._ask, args=(worker, before, list(turns), dict(window), future),
+                target=self._ask, args=(worker, before, turns, window, future),
                 name="graphrag-prefetch", daemon=True)
             self._exchange.start()
             self._ahead = (_key(turns, window), future)
@@ -153,7 +153,7 @@ class BatchPrefetch:
 
     @staticmethod
     def _ask(worker: subprocess.Popen[bytes], before: threading.Thread | None,
-             turns: list[PendingTurn], window: dict[int, PendingTurn | None],
+             turns: Sequence[PendingTurn], window: _Window,
              future: Future[BatchRecords]) -> None:
         """On the exchange thread: one request and its reply, after the one before."""
         if before is not None:
