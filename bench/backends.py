@@ -1,5 +1,5 @@
 """The two backends side by side: ingest throughput with 1 and 8 writer processes, and
-search latency at 100,000 and 1,000,000 turns (issue #9).
+search latency at 100,000 and 1,000,000 turns.
 
 Run from the repository root::
 

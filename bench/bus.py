@@ -1,4 +1,4 @@
-"""Ingest latency with the coordination bus in every state (issue #8 item 3).
+"""Ingest latency with the coordination bus in every state.
 
 The real stdio server through the real MCP SDK client, one server per case, sequential
 ingests into one session. Cases: no bus configured (``off``), bus file missing, a bus

@@ -1,4 +1,4 @@
-"""Publishing turns to the coordination bus (issue #8 item 4): throughput of draining
+"""Publishing turns to the coordination bus: throughput of draining
 the bus outbox, per batch size, into a bus that already holds ``--events`` events of
 other tools (the bus has no index we could use: each batch's key check scans them).
 

@@ -1,4 +1,4 @@
-"""The `stenographer bus publish` command: drain the bus outbox once (issue #8 item 4)."""
+"""The `stenographer bus publish` command: drain the bus outbox once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The coordination bus shared by the Omega/VERITAS tools (issue #8 item 3).
+"""The coordination bus shared by the Omega/VERITAS tools.
 
 The bus is another program's SQLite file (``$VERITAS_SHARED_DIR/coordination.sqlite``)
 with the tables ``events(id, task_id, event_type, payload, created_at)`` and

@@ -1,5 +1,5 @@
 """The bus outbox: turns of the record as ``STENO_EXCHANGE`` events for the
-coordination bus (issue #8 item 4; migration ``m011_bus_outbox``).
+coordination bus (migration ``m011_bus_outbox``).
 
 The outbox is the sync outbox (store.sync ``record_rows``: turns and tombstones in id
 order after a cursor), read with a cursor of its own kind, ``outbox:bus``. Tombstones

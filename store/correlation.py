@@ -1,4 +1,4 @@
-"""Trace ids: the id every turn carries for cross-system correlation (issue #8 item 1).
+"""Trace ids: the id every turn carries for cross-system correlation.
 
 A turn's trace id is the one its ingest names or, when none is named, its session's:
 created once per session (migration 6 added ``sessions.trace_id``) and kept.

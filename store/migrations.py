@@ -107,7 +107,7 @@ def m001_initial(conn: apsw.Connection) -> None:
     )
 
 
-# --- search fields and compact hashed vectors (issue #4) -----------------------------------
+# --- search fields and compact hashed vectors -----------------------------------
 
 # The keyword index's tokenizer; store.search quotes queries for it.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -229,7 +229,7 @@ def m005_provenance_chain(conn: apsw.Connection) -> None:
     )
     backfill_chain(conn)
 def m006_signal_flags(conn: apsw.Connection) -> None:
-    """NAFE reasoning-drift flags and per-session trace ids (issue #8 items 1-2).
+    """NAFE reasoning-drift flags and per-session trace ids.
 
     ``signal_flags`` holds one row per flag with the matched span and its offsets in the
     stored text; rows follow their turn when it is deleted (forgetting). ``session_id``
@@ -257,7 +257,7 @@ def m006_signal_flags(conn: apsw.Connection) -> None:
 
 
 def m007_graphrag(conn: apsw.Connection) -> None:
-    """The GraphRAG knowledge graph (issue #6), derived from the turns by a batch run.
+    """The GraphRAG knowledge graph, derived from the turns by a batch run.
 
     Entities are keyed by their normalised name; edges by their two ends (``src`` <
     ``dst`` for the undirected co-occurrence kind) and kind. Provenance lives in
@@ -324,7 +324,7 @@ def m007_graphrag(conn: apsw.Connection) -> None:
     )
 
 
-# --- automatic capture (issue #7) ------------------------------------------------------------
+# --- automatic capture ------------------------------------------------------------------------
 
 
 def m008_capture(conn: apsw.Connection) -> None:
@@ -364,7 +364,7 @@ def m008_capture(conn: apsw.Connection) -> None:
     )
 
 
-# --- sync between stores (issue #7) ---------------------------------------------------------
+# --- sync between stores -------------------------------------------------------------------
 
 
 def m009_sync(conn: apsw.Connection) -> None:
@@ -435,15 +435,15 @@ def m010_forget_derived(conn: apsw.Connection) -> None:
 
 
 def m011_bus_outbox(conn: apsw.Connection) -> None:
-    """The store's id for the turns it publishes to the coordination bus (issue #8
-    item 4): random, made once, so that the bus keys of a recreated store (whose
+    """The store's id for the turns it publishes to the coordination bus:
+    random, made once, so that the bus keys of a recreated store (whose
     exchange ids start again at 1) never collide with those of the store before it.
     The bus outbox's cursor is a ``cursors`` row of kind ``outbox:bus`` (migration 8)."""
     conn.execute("INSERT OR IGNORE INTO meta(key, value) "
                  "VALUES ('store_id', lower(hex(randomblob(16))))")
 
 
-# --- compact storage (issue #2) ---------------------------------------------------------------
+# --- compact storage -----------------------------------------------------------------------------
 
 SELECT_RUN_TRACES = "SELECT seq, trace FROM runs ORDER BY seq"
 SET_RUN_TRACE = "UPDATE runs SET trace = ? WHERE seq = ?"

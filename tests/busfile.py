@@ -1,4 +1,4 @@
-"""Real coordination-bus files for the tests (issue #8 item 3): the tables the VERITAS
+"""Real coordination-bus files for the tests: the tables the VERITAS
 tools create, events written the way they write them, receipts read back."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """bus_publish (one batch): publish new turns to the coordination bus as
-``STENO_EXCHANGE`` events through the sync outbox (issue #8 item 4).
+``STENO_EXCHANGE`` events through the sync outbox.
 
 the bus as destination → the outbox's next batch after the ``outbox:bus`` cursor, as
 events → insert those not on the bus yet (one bus transaction) → on success move the

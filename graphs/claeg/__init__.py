@@ -1,5 +1,5 @@
 """claeg: record the ingesting session's CLAEG terminal-shutdown events from the
-coordination bus (a subgraph of ingest; issue #8 item 3).
+coordination bus (a subgraph of ingest).
 
 next unacknowledged event of the session, as a system turn → the ingest's own stages
 for it (redact, the turns before it, decisions/blockers, flags, vector, search fields,

@@ -1,5 +1,5 @@
 """A CLAEG terminal-shutdown event of the coordination bus, as the system turn that
-records it (issue #8 item 3): its source, its time, its text, its milestone label and
+records it: its source, its time, its text, its milestone label and
 the source key that makes it exactly-once.
 
 The event's ``payload`` is the writer's JSON (``{"source": ..., "reason": ...}`` from

@@ -1,4 +1,4 @@
-"""Entities named in a turn, found without a model (GraphRAG, issue #6).
+"""Entities named in a turn, found without a model (GraphRAG).
 
 One pass over the whitespace-separated tokens of the text (plus two screened regexes
 for backticks and package installs/imports) finds, per token (what a token is apart

@@ -1,4 +1,4 @@
-"""NAFE reasoning-drift flags: four heuristic signatures in assistant turns (issue #8).
+"""NAFE reasoning-drift flags: four heuristic signatures in assistant turns.
 
 A flag says "this sentence reads like a known failure of reasoning"; it is never a
 verdict, never a blocker, and it changes nothing else about the turn.

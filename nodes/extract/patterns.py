@@ -1,4 +1,4 @@
-"""Pattern sets for model-free extraction of decisions and blockers (spec §4).
+"""Pattern sets for model-free extraction of decisions and blockers.
 
 A sentence is a *decision* or a *blocker* when one of its cue patterns matches and
 the cue is *live*: no negation or hypothetical stands in the clause before it

@@ -1,4 +1,4 @@
-"""Relations between the entities of a turn, found without a model (GraphRAG, issue #6).
+"""Relations between the entities of a turn, found without a model (GraphRAG).
 
 * ``co_occurs`` (undirected, ends in key order): two entities named in one turn, or
   one in the turn and one in the turn before it in the session (the window). Only the

@@ -1,5 +1,5 @@
 """Node: the next CLAEG terminal-shutdown event of the ingesting session that this
-store has not acknowledged, as the system turn that records it (issue #8 item 3).
+store has not acknowledged, as the system turn that records it.
 
 The first call of a run reads the bus once (``store.bus.Bus.pending_shutdowns``: bounded
 busy timeout, back-off after failures, never raises); the loop then takes the events

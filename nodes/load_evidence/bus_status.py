@@ -1,8 +1,8 @@
-"""Node: the coordination bus in the capture status (issue #8 item 3).
+"""Node: the coordination bus in the capture status.
 
 A live probe of the file (bounded by the bus's busy timeout), this process's last
 dealings with it (errors, back-off, receipts written, events published), the shutdown
-turns stored, and the bus outbox (issue #8 item 4: delivered, pending, last success,
+turns stored, and the bus outbox (delivered, pending, last success,
 last error — its cursor is also listed with the sync peers under ``delivery``).
 """
 

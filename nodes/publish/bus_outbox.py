@@ -1,4 +1,4 @@
-"""Nodes: publish the outbox to the coordination bus (issue #8 item 4).
+"""Nodes: publish the outbox to the coordination bus.
 
 The same outbox and cursor nodes as sync (nodes.publish.sync_cursor): the destination
 is the bus file (its path names the cursor, of kind ``outbox:bus``), a batch is the

@@ -1,4 +1,4 @@
-"""`stenographer bus publish`, its settings and README (issue #8 item 4), as
+"""`stenographer bus publish`, its settings and README, as
 subprocesses on a real store and a real bus file."""
 
 from __future__ import annotations

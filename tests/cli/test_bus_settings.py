@@ -1,4 +1,4 @@
-"""Settings, command line and README for the coordination bus (issue #8 item 3)."""
+"""Settings, command line and README for the coordination bus."""
 
 from __future__ import annotations
 

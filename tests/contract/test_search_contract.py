@@ -1,4 +1,4 @@
-"""The search contract (stenographer_query_history, issue #9) on both backends: the same
+"""The search contract (stenographer_query_history) on both backends: the same
 tests on the SQLite file and on a PostgreSQL database (the ``database_url`` fixture).
 
 Natural-language questions find their turns; valid FTS5 syntax is honoured; invalid

@@ -1,5 +1,5 @@
-"""CLAEG terminal-shutdown events from the coordination bus through the real server
-(issue #8 item 3): the ingest reply notes each event recorded, exactly once even with
+"""CLAEG terminal-shutdown events from the coordination bus through the real server:
+the ingest reply notes each event recorded, exactly once even with
 two server processes on one store and across restarts; a locked or corrupt bus shows
 in stenographer_capture_status while ingests go on."""
 

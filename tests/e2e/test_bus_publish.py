@@ -1,5 +1,5 @@
-"""Turns published to the coordination bus by the real server processes (issue #8
-item 4): two server processes on one store publish in the background and the bus
+"""Turns published to the coordination bus by the real server processes:
+two server processes on one store publish in the background and the bus
 receives every turn once, across restarts and next to the operator's
 `stenographer bus publish`; a locked bus shows in stenographer_capture_status while
 ingests go on, and once it is released every turn arrives, once."""

@@ -1,6 +1,6 @@
 """Server processes on one store, writing into shared sessions at the same time.
 
-Compression must stay atomic across processes (spec §4): every compressed turn is in
+Compression must stay atomic across processes: every compressed turn is in
 exactly one brief, none is skipped, no brief mixes sessions, and nothing accepted is
 lost (invariant 5). Two processes share the SQLite file; eight share one PostgreSQL
 database, each with a data directory of its own, as servers on eight hosts would.

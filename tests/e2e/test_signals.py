@@ -1,5 +1,5 @@
 """Ingest-side signals through the real MCP SDK client (in memory and over stdio): secret
-redaction, trace ids and NAFE flags in the tool replies (spec §3 format), their search
+redaction, trace ids and NAFE flags in the tool replies, their search
 filters, and their bad input."""
 
 from __future__ import annotations

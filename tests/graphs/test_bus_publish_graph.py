@@ -1,4 +1,4 @@
-"""Publishing turns to the coordination bus (issue #8 item 4) through the compiled
+"""Publishing turns to the coordination bus through the compiled
 ``bus_publish`` graph, on real store files and a real bus file (tests/busfile.py): every
 turn arrives once as a STENO_EXCHANGE event — across restarts, when the cursor lags
 behind the bus (a crash between the bus commit and the cursor), with two publishers on

@@ -1,4 +1,4 @@
-"""CLAEG terminal-shutdown events (issue #8 item 3) through the compiled ingest graph, on
+"""CLAEG terminal-shutdown events through the compiled ingest graph, on
 a real store file and a real bus file: each event of the session is recorded once as a
 system turn marked milestone TERMINAL_SHUTDOWN and acknowledged with a receipt, across
 restarts and when the receipt cannot be written; a missing, locked or corrupt bus never

@@ -1,4 +1,4 @@
-"""GraphRAG (issue #6) on real stores: determinism, provenance, incremental runs equal a
+"""GraphRAG on real stores: determinism, provenance, incremental runs equal a
 rebuild, robustness on degenerate stores, typed relations and the graph query."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Ingest-side signals on a real store file: secret redaction (issue #5 item 4), trace ids
-and NAFE reasoning-drift flags (issue #8 items 1-2), through the compiled graphs."""
+"""Ingest-side signals on a real store file: secret redaction, trace ids
+and NAFE reasoning-drift flags, through the compiled graphs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NAFE reasoning-drift flags (issue #8 item 2), driven by the labelled cases file.
+"""NAFE reasoning-drift flags, driven by the labelled cases file.
 
 The original's false positives are pinned one by one; quality is measured over the
 whole file (bench/flag_quality.py prints the same figures).
@@ -20,7 +20,7 @@ CASES = load_nafe_cases()
 MIN_PRECISION = 0.95
 MIN_RECALL = 0.85
 
-# Sentences the original flagged (issue #8): none may be flagged.
+# Sentences the original flagged: none may be flagged.
 ORIGINAL_FALSE_POSITIVES = [
     "I know the answer is 42.",
     "This is really a good idea.",

@@ -1,4 +1,4 @@
-"""Model-free extraction of decisions and blockers (spec §4).
+"""Model-free extraction of decisions and blockers.
 
 Quality is measured, not asserted case by case: the labelled cases file holds hard
 negatives and honest misses, and the thresholds apply to the whole file. The spec's
