@@ -75,7 +75,8 @@ class Trace(BaseModel):
 
 TraceOut = Annotated[Trace, shape_only(Trace, (
     "Stage trace of the graph run behind this call (each stage: {node, step, duration_ms, "
-    "writes: {channel: summary}, error}; read it again as "
+    "writes: {channel: the value's kind and size, never its text}, error: its kind}; "
+    "read it again as "
     "omega-stenographer://runs/{run_id})"))]
 
 
