@@ -227,7 +227,6 @@ class Forgot(BaseModel):
     briefs_removed: list[int]
     milestones_removed: int
     reindexed: int = Field(description="Later turns whose keyword entry was rebuilt.")
-    traces_purged: int
     graph: ForgotGraph
     vacuumed: bool
     log_emptied: bool

@@ -377,8 +377,8 @@ async def forget(
         "Forget turns recorded before this ISO 8601 time."))] = None,
     text: Annotated[str | None, Field(max_length=10_000, description=(
         "Forget every turn whose content contains this literal text (case-sensitive, "
-        "at least 4 characters), e.g. a leaked secret. Milestone labels and stored stage "
-        "traces that contain it are deleted too."))] = None,
+        "at least 4 characters), e.g. a leaked secret. Milestone labels that contain it "
+        "are deleted too (stage traces never hold text)."))] = None,
     reason: Annotated[str | None, Field(max_length=500, description=(
         "Why (recorded in the tombstones); default 'forgotten on request'."))] = None,
 ) -> Annotated[CallToolResult, Forgot]:

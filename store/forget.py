@@ -12,7 +12,6 @@ the file so that no page still holds the text: index merge, ``VACUUM``, WAL chec
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 from store.backend import Backend
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, index_keywords
 from store.provider_vectors import forget_provider_caches
-from store.runs import decode_trace
 from store.sql import Conn, Row, all_rows, first, id_list, where
 
 __all__ = [
@@ -33,7 +31,6 @@ __all__ = [
     "forget_turns",
     "matching_sql",
     "preceding_contents",
-    "purge_traces",
     "reindex_turn",
     "rewrite_brief",
     "scrub",
@@ -190,26 +187,6 @@ def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
     """Replace a turn's keyword index entry (its borrowed context words changed)."""
     conn.execute(DELETE_FTS, (exchange_id,))
     index_keywords(conn, exchange_id, session_id, content, context, dated)
-
-
-SELECT_RUN_PAGE = "SELECT seq, trace FROM runs WHERE seq > ? ORDER BY seq LIMIT ?"
-DELETE_RUN = "DELETE FROM runs WHERE seq = ?"
-_RUN_PAGE = 200
-
-
-def purge_traces(conn: Conn, text: str) -> int:
-    """Delete the stored stage traces that mention ``text`` (e.g. a search for it).
-    Call inside a write; reads a page of traces at a time."""
-    after, purged = 0, 0
-    while True:
-        page = all_rows(conn, SELECT_RUN_PAGE, (after, _RUN_PAGE))
-        for seq, blob in page:
-            if text in json.dumps(decode_trace(blob), ensure_ascii=False):
-                conn.execute(DELETE_RUN, (seq,))
-                purged += 1
-        if len(page) < _RUN_PAGE:
-            return purged
-        after = page[-1][0]
 
 
 SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",

@@ -3,7 +3,7 @@
 validate (confirm=true required) → resolve the session → forget in one transaction (the
 GraphRAG graph re-derived without the turns; tombstones; turns out of the store and both
 indexes; affected briefs rebuilt from their remaining sources; neighbours re-indexed;
-traces mentioning the text deleted) → scrub the file (index merge, VACUUM, checkpoint) →
+stage traces hold no text, so none is touched) → scrub the file (index merge, VACUUM, checkpoint) →
 reply.
 """
 

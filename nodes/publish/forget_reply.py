@@ -41,8 +41,6 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             parts.append("briefs removed " + ", ".join(map(str, gone["briefs_removed"])))
         if gone["milestones_removed"]:
             parts.append(f"{gone['milestones_removed']} milestone(s) removed")
-        if gone["traces_purged"]:
-            parts.append(f"{gone['traces_purged']} stage trace(s) that mentioned it deleted")
         if graph_part := _graph_part(gone["graph"]):
             parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")

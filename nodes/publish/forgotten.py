@@ -4,10 +4,10 @@ In the transaction: the GraphRAG graph re-derived around the turns (while their 
 still there: nodes.publish.forgotten_graph), tombstones, deletion from the store and
 both indexes (NAFE flags by cascade, sync origin rows moved into the tombstones), the
 briefs that cited a forgotten turn rebuilt from their remaining sources (or removed when none
-remain), the keyword entries of the next turns (which borrowed its words) rebuilt, and,
-when forgetting a literal text, the stored stage traces that mention it (a search for
-it, say) deleted. ``secure_delete`` zeroes the freed bytes; ``scrubbed_store`` then
-merges the keyword index and rewrites the file (VACUUM, checkpoint).
+remain), the keyword entries of the next turns (which borrowed its words) rebuilt. Stage
+traces hold no text (graphs.summary): there is none to purge. ``secure_delete`` zeroes
+the freed bytes; ``scrubbed_store`` then merges the keyword index and rewrites the file
+(VACUUM, checkpoint).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from store.forget import (
     following_turns,
     forget_turns,
     preceding_contents,
-    purge_traces,
     reindex_turn,
     rewrite_brief,
     scrub,
@@ -79,19 +78,17 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     selection = Selection(ids=tuple(forget["ids"]), session_id=forget["session_row"],
                           since=forget["since"], until=forget["until"], text=forget["text"])
     store = state.ctx.store
-    store.traces.flush()  # traces still in memory may mention the text: store them first
     with store.scrubbing(), store.write() as conn:
         graph = forget_graph(conn, selected_turns(conn, selection))
         gone = forget_turns(conn, selection, forget["reason"], time.time())
         rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
         reindexed = _reindex_followers(conn, gone)
-        purged = purge_traces(conn, forget["text"]) if forget["text"] else 0
     drop_caches(store)
     ids = [i for i, _ in gone.turns]
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
                           "sessions": len(gone.sessions), "briefs_rebuilt": rebuilt,
                           "briefs_removed": removed, "milestones_removed": gone.milestones,
-                          "reindexed": reindexed, "traces_purged": purged,
+                          "reindexed": reindexed,
                           "graph": graph}}
 
 
