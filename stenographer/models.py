@@ -230,6 +230,9 @@ class Forgot(BaseModel):
     graph: ForgotGraph
     vacuumed: bool
     log_emptied: bool
+    rewrite_pending: bool = Field(description=(
+        "Another connection still holds the old pages: the file rewrite finishes in the "
+        "background once it lets go (capture_status shows it pending, then done)."))
     trace: TraceOut
 
 

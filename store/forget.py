@@ -6,8 +6,9 @@ milestone and brief source rows, its sync origin row (kept in the tombstone). Wh
 GraphRAG derived is taken back first (store.forget_graph). The briefs that cited it
 are rewritten by the caller from their remaining sources (``brief_sources_of``,
 ``rewrite_brief``, ``delete_brief``), and the keyword entries of the turns right after
-it, which borrowed its words, are rebuilt (``reindex_turn``). ``scrub`` then rewrites
-the file so that no page still holds the text: index merge, ``VACUUM``, WAL checkpoint.
+it, which borrowed its words, are rebuilt (``reindex_turn``). ``store.rewrite`` then
+rewrites the file so that no page still holds the text: index merge, ``VACUUM``, WAL
+checkpoint.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ __all__ = [
     "preceding_contents",
     "reindex_turn",
     "rewrite_brief",
-    "scrub",
     "selected_turns",
 ]
 
@@ -189,33 +189,8 @@ def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
     index_keywords(conn, exchange_id, session_id, content, context, dated)
 
 
-SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
-                   "signal_flags")
-OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
-
-
 def drop_caches(store: Backend) -> None:
     """Forget this process's in-memory vector copies (they still hold deleted turns)."""
     store.vectors.forget()
     forget_provider_caches(store)
 
-
-def scrub(store: Backend) -> bool:
-    """Rewrite the file without the deleted pages; True when the write-ahead log was
-    emptied too (a reader in another process can hold it until it finishes).
-
-    The keyword index keeps deleted entries until its segments merge ('optimize');
-    ``VACUUM`` rebuilds the file from live rows only; the TRUNCATE checkpoint copies
-    it back and empties the log, which still held the old pages.
-    """
-    if store.dialect == "postgresql":
-        with store.exclusive() as conn:  # dead rows reclaimed; VACUUM FULL would lock out
-            for table in SCRUBBED_TABLES:  # every other server for the whole rewrite
-                conn.execute(f"VACUUM {table}")
-        return False
-    with store.write() as conn:
-        conn.execute(OPTIMIZE_FTS)
-    with store.exclusive() as conn:
-        conn.execute("VACUUM")
-        row = first(conn, "PRAGMA wal_checkpoint(TRUNCATE)")
-    return row is not None and row[0] == 0

@@ -6,8 +6,9 @@ both indexes (NAFE flags by cascade, sync origin rows moved into the tombstones)
 briefs that cited a forgotten turn rebuilt from their remaining sources (or removed when none
 remain), the keyword entries of the next turns (which borrowed its words) rebuilt. Stage
 traces hold no text (graphs.summary): there is none to purge. ``secure_delete`` zeroes
-the freed bytes; ``scrubbed_store`` then merges the keyword index and rewrites the file
-(VACUUM, checkpoint).
+the freed bytes, and the rewrite is marked pending. ``scrubbed_store`` then merges the
+keyword index and rewrites the file (VACUUM, checkpoint; store.rewrite): what another
+connection's read snapshot holds up, or a crash interrupts, is finished later.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from store.forget import (
     preceding_contents,
     reindex_turn,
     rewrite_brief,
-    scrub,
     selected_turns,
 )
 from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
+from store.rewrite import mark_rewrite_pending
 from store.search import dated_terms
 from store.sql import Conn
 
@@ -80,9 +81,12 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     store = state.ctx.store
     with store.scrubbing(), store.write() as conn:
         graph = forget_graph(conn, selected_turns(conn, selection))
-        gone = forget_turns(conn, selection, forget["reason"], time.time())
+        now = time.time()
+        gone = forget_turns(conn, selection, forget["reason"], now)
         rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
         reindexed = _reindex_followers(conn, gone)
+        if gone.turns and forget["vacuum"]:
+            mark_rewrite_pending(conn, now)  # done by scrubbed_store, or after a crash
     drop_caches(store)
     ids = [i for i, _ in gone.turns]
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
@@ -93,8 +97,11 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
 
 
 def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """Rewrite the file when something was forgotten (and the caller did not opt out)."""
+    """Rewrite the file when something was forgotten (and the caller did not opt out);
+    what a reader holds up is finished in the background (``rewrite_pending``)."""
     if not state.get("forgotten")["count"] or not state.get("forget")["vacuum"]:
-        return {"scrubbed": {"vacuumed": False, "log_emptied": False}}
-    emptied = scrub(state.ctx.store)
-    return {"scrubbed": {"vacuumed": True, "log_emptied": emptied}}
+        return {"scrubbed": {"vacuumed": False, "log_emptied": False,
+                             "rewrite_pending": False}}
+    done = state.ctx.store.file_rewrite.run()
+    return {"scrubbed": {"vacuumed": done.vacuumed, "log_emptied": done.log_emptied,
+                         "rewrite_pending": done.pending}}
