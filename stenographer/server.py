@@ -77,11 +77,9 @@ class AppLoader:
             except Exception as ex:
                 print(f"omega-stenographer: unfinished compression not completed: {ex}",
                       file=sys.stderr)
-            try:  # and a file rewrite after a forget (in the background)
-                self._app.store.file_rewrite.resume()
-            except Exception as ex:
-                print(f"omega-stenographer: unfinished file rewrite not resumed: {ex}",
-                      file=sys.stderr)
+            # Finish, in the background, file rewrites after a forget that another
+            # process (or this store's last server) left pending.
+            self._app.store.file_rewrite.watch()
             if self._app.settings.sync_peer is not None:
                 from stenographer.sync import BackgroundPush
 

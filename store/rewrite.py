@@ -9,8 +9,9 @@ file and the log keep them until it lets go.
 
 The rewrite is therefore recorded as pending in ``meta`` in the forget's own
 transaction, and ``FileRewrite`` (one per store) finishes it: at once when it can, else
-retried in the background (quickly, without waiting on readers) until it succeeds, and
-resumed by the next server start when this process stopped first. ``rewrite_status``
+retried in the background (quickly, without waiting on readers) until it succeeds; a
+server also finishes what another process left pending (a forget on the command line,
+a process that stopped first). ``rewrite_status``
 says pending since when, or done when, to any process (``stenographer status``).
 PostgreSQL vacuums the affected tables instead: its files and its log are the server's.
 """
@@ -43,12 +44,17 @@ __all__ = [
 FIRST_WAIT_MS = 1_000  # how long a forget waits for readers before leaving it to retries
 RETRY_FIRST_S, RETRY_MAX_S = 0.1, 2.0  # background retries: doubling delays
 
-PENDING, DONE = "rewrite_pending", "rewrite_done"  # meta keys; values: unix times
+WATCH_S = 2.0  # a server checks this often for rewrites that other processes left
+
+# meta keys: the pending rewrite's mark (the forget's unix time), the mark whose VACUUM
+# already ran (only the checkpoint is left), when the last rewrite was done.
+PENDING, VACUUMED, DONE = "rewrite_pending", "rewrite_vacuumed", "rewrite_done"
 SET_META = """
 INSERT INTO meta(key, value) VALUES (?, ?)
 ON CONFLICT(key) DO UPDATE SET value = excluded.value"""
-SELECT_PENDING = f"SELECT value FROM meta WHERE key = '{PENDING}'"
+DELETE_META = "DELETE FROM meta WHERE key = ?"
 DELETE_PENDING = f"DELETE FROM meta WHERE key = '{PENDING}' AND value = ?"
+SELECT_MARKS = f"SELECT key, value FROM meta WHERE key IN ('{PENDING}', '{VACUUMED}')"
 SELECT_REWRITE = f"SELECT key, value FROM meta WHERE key IN ('{PENDING}', '{DONE}')"
 
 SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
@@ -114,76 +120,88 @@ def scrub(store: Backend, *, vacuum: bool, wait_ms: int) -> Rewritten:
 
 
 class FileRewrite:
-    """Finishes a pending rewrite of one store: now, or in the background. Thread-safe."""
+    """Finishes the pending rewrite of one store: now, or in the background. Thread-safe.
+
+    What is pending, and whether its ``VACUUM`` already ran, is read from ``meta`` at
+    every attempt, so any process can finish what another one began.
+    """
 
     def __init__(self, store: Backend) -> None:
         self._store = store
         self._lock = threading.Lock()
+        self._wake = threading.Event()  # a rewrite to retry now
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._deletions = 0  # forgets this process rewrote after (a generation count)
-        self._vacuumed = False  # the file was rebuilt since the latest of them
+        self._watching = False  # keep checking for rewrites other processes left
 
     def run(self) -> Rewritten:
         """Rewrite the file (after a forget marked it pending). What other connections
         hold up is finished in the background."""
-        with self._lock:
-            self._deletions += 1
-            self._vacuumed = False
-            deletions = self._deletions
-        result = self._attempt(True, FIRST_WAIT_MS, deletions)
+        result = self._attempt(FIRST_WAIT_MS)
         if result.pending:
             self._start()
         return result
 
-    def resume(self) -> bool:
-        """Finish, in the background, a rewrite that a stopped process left pending;
-        True when there was one."""
-        with self._store.read() as conn:
-            pending: bool = rewrite_status(conn)["state"] == "pending"
-        if pending:
-            self._start()
-        return pending
-
-    def _attempt(self, vacuum: bool, wait_ms: int, deletions: int) -> Rewritten:
-        with self._store.read() as conn:
-            row = first(conn, SELECT_PENDING)
-        marked = None if row is None else row[0]  # a later forget's mark stays
-        result = scrub(self._store, vacuum=vacuum, wait_ms=wait_ms)
+    def watch(self) -> None:
+        """Finish any rewrite left pending, now and whenever one shows up: by a process
+        that stopped first, or by a forget in a process that exits (the command line).
+        Servers call it at start; a check is one read of ``meta`` every WATCH_S."""
         with self._lock:
-            if result.vacuumed and deletions == self._deletions:
-                self._vacuumed = True
-        if not result.pending:
-            with self._store.write() as conn:
-                conn.execute(DELETE_PENDING, (marked,))
-                conn.execute(SET_META, (DONE, repr(time.time())))
+            self._watching = True
+        self._start()
+
+    def _attempt(self, wait_ms: int) -> Rewritten:
+        with self._store.read() as conn:
+            marks = {str(k): str(v) for k, v in all_rows(conn, SELECT_MARKS)}
+        mark = marks.get(PENDING)  # a later forget's mark differs: it stays pending
+        if mark is None:
+            return Rewritten(vacuumed=False, log_emptied=False, pending=False)
+        result = scrub(self._store, vacuum=marks.get(VACUUMED) != mark, wait_ms=wait_ms)
+        if result.pending:
+            if result.vacuumed:  # the next attempt, in any process, only checkpoints
+                with self._store.write() as conn:
+                    conn.execute(SET_META, (VACUUMED, mark))
+            return result
+        with self._store.write() as conn:
+            conn.execute(DELETE_PENDING, (mark,))
+            conn.execute(DELETE_META, (VACUUMED,))
+            conn.execute(SET_META, (DONE, repr(time.time())))
         return result
 
     def _start(self) -> None:
         with self._lock:
-            running = self._thread is not None and self._thread.is_alive()
-            if running or self._stop.is_set():
-                return
-            self._thread = threading.Thread(target=self._retry, name="steno-rewrite",
-                                            daemon=True)
-            self._thread.start()
+            self._wake.set()
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._loop, name="steno-rewrite",
+                                                daemon=True)
+                self._thread.start()
 
-    def _retry(self) -> None:
+    def _loop(self) -> None:
         delay = RETRY_FIRST_S
-        while not self._stop.wait(delay):
-            with self._lock:
-                vacuum, deletions = not self._vacuumed, self._deletions
+        while True:
+            if self._wake.wait(delay):
+                self._wake.clear()
+                delay = RETRY_FIRST_S
+            if self._stop.is_set():
+                return
             try:
-                if not self._attempt(vacuum, 0, deletions).pending:
-                    return
+                pending = self._attempt(0).pending
             except (apsw.Error, StoreError):  # busy, or the store is closing: next round
-                pass
-            delay = min(delay * 2, RETRY_MAX_S)
+                pending = True
+            if pending:
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            with self._lock:  # a wake-up set under the lock is never missed
+                if not self._watching and not self._wake.is_set():
+                    self._thread = None
+                    return
+            delay = WATCH_S
 
     def close(self) -> None:
-        """Stop retrying (a rewrite left pending is resumed by the next server start)."""
-        self._stop.set()
+        """Stop retrying (a rewrite still pending is finished by the next server)."""
         with self._lock:
+            self._stop.set()
+            self._wake.set()
             thread = self._thread
         if thread is not None:
             thread.join()

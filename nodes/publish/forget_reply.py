@@ -36,7 +36,8 @@ def _rewrite_part(scrubbed: Mapping[str, Any], dialect: str, vacuum: bool) -> st
         return ("file rewrite pending: another connection holds a read snapshot (or a "
                 "write) that still needs the old pages, so steno.db and its write-ahead "
                 "log keep them until it lets go; the rewrite is retried in the background "
-                "until it completes (stenographer status shows when)")
+                "(by this process, or by any server on the store) until it completes "
+                "(stenographer status shows when)")
     return "file rewritten (VACUUM) and its write-ahead log emptied"
 
 

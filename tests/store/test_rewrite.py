@@ -1,6 +1,6 @@
 """A file rewrite that a reader holds up outlives the process that forgot: the store
-records it pending, and the next process to resume it finishes it once the reader lets
-go (a server does at start)."""
+records it pending, and a process watching for pending rewrites (a server) finishes it
+once the reader lets go."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.bytescan import places_holding
 MARKER = "Orsinthal-Quickbeam"
 
 
-def test_a_pending_rewrite_left_by_a_stopped_process_is_resumed(tmp_path: Path):
+def test_a_rewrite_left_pending_by_a_stopped_process_is_finished_by_the_next(tmp_path: Path):
     app = open_app(Settings(data_dir=tmp_path))
     reader = apsw.Connection(str(tmp_path / "steno.db"))  # another connection, one snapshot
     try:
@@ -34,14 +34,13 @@ def test_a_pending_rewrite_left_by_a_stopped_process_is_resumed(tmp_path: Path):
         status, _ = app.run("status", {})
         assert status["status"]["store"]["rewrite"]["state"] == "pending"
         assert places_holding(tmp_path, MARKER)  # the reader still needs the old pages
+        app.store.file_rewrite.watch()
         reader.execute("COMMIT")
-        assert app.store.file_rewrite.resume()
         deadline = time.monotonic() + 30
         while app.run("status", {})[0]["status"]["store"]["rewrite"]["state"] != "done":
             assert time.monotonic() < deadline, "the resumed rewrite did not finish"
             time.sleep(0.05)
         assert places_holding(tmp_path, MARKER) == []
-        assert not app.store.file_rewrite.resume()  # nothing left to do
     finally:
         app.close()
         reader.close()
