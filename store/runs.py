@@ -17,7 +17,7 @@ from typing import Any
 import zstandard
 
 from store.sql import Conn, all_rows, first, one
-from store.trace_dictionary import TRACE_DICTIONARY_V1
+from store.trace_dictionary import TRACE_DICTIONARY_V1, TRACE_DICTIONARY_V2
 
 __all__ = [
     "PRUNE_EVERY",
@@ -42,11 +42,16 @@ SELECT_RECENT = """
 SELECT run_id, graph, status, started_at, duration_ms FROM runs
 WHERE (?1 IS NULL OR graph = ?1) ORDER BY seq DESC LIMIT ?2"""
 
-_DICTIONARY_V1 = b"\x01"  # format byte: compressed with TRACE_DICTIONARY_V1
-_dictionary = zstandard.ZstdCompressionDict(TRACE_DICTIONARY_V1,
-                                            dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-_compressor = zstandard.ZstdCompressor(level=3, dict_data=_dictionary, write_checksum=False)
-_decompressors = {_DICTIONARY_V1: zstandard.ZstdDecompressor(dict_data=_dictionary)}
+# Format bytes: compressed with TRACE_DICTIONARY_V1, V2 (written now).
+_DICTIONARIES = {b"\x01": TRACE_DICTIONARY_V1, b"\x02": TRACE_DICTIONARY_V2}
+_FORMAT = b"\x02"
+_decompressors = {
+    mark: zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(
+        raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT))
+    for mark, raw in _DICTIONARIES.items()}
+_compressor = zstandard.ZstdCompressor(
+    level=3, write_checksum=False, dict_data=zstandard.ZstdCompressionDict(
+        _DICTIONARIES[_FORMAT], dict_type=zstandard.DICT_TYPE_RAWCONTENT))
 _plain = zstandard.ZstdDecompressor()
 
 
@@ -66,7 +71,7 @@ def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
 
 def encode_trace(trace: dict[str, Any]) -> bytes:
     """A trace as the blob stored for it."""
-    return _DICTIONARY_V1 + _compressor.compress(
+    return _FORMAT + _compressor.compress(
         json.dumps(trace, separators=(",", ":")).encode())
 
 

@@ -2,7 +2,7 @@
 through every compressed stream found in it, case-insensitively.
 
 A compressed value is found by its magic bytes wherever it starts: zstd frames (also
-with the stored traces' dictionary, which raw-content frames need), zlib and gzip
+with each of the stored traces' dictionaries, which raw-content frames need), zlib and gzip
 streams; what they decompress to is searched too, and decompressed once more.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import zstandard
 
-from store.trace_dictionary import TRACE_DICTIONARY_V1
+from store.trace_dictionary import TRACE_DICTIONARY_V1, TRACE_DICTIONARY_V2
 
 __all__ = ["places_holding"]
 
@@ -23,9 +23,10 @@ ZLIB_HEADERS = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda")
 GZIP_MAGIC = b"\x1f\x8b\x08"
 MAX_OUTPUT = 64 << 20  # a bogus header never makes a decompressor allocate more
 
-_ZSTD = (zstandard.ZstdDecompressor(),
-         zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(
-             TRACE_DICTIONARY_V1, dict_type=zstandard.DICT_TYPE_RAWCONTENT)))
+_ZSTD = (zstandard.ZstdDecompressor(), *(
+    zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(
+        raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT))
+    for raw in (TRACE_DICTIONARY_V1, TRACE_DICTIONARY_V2)))
 
 
 def _offsets(data: bytes, magic: bytes) -> Iterator[int]:
