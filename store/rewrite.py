@@ -11,8 +11,8 @@ The rewrite is therefore recorded as pending in ``meta`` in the forget's own
 transaction, and ``FileRewrite`` (one per store) finishes it: at once when it can, else
 retried in the background (quickly, without waiting on readers) until it succeeds; a
 server also finishes what another process left pending (a forget on the command line,
-a process that stopped first). ``rewrite_status``
-says pending since when, or done when, to any process (``stenographer status``).
+a process that stopped first). ``rewrite_status`` says pending since when, or done
+when, to any process (``stenographer status``).
 PostgreSQL vacuums the affected tables instead: its files and its log are the server's.
 """
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from store.backend import Backend
 
 __all__ = [
+    "REWRITE_KEYS",
     "FileRewrite",
     "Rewritten",
     "mark_rewrite_pending",
@@ -49,6 +50,7 @@ WATCH_S = 2.0  # a server checks this often for rewrites that other processes le
 # meta keys: the pending rewrite's mark (the forget's unix time), the mark whose VACUUM
 # already ran (only the checkpoint is left), when the last rewrite was done.
 PENDING, VACUUMED, DONE = "rewrite_pending", "rewrite_vacuumed", "rewrite_done"
+REWRITE_KEYS = (PENDING, VACUUMED, DONE)  # they describe one store's file: never copied
 SET_META = """
 INSERT INTO meta(key, value) VALUES (?, ?)
 ON CONFLICT(key) DO UPDATE SET value = excluded.value"""

@@ -4,6 +4,7 @@ once the reader lets go."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import apsw
 
 from stenographer.app import open_app
 from stenographer.settings import Settings
+from store.backend import open_store
+from store.rewrite import REWRITE_KEYS
 from tests.bytescan import places_holding
 
 MARKER = "Orsinthal-Quickbeam"
@@ -44,3 +47,23 @@ def test_a_rewrite_left_pending_by_a_stopped_process_is_finished_by_the_next(tmp
     finally:
         app.close()
         reader.close()
+
+
+def test_a_copy_of_the_store_does_not_inherit_the_state_of_its_file(tmp_path: Path):
+    app = open_app(Settings(data_dir=tmp_path / "a"))
+    target = open_store(tmp_path / "b" / "steno.db")
+    try:
+        out, _ = app.run("ingest", {"role": "user", "session_id": "s", "content": "gone"})
+        app.run("forget", {"exchange_ids": [out["reply"]["exchange_id"]], "confirm": True})
+        copying = dataclasses.replace(app.ctx, store=target, source=app.store)
+        out, _ = app.graphs.run("migrate", {"request": {"batch": 500}}, copying)
+        assert out["reply"]["table"] == "meta"  # the first page
+        with app.store.read() as conn:
+            source = dict(conn.execute("SELECT key, value FROM meta"))
+        with target.read() as conn:
+            copied = dict(conn.execute("SELECT key, value FROM meta"))
+        assert source["rewrite_done"] and copied["store_id"] == source["store_id"]
+        assert not set(REWRITE_KEYS) & set(copied)
+    finally:
+        target.close()
+        app.close()
