@@ -1,8 +1,10 @@
 """The graph runner: compiles each definition once and runs it with a stage trace.
 
 The trace is recorded in one place, ``_FnNode.run`` (the adapter around every node),
-and never by nodes. Runs are synchronous (``engine.run``) on the caller's thread, with a
-fresh id per run and no checkpoint store (see docs/neograph.md: rules 1-4).
+and never by nodes; what it says of each value written and of an error comes from
+``graphs.summary`` (kind and size, never text). Runs are synchronous (``engine.run``)
+on the caller's thread, with a fresh id per run and no checkpoint store (see
+docs/neograph.md: rules 1-4).
 
 The same adapter keeps bulk values out of the engine's state (rule 5): every crossing
 of a channel value into or out of the engine is a deep JSON copy, so lists, dicts and
@@ -15,7 +17,6 @@ element by element, so the engine's append reducer still concatenates.
 from __future__ import annotations
 
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,31 +24,15 @@ from typing import Any
 
 import neograph_engine as ng
 
+from graphs.summary import error_summary, value_summary
 from nodes.context import NodeFn, RunContext, Writes
 
 __all__ = ["Graphs", "Trace"]
 
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
-_SUMMARY_CHARS = 80
 _HELD = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
 _SHORT = 64  # strings up to this length cross the engine as they are
-
-
-def _summary(value: Any) -> str:
-    """A short description of a channel write: small values in full, large ones by size."""
-    if isinstance(value, str):
-        text = json.dumps(value[:_SUMMARY_CHARS], ensure_ascii=False)
-    elif isinstance(value, list) and value:
-        text = f"[{len(value)} items]"
-    elif isinstance(value, dict) and len(value) > 4:
-        text = "{" + ", ".join(map(str, list(value)[:8])) + ("…}" if len(value) > 8 else "}")
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
 
 
 class _Held:
@@ -137,11 +122,11 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
             held = self.graphs.held
             out: Writes = self.fn(_View(inp.state.get, held, self.graphs.contexts[run_id]),
                                   self.cfg)
-            rec["writes"] = {k: _summary(v) for k, v in out.items()}
+            rec["writes"] = {k: value_summary(v) for k, v in out.items()}
             return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends))
                     for k, v in out.items()]
         except Exception as ex:
-            rec["error"] = f"{type(ex).__name__}: {ex}"[:500]
+            rec["error"] = error_summary(ex)
             raise
         finally:
             rec["duration_ms"] = round((time.perf_counter() - started) * 1e3, 3)

@@ -75,7 +75,8 @@ class Trace(BaseModel):
 
 TraceOut = Annotated[Trace, shape_only(Trace, (
     "Stage trace of the graph run behind this call (each stage: {node, step, duration_ms, "
-    "writes: {channel: summary}, error}; read it again as "
+    "writes: {channel: the value's kind and size, never its text}, error: its kind}; "
+    "read it again as "
     "omega-stenographer://runs/{run_id})"))]
 
 
@@ -226,10 +227,12 @@ class Forgot(BaseModel):
     briefs_removed: list[int]
     milestones_removed: int
     reindexed: int = Field(description="Later turns whose keyword entry was rebuilt.")
-    traces_purged: int
     graph: ForgotGraph
     vacuumed: bool
     log_emptied: bool
+    rewrite_pending: bool = Field(description=(
+        "Another connection still holds the old pages: the file rewrite finishes in the "
+        "background once it lets go (capture_status shows it pending, then done)."))
     trace: TraceOut
 
 

@@ -77,6 +77,9 @@ class AppLoader:
             except Exception as ex:
                 print(f"omega-stenographer: unfinished compression not completed: {ex}",
                       file=sys.stderr)
+            # Finish, in the background, file rewrites after a forget that another
+            # process (or this store's last server) left pending.
+            self._app.store.file_rewrite.watch()
             if self._app.settings.sync_peer is not None:
                 from stenographer.sync import BackgroundPush
 
@@ -330,7 +333,8 @@ async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, C
     coordination bus (state: ok, missing, locked, corrupt, unusable; shutdown events
     unacknowledged and recorded; this process's last error and back-off; turns
     published as STENO_EXCHANGE events: delivered, pending, last success and error) and store
-    counts (sessions, exchanges, briefs, size). Read-only; about 1.5 KB.
+    counts (sessions, exchanges, briefs, size; the file rewrite after a forget: pending
+    or done). Read-only; about 1.5 KB.
     """
     out, trace = await _run(ctx, "status", {})
     return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
@@ -377,8 +381,8 @@ async def forget(
         "Forget turns recorded before this ISO 8601 time."))] = None,
     text: Annotated[str | None, Field(max_length=10_000, description=(
         "Forget every turn whose content contains this literal text (case-sensitive, "
-        "at least 4 characters), e.g. a leaked secret. Milestone labels and stored stage "
-        "traces that contain it are deleted too."))] = None,
+        "at least 4 characters), e.g. a leaked secret. Milestone labels that contain it "
+        "are deleted too (stage traces never hold text)."))] = None,
     reason: Annotated[str | None, Field(max_length=500, description=(
         "Why (recorded in the tombstones); default 'forgotten on request'."))] = None,
 ) -> Annotated[CallToolResult, Forgot]:
@@ -388,7 +392,9 @@ async def forget(
     cited them are rebuilt from their remaining sources (removed when none remain); a
     tombstone per turn records its id, hashes, time and reason, never its content, so
     the provenance chain and the audit stay whole. The file is then rewritten (VACUUM)
-    so that the text is not recoverable from it. The forgotten text is never echoed.
+    so that the text is not recoverable from it; while another connection holds a read
+    snapshot of the old pages, the rewrite finishes in the background once it lets go
+    (rewrite_pending; capture_status shows it). The forgotten text is never echoed.
 
     Returns `Forgot N turn(s) ...` or `Nothing forgotten: ...`; the structured result
     lists ids (first 1000), rebuilt and removed briefs. Takes seconds on a large store

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from store.errors import InvalidInput
+from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.sql import Conn
 from store.vectors import VectorCache
@@ -28,6 +29,7 @@ class Backend(Protocol):
     data_dir: Path  # where the process keeps its own files (capture locks, the bus)
     vectors: VectorCache
     traces: TraceBuffer
+    file_rewrite: FileRewrite  # finishes the rewrite after a forget (store.rewrite)
 
     def read(self) -> AbstractContextManager[Conn]: ...
     def write(self) -> AbstractContextManager[Conn]: ...

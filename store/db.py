@@ -19,6 +19,7 @@ import sqlite_vec
 
 from store.errors import StoreError
 from store.migrations import migrate
+from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.vectors import VectorCache
 
@@ -54,6 +55,7 @@ class Store:
         self.data_dir = self.path.parent
         self.vectors = VectorCache(vector_dim)
         self.traces = TraceBuffer(self.write)
+        self.file_rewrite = FileRewrite(self)
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -148,6 +150,7 @@ class Store:
             conn.execute("COMMIT")
 
     def close(self) -> None:
+        self.file_rewrite.close()
         self.traces.close()
         self._closed = True
         with self._all_lock:

@@ -6,13 +6,13 @@ milestone and brief source rows, its sync origin row (kept in the tombstone). Wh
 GraphRAG derived is taken back first (store.forget_graph). The briefs that cited it
 are rewritten by the caller from their remaining sources (``brief_sources_of``,
 ``rewrite_brief``, ``delete_brief``), and the keyword entries of the turns right after
-it, which borrowed its words, are rebuilt (``reindex_turn``). ``scrub`` then rewrites
-the file so that no page still holds the text: index merge, ``VACUUM``, WAL checkpoint.
+it, which borrowed its words, are rebuilt (``reindex_turn``). ``store.rewrite`` then
+rewrites the file so that no page still holds the text: index merge, ``VACUUM``, WAL
+checkpoint.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from store.backend import Backend
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, index_keywords
 from store.provider_vectors import forget_provider_caches
-from store.runs import decode_trace
 from store.sql import Conn, Row, all_rows, first, id_list, where
 
 __all__ = [
@@ -33,10 +32,8 @@ __all__ = [
     "forget_turns",
     "matching_sql",
     "preceding_contents",
-    "purge_traces",
     "reindex_turn",
     "rewrite_brief",
-    "scrub",
     "selected_turns",
 ]
 
@@ -192,53 +189,8 @@ def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
     index_keywords(conn, exchange_id, session_id, content, context, dated)
 
 
-SELECT_RUN_PAGE = "SELECT seq, trace FROM runs WHERE seq > ? ORDER BY seq LIMIT ?"
-DELETE_RUN = "DELETE FROM runs WHERE seq = ?"
-_RUN_PAGE = 200
-
-
-def purge_traces(conn: Conn, text: str) -> int:
-    """Delete the stored stage traces that mention ``text`` (e.g. a search for it).
-    Call inside a write; reads a page of traces at a time."""
-    after, purged = 0, 0
-    while True:
-        page = all_rows(conn, SELECT_RUN_PAGE, (after, _RUN_PAGE))
-        for seq, blob in page:
-            if text in json.dumps(decode_trace(blob), ensure_ascii=False):
-                conn.execute(DELETE_RUN, (seq,))
-                purged += 1
-        if len(page) < _RUN_PAGE:
-            return purged
-        after = page[-1][0]
-
-
-SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
-                   "signal_flags")
-OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
-
-
 def drop_caches(store: Backend) -> None:
     """Forget this process's in-memory vector copies (they still hold deleted turns)."""
     store.vectors.forget()
     forget_provider_caches(store)
 
-
-def scrub(store: Backend) -> bool:
-    """Rewrite the file without the deleted pages; True when the write-ahead log was
-    emptied too (a reader in another process can hold it until it finishes).
-
-    The keyword index keeps deleted entries until its segments merge ('optimize');
-    ``VACUUM`` rebuilds the file from live rows only; the TRUNCATE checkpoint copies
-    it back and empties the log, which still held the old pages.
-    """
-    if store.dialect == "postgresql":
-        with store.exclusive() as conn:  # dead rows reclaimed; VACUUM FULL would lock out
-            for table in SCRUBBED_TABLES:  # every other server for the whole rewrite
-                conn.execute(f"VACUUM {table}")
-        return False
-    with store.write() as conn:
-        conn.execute(OPTIMIZE_FTS)
-    with store.exclusive() as conn:
-        conn.execute("VACUUM")
-        row = first(conn, "PRAGMA wal_checkpoint(TRUNCATE)")
-    return row is not None and row[0] == 0

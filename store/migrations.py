@@ -486,6 +486,20 @@ def m012_compact_storage(conn: apsw.Connection) -> None:
         conn.execute(SET_RUN_TRACE, (encode_trace(decode_trace(blob)), seq))
 
 
+def m013_traces_without_text(conn: apsw.Connection) -> None:
+    """Stage traces stored by earlier versions quoted the values their stages wrote (a
+    turn's neighbours' words, queries, replies, error messages): each keeps its run and
+    loses those texts (``store.runs.without_text``), so that a forgotten turn survives
+    in no trace. The rewritten rows zero the bytes they free (``secure_delete``)."""
+    from store.runs import strip_stored_traces
+
+    conn.execute("PRAGMA secure_delete=ON")
+    try:
+        strip_stored_traces(conn)
+    finally:
+        conn.execute("PRAGMA secure_delete=FAST")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -499,6 +513,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m010_forget_derived,
     m011_bus_outbox,
     m012_compact_storage,
+    m013_traces_without_text,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

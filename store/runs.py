@@ -9,6 +9,7 @@ never with a format byte) and are read as they are.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import zstandard
 
 from store.sql import Conn, all_rows, first, one
-from store.trace_dictionary import TRACE_DICTIONARY_V1
+from store.trace_dictionary import TRACE_DICTIONARY_V1, TRACE_DICTIONARY_V2
 
 __all__ = [
     "PRUNE_EVERY",
@@ -26,6 +27,8 @@ __all__ = [
     "load_trace",
     "recent_runs",
     "save_trace",
+    "strip_stored_traces",
+    "without_text",
 ]
 
 PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
@@ -39,11 +42,16 @@ SELECT_RECENT = """
 SELECT run_id, graph, status, started_at, duration_ms FROM runs
 WHERE (?1 IS NULL OR graph = ?1) ORDER BY seq DESC LIMIT ?2"""
 
-_DICTIONARY_V1 = b"\x01"  # format byte: compressed with TRACE_DICTIONARY_V1
-_dictionary = zstandard.ZstdCompressionDict(TRACE_DICTIONARY_V1,
-                                            dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-_compressor = zstandard.ZstdCompressor(level=3, dict_data=_dictionary, write_checksum=False)
-_decompressors = {_DICTIONARY_V1: zstandard.ZstdDecompressor(dict_data=_dictionary)}
+# Format bytes: compressed with TRACE_DICTIONARY_V1, V2 (written now).
+_DICTIONARIES = {b"\x01": TRACE_DICTIONARY_V1, b"\x02": TRACE_DICTIONARY_V2}
+_FORMAT = b"\x02"
+_decompressors = {
+    mark: zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(
+        raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT))
+    for mark, raw in _DICTIONARIES.items()}
+_compressor = zstandard.ZstdCompressor(
+    level=3, write_checksum=False, dict_data=zstandard.ZstdCompressionDict(
+        _DICTIONARIES[_FORMAT], dict_type=zstandard.DICT_TYPE_RAWCONTENT))
 _plain = zstandard.ZstdDecompressor()
 
 
@@ -63,7 +71,7 @@ def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
 
 def encode_trace(trace: dict[str, Any]) -> bytes:
     """A trace as the blob stored for it."""
-    return _DICTIONARY_V1 + _compressor.compress(
+    return _FORMAT + _compressor.compress(
         json.dumps(trace, separators=(",", ":")).encode())
 
 
@@ -74,6 +82,45 @@ def decode_trace(blob: bytes) -> dict[str, Any]:
     text = _plain.decompress(data) if decompressor is None else decompressor.decompress(data[1:])
     trace: dict[str, Any] = json.loads(text)
     return trace
+
+
+# What the summaries of earlier versions held that is not text: counts, numbers, flags,
+# a dict's field names. They quoted every string's first 80 characters (a turn's
+# neighbours' words, queries, replies) and every error message; today's summaries
+# (graphs.summary) never do.
+_KEPT_SUMMARY = re.compile(
+    r"\[\]|\[\d+ items\]|\{\}|true|false|null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"|\{[a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*…?\}")
+_ERROR_KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+TEXT_NOT_KEPT = "(text not kept)"
+
+
+def without_text(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace stored by an earlier version, its texts removed: each run keeps its id,
+    graph, status, stages and durations, and the summaries that are counts or names."""
+    stages = []
+    for stage in trace["stages"]:
+        error = stage.get("error")
+        if error is not None:
+            kind = str(error).split(":", 1)[0]
+            error = (f"{kind}: " if _ERROR_KIND.fullmatch(kind) else "") + "(message not kept)"
+        writes = {channel: summary if _KEPT_SUMMARY.fullmatch(summary) else TEXT_NOT_KEPT
+                  for channel, summary in stage["writes"].items()}
+        stages.append({**stage, "writes": writes, "error": error})
+    return {**trace, "stages": stages}
+
+
+SELECT_ALL_TRACES = "SELECT seq, trace FROM runs ORDER BY seq"
+SET_TRACE = "UPDATE runs SET trace = ? WHERE seq = ?"
+
+
+def strip_stored_traces(conn: Conn) -> int:
+    """Rewrite every stored trace ``without_text`` (a migration of both backends);
+    returns how many. Call inside a write."""
+    rows = all_rows(conn, SELECT_ALL_TRACES)
+    for seq, blob in rows:
+        conn.execute(SET_TRACE, (encode_trace(without_text(decode_trace(blob))), seq))
+    return len(rows)
 
 
 def load_trace(conn: Conn, run_id: str) -> dict[str, Any] | None:

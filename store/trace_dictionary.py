@@ -1,18 +1,22 @@
-"""The zstd dictionary that stored stage traces are compressed with (``store.runs``).
+"""The zstd dictionaries that stored stage traces are compressed with (``store.runs``).
 
-A stage trace is ~1.5 KB of JSON whose keys, node names and write summaries repeat
-from run to run; compressed alone it takes ~640 bytes, against ~220 with this
+A stage trace is ~1.3 KB of JSON whose keys, node names and write summaries repeat
+from run to run; compressed alone it takes ~500 bytes, against ~130-160 with a
 dictionary as a shared history (raw content: typical traces of the notes, guard,
 search and ingest graphs, the most frequent last, where zstd reaches them cheapest).
 
+V1 holds traces of the summaries that quoted text; V2 those of today's summaries by
+kind and size (graphs.summary), which it compresses to ~155 bytes an ingest and ~130 a
+search or guard (V1: ~258 and ~245).
+
 FROZEN: a trace written with a dictionary can only be read with the same bytes. To
-change it, add a new constant and format byte in ``store.runs`` and keep this one for
-the traces already stored.
+change it, add a new constant and format byte in ``store.runs`` and keep the old ones
+for the traces already stored.
 """
 
 from __future__ import annotations
 
-__all__ = ["TRACE_DICTIONARY_V1"]
+__all__ = ["TRACE_DICTIONARY_V1", "TRACE_DICTIONARY_V2"]
 
 TRACE_DICTIONARY_V1 = (
     b'{"run_id":"28b7526bd6db420abc082162904e1dec","graph":"notes","status":"Completed","duratio'
@@ -97,4 +101,90 @@ TRACE_DICTIONARY_V1 = (
     b'compression_due":"false","session_row":"18"},"error":null,"duration_ms":0.589},{"node":"re'
     b'ply","step":9,"writes":{"reply":"{text, exchange_id, session_id, role, chars, duplicate, d'
     b'ecisions, blockers\\u2026}"},"error":null,"duration_ms":11.557}]}'
+)
+
+TRACE_DICTIONARY_V2 = (
+    b'{"run_id":"4755527e36284f10af818df6eadd72fd","graph":"notes","status":"Completed","duration'
+    b'_ms":5.005,"stages":[{"node":"validate","step":0,"writes":{"session":"str[10]","max_chars":'
+    b'"8000","session_row":"2"},"error":null,"duration_ms":0.067},{"node":"evidence","step":1,"wr'
+    b'ites":{"milestones":"[]","flags":"[]","briefs":"[1 items]","live":"[5 items]"},"error":null'
+    b',"duration_ms":4.559},{"node":"reply","step":2,"writes":{"markdown":"str[1657]"},"error":nu'
+    b'll,"duration_ms":0.113}]}\n{"run_id":"19fa5ee8e26848af90271c57f723e77f","graph":"guard","st'
+    b'atus":"Completed","duration_ms":2.46,"stages":[{"node":"validate","step":0,"writes":{"query'
+    b'":"{text: str[34], mode: str[6], role: null, limit: 5, session_row: 2, unknown_ses\\u2026",'
+    b'"session":"str[10]","max_chars":"8000"},"error":null,"duration_ms":0.21},{"node":"terms","s'
+    b'tep":1,"writes":{"fts":"{expression: str[31], caller: false, fallback: null}"},"error":null'
+    b',"duration_ms":0.053},{"node":"keyword","step":2,"writes":{"keyword":"[8 items]","notes":"['
+    b']"},"error":null,"duration_ms":0.667},{"node":"backlog","step":3,"writes":{},"error":null,"'
+    b'duration_ms":0.012},{"node":"vector","step":4,"writes":{"semantic":"[8 items]"},"error":nul'
+    b'l,"duration_ms":0.372},{"node":"provider","step":5,"writes":{"provider":"[]"},"error":null,'
+    b'"duration_ms":0.016},{"node":"fuse","step":6,"writes":{"ranked":"[8 items]"},"error":null,"'
+    b'duration_ms":0.041},{"node":"answers","step":7,"writes":{"ranked":"[8 items]"},"error":null'
+    b',"duration_ms":0.153},{"node":"evidence","step":8,"writes":{"briefs":"[1 items]","live":"[5'
+    b' items]"},"error":null,"duration_ms":0.444},{"node":"reply","step":9,"writes":{"markdown":"'
+    b'str[1692]"},"error":null,"duration_ms":0.087}]}\n{"run_id":"5df088a5507e4b31a1f34d2bdf680db'
+    b'a","graph":"search","status":"Completed","duration_ms":11.872,"stages":[{"node":"validate",'
+    b'"step":0,"writes":{"query":"{text: str[34], mode: str[6], role: null, limit: 10, session_ro'
+    b'w: 2, unknown_se\\u2026"},"error":null,"duration_ms":0.153},{"node":"terms","step":1,"write'
+    b's":{"fts":"{expression: str[31], caller: false, fallback: null}"},"error":null,"duration_ms'
+    b'":0.049},{"node":"keyword","step":2,"writes":{"keyword":"[13 items]","notes":"[]"},"error":'
+    b'null,"duration_ms":0.595},{"node":"backlog","step":3,"writes":{},"error":null,"duration_ms"'
+    b':0.009},{"node":"vector","step":4,"writes":{"semantic":"[13 items]"},"error":null,"duration'
+    b'_ms":1.465},{"node":"provider","step":5,"writes":{"provider":"[]"},"error":null,"duration_m'
+    b's":0.021},{"node":"fuse","step":6,"writes":{"ranked":"[13 items]"},"error":null,"duration_m'
+    b's":0.065},{"node":"answers","step":7,"writes":{"ranked":"[13 items]"},"error":null,"duratio'
+    b'n_ms":0.179},{"node":"page","step":8,"writes":{"hits":"[10 items]","next_cursor":"str[63]",'
+    b'"total":"13"},"error":null,"duration_ms":8.691},{"node":"reply","step":9,"writes":{"text":"'
+    b'str[3266]"},"error":null,"duration_ms":0.109}]}\n{"run_id":"05ca5ce1f90743b4a3ee874c5a10a94'
+    b'8","graph":"ingest","status":"Completed","duration_ms":10.93,"stages":[{"node":"validate","'
+    b'step":0,"writes":{"turn":"{session: str[10], role: str[9], content: str[236], created_at: 1'
+    b'796157559.7964\\u2026"},"error":null,"duration_ms":0.045},{"node":"bus_event","step":0,"wri'
+    b'tes":{"pending":"[]","event":"null"},"error":null,"duration_ms":0.018},{"node":"redact","st'
+    b'ep":2,"writes":{"turn":"{session: str[10], role: str[9], content: str[236], created_at: 179'
+    b'6157559.7964\\u2026","redacted":"[]"},"error":null,"duration_ms":0.064},{"node":"previous",'
+    b'"step":3,"writes":{"previous":"[2 items]"},"error":null,"duration_ms":0.1},{"node":"signals'
+    b'","step":4,"writes":{"decisions":"[]","blockers":"[]"},"error":null,"duration_ms":0.249},{"'
+    b'node":"flags","step":5,"writes":{"flags":"[]"},"error":null,"duration_ms":0.039},{"node":"v'
+    b'ector","step":6,"writes":{"vector":"str[256]"},"error":null,"duration_ms":0.2},{"node":"fie'
+    b'lds","step":7,"writes":{"fields":"{context: str[23], dated: str[13]}"},"error":null,"durati'
+    b'on_ms":0.049},{"node":"store","step":8,"writes":{"recorded":"{exchange_id: 24, session_row:'
+    b' 3, duplicate: false, live_turns: 8, trace_id: st\\u2026","compression_due":"true","session'
+    b'_row":"3"},"error":null,"duration_ms":8.531},{"node":"batch","step":0,"writes":{"batch":"[8'
+    b' items]"},"error":null,"duration_ms":0.511},{"node":"draft","step":1,"writes":{"draft":"{ti'
+    b'er: str[1], body: str[405]}"},"error":null,"duration_ms":0.111},{"node":"claim","step":2,"w'
+    b'rites":{"briefs":"[1 items]","rounds":"1","again":"false"},"error":null,"duration_ms":0.266'
+    b'},{"node":"reply","step":10,"writes":{"reply":"{text: str[131], exchange_id: 24, session_id'
+    b': str[10], role: str[9], chars: 236\\u2026"},"error":null,"duration_ms":0.092}]}\n{"run_id"'
+    b':"7ad3d503fb9d4469b63d9de7f0dfa511","graph":"ingest","status":"Completed","duration_ms":10.'
+    b'033,"stages":[{"node":"validate","step":0,"writes":{"turn":"{session: str[10], role: str[4]'
+    b', content: str[133], created_at: 1796157559.8764\\u2026"},"error":null,"duration_ms":0.04},'
+    b'{"node":"bus_event","step":0,"writes":{"pending":"[]","event":"null"},"error":null,"duratio'
+    b'n_ms":0.017},{"node":"redact","step":2,"writes":{"turn":"{session: str[10], role: str[4], c'
+    b'ontent: str[133], created_at: 1796157559.8764\\u2026","redacted":"[]"},"error":null,"durati'
+    b'on_ms":0.074},{"node":"previous","step":3,"writes":{"previous":"[2 items]"},"error":null,"d'
+    b'uration_ms":0.146},{"node":"signals","step":4,"writes":{"decisions":"[]","blockers":"[]"},"'
+    b'error":null,"duration_ms":0.253},{"node":"flags","step":5,"writes":{"flags":"[]"},"error":n'
+    b'ull,"duration_ms":0.018},{"node":"vector","step":6,"writes":{"vector":"str[256]"},"error":n'
+    b'ull,"duration_ms":0.204},{"node":"fields","step":7,"writes":{"fields":"{context: str[29], d'
+    b'ated: str[13]}"},"error":null,"duration_ms":0.054},{"node":"store","step":8,"writes":{"reco'
+    b'rded":"{exchange_id: 39, session_row: 3, duplicate: false, live_turns: 5, trace_id: st\\u20'
+    b'26","compression_due":"false","session_row":"3"},"error":null,"duration_ms":8.656},{"node":'
+    b'"reply","step":9,"writes":{"reply":"{text: str[86], exchange_id: 39, session_id: str[10], r'
+    b'ole: str[4], chars: 133,\\u2026"},"error":null,"duration_ms":0.088}]}\n{"run_id":"cbce20feb'
+    b'2c84261b470a6cda177cc61","graph":"ingest","status":"Completed","duration_ms":4.096,"stages"'
+    b':[{"node":"validate","step":0,"writes":{"turn":"{session: str[10], role: str[9], content: s'
+    b'tr[295], created_at: 1796157559.8865\\u2026"},"error":null,"duration_ms":0.052},{"node":"bu'
+    b's_event","step":0,"writes":{"pending":"[]","event":"null"},"error":null,"duration_ms":0.021'
+    b'},{"node":"redact","step":2,"writes":{"turn":"{session: str[10], role: str[9], content: str'
+    b'[295], created_at: 1796157559.8865\\u2026","redacted":"[]"},"error":null,"duration_ms":0.07'
+    b'7},{"node":"previous","step":3,"writes":{"previous":"[2 items]"},"error":null,"duration_ms"'
+    b':0.185},{"node":"signals","step":4,"writes":{"decisions":"[]","blockers":"[]"},"error":null'
+    b',"duration_ms":0.339},{"node":"flags","step":5,"writes":{"flags":"[]"},"error":null,"durati'
+    b'on_ms":0.045},{"node":"vector","step":6,"writes":{"vector":"str[256]"},"error":null,"durati'
+    b'on_ms":0.234},{"node":"fields","step":7,"writes":{"fields":"{context: str[7], dated: str[13'
+    b']}"},"error":null,"duration_ms":0.055},{"node":"store","step":8,"writes":{"recorded":"{exch'
+    b'ange_id: 40, session_row: 1, duplicate: false, live_turns: 6, trace_id: st\\u2026","compres'
+    b'sion_due":"false","session_row":"1"},"error":null,"duration_ms":2.588},{"node":"reply","ste'
+    b'p":9,"writes":{"reply":"{text: str[91], exchange_id: 40, session_id: str[10], role: str[9],'
+    b' chars: 295,\\u2026"},"error":null,"duration_ms":0.071}]}'
 )

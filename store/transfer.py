@@ -27,6 +27,7 @@ import numpy as np
 
 from store.exchanges import INSERT_FTS, INSERT_FTS_PG_PAGE, INSERT_VECTOR, scope_token
 from store.provenance import GENESIS
+from store.rewrite import REWRITE_KEYS
 from store.sql import Conn, Row, all_rows, first, id_list, insert_rows, is_postgres
 from store.vectors import vector_text
 
@@ -51,7 +52,8 @@ __all__ = [
 ]
 
 MIGRATION_KEY = "migration"  # the target's meta row that records the copy's progress
-_NOT_COPIED_META = ("vector_dim", MIGRATION_KEY)  # the target's own, never the source's
+# The target's own, never the source's (its file's rewrite after a forget included).
+_NOT_COPIED_META = ("vector_dim", MIGRATION_KEY, *REWRITE_KEYS)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 validate (confirm=true required) → resolve the session → forget in one transaction (the
 GraphRAG graph re-derived without the turns; tombstones; turns out of the store and both
 indexes; affected briefs rebuilt from their remaining sources; neighbours re-indexed;
-traces mentioning the text deleted) → scrub the file (index merge, VACUUM, checkpoint) →
-reply.
+the file's rewrite marked pending; stage traces hold no text, so none is touched) →
+scrub the file (index merge, VACUUM, checkpoint; what another connection holds up is
+finished in the background) → reply.
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels

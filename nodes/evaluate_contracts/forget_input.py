@@ -1,7 +1,7 @@
 """Node: validate a request to forget turns (destructive: it must be confirmed).
 
-The literal text to forget never reaches a channel summary: ``forget`` has more keys
-than the stage trace prints values for (graphs.runner), and no message quotes it.
+The literal text to forget never reaches a stage trace (a trace records a string's
+length only: graphs.summary), and no message quotes it.
 """
 
 from __future__ import annotations

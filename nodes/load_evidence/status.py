@@ -6,22 +6,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.evaluate_contracts.inputs import iso
 from nodes.load_evidence.capture_status import capture_summary
 from nodes.load_evidence.delivery_status import delivery_summary
 from store.errors import InvalidInput, NotFound
+from store.rewrite import rewrite_status
 from store.runs import load_trace, recent_runs
 from store.stats import store_counts
 
 __all__ = ["capture_status", "recent_traces", "stored_trace"]
 
 
+def _rewrite(found: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The file rewrite after a forget: pending (another connection holds old pages),
+    done, or none yet; and its part of the status line."""
+    since, done = found["pending_since"], found["done_at"]
+    rewrite = {"state": found["state"], "pending_since": None if since is None else iso(since),
+               "done_at": None if done is None else iso(done)}
+    if since is not None:
+        return rewrite, (f" | file rewrite after forget: pending since "
+                         f"{rewrite['pending_since']} (another connection holds old pages; "
+                         "retried in the background)")
+    if done is not None:
+        return rewrite, f" | file rewrite after forget: done at {rewrite['done_at']}"
+    return rewrite, ""
+
+
 def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.read() as conn:
         counts = store_counts(conn)
+        rewrite, rewrite_text = _rewrite(rewrite_status(conn))
         capture, capture_text = capture_summary(conn, state.ctx.store.data_dir)
         delivery, delivery_text = delivery_summary(conn, state.ctx.settings.sync_peer)
     status = {
-        "store": {"path": state.ctx.store.location, **counts},
+        "store": {"path": state.ctx.store.location, **counts, "rewrite": rewrite},
         "capture": capture,
         "delivery": delivery,
     }
@@ -29,7 +47,7 @@ def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
         f"Store {status['store']['path']}: {counts['exchanges']} exchanges in "
         f"{counts['sessions']} sessions ({counts['uncompressed']} uncompressed), "
         f"{counts['briefs']} briefs, {counts['milestones']} milestones, "
-        f"{counts['database_bytes']:,} bytes | {capture_text} | {delivery_text}"
+        f"{counts['database_bytes']:,} bytes{rewrite_text} | {capture_text} | {delivery_text}"
     )
     return {"status": status, "text": text}
 

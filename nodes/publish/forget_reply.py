@@ -23,6 +23,24 @@ def _graph_part(graph: Mapping[str, Any]) -> str:
             f"session(s) ({removed}); communities cleared until the next `graphrag extract`")
 
 
+def _rewrite_part(scrubbed: Mapping[str, Any], dialect: str, vacuum: bool) -> str:
+    """Where the forgotten bytes are now: rewritten away, or still in the file and its
+    log until the rewrite finishes."""
+    if not vacuum:
+        return ("file not rewritten (vacuum=false): freed pages are zeroed, the "
+                "write-ahead log keeps old pages until its next checkpoint")
+    if dialect == "postgresql":
+        return ("tables vacuumed (PostgreSQL reclaims the deleted rows; its own files and "
+                "write-ahead log are the server's to recycle)")
+    if scrubbed["rewrite_pending"]:
+        return ("file rewrite pending: another connection holds a read snapshot (or a "
+                "write) that still needs the old pages, so steno.db and its write-ahead "
+                "log keep them until it lets go; the rewrite is retried in the background "
+                "(by this process, or by any server on the store) until it completes "
+                "(stenographer status shows when)")
+    return "file rewritten (VACUUM) and its write-ahead log emptied"
+
+
 def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     gone, scrubbed = state.get("forgotten"), state.get("scrubbed")
     count = gone["count"]
@@ -41,17 +59,10 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             parts.append("briefs removed " + ", ".join(map(str, gone["briefs_removed"])))
         if gone["milestones_removed"]:
             parts.append(f"{gone['milestones_removed']} milestone(s) removed")
-        if gone["traces_purged"]:
-            parts.append(f"{gone['traces_purged']} stage trace(s) that mentioned it deleted")
         if graph_part := _graph_part(gone["graph"]):
             parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")
-        if scrubbed["vacuumed"]:
-            parts.append("file rewritten (VACUUM)" + (
-                "" if scrubbed["log_emptied"] else "; the write-ahead log is held by another "
-                "reader and is emptied at its next checkpoint"))
-        else:
-            parts.append("file not rewritten (vacuum=false): freed pages are zeroed, the "
-                         "write-ahead log keeps old pages until its next checkpoint")
+        parts.append(_rewrite_part(scrubbed, state.ctx.store.dialect,
+                                   state.get("forget")["vacuum"]))
         text += " | " + "; ".join(parts)
     return {"reply": {"text": text, **gone, **scrubbed}}

@@ -4,10 +4,11 @@ In the transaction: the GraphRAG graph re-derived around the turns (while their 
 still there: nodes.publish.forgotten_graph), tombstones, deletion from the store and
 both indexes (NAFE flags by cascade, sync origin rows moved into the tombstones), the
 briefs that cited a forgotten turn rebuilt from their remaining sources (or removed when none
-remain), the keyword entries of the next turns (which borrowed its words) rebuilt, and,
-when forgetting a literal text, the stored stage traces that mention it (a search for
-it, say) deleted. ``secure_delete`` zeroes the freed bytes; ``scrubbed_store`` then
-merges the keyword index and rewrites the file (VACUUM, checkpoint).
+remain), the keyword entries of the next turns (which borrowed its words) rebuilt. Stage
+traces hold no text (graphs.summary): there is none to purge. ``secure_delete`` zeroes
+the freed bytes, and the rewrite is marked pending. ``scrubbed_store`` then merges the
+keyword index and rewrites the file (VACUUM, checkpoint; store.rewrite): what another
+connection's read snapshot holds up, or a crash interrupts, is finished later.
 """
 
 from __future__ import annotations
@@ -31,14 +32,13 @@ from store.forget import (
     following_turns,
     forget_turns,
     preceding_contents,
-    purge_traces,
     reindex_turn,
     rewrite_brief,
-    scrub,
     selected_turns,
 )
 from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
+from store.rewrite import mark_rewrite_pending
 from store.search import dated_terms
 from store.sql import Conn
 
@@ -79,25 +79,29 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     selection = Selection(ids=tuple(forget["ids"]), session_id=forget["session_row"],
                           since=forget["since"], until=forget["until"], text=forget["text"])
     store = state.ctx.store
-    store.traces.flush()  # traces still in memory may mention the text: store them first
     with store.scrubbing(), store.write() as conn:
         graph = forget_graph(conn, selected_turns(conn, selection))
-        gone = forget_turns(conn, selection, forget["reason"], time.time())
+        now = time.time()
+        gone = forget_turns(conn, selection, forget["reason"], now)
         rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
         reindexed = _reindex_followers(conn, gone)
-        purged = purge_traces(conn, forget["text"]) if forget["text"] else 0
+        if gone.turns and forget["vacuum"]:
+            mark_rewrite_pending(conn, now)  # done by scrubbed_store, or after a crash
     drop_caches(store)
     ids = [i for i, _ in gone.turns]
     return {"forgotten": {"count": len(ids), "ids": ids[:MAX_LISTED],
                           "sessions": len(gone.sessions), "briefs_rebuilt": rebuilt,
                           "briefs_removed": removed, "milestones_removed": gone.milestones,
-                          "reindexed": reindexed, "traces_purged": purged,
+                          "reindexed": reindexed,
                           "graph": graph}}
 
 
 def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """Rewrite the file when something was forgotten (and the caller did not opt out)."""
+    """Rewrite the file when something was forgotten (and the caller did not opt out);
+    what a reader holds up is finished in the background (``rewrite_pending``)."""
     if not state.get("forgotten")["count"] or not state.get("forget")["vacuum"]:
-        return {"scrubbed": {"vacuumed": False, "log_emptied": False}}
-    emptied = scrub(state.ctx.store)
-    return {"scrubbed": {"vacuumed": True, "log_emptied": emptied}}
+        return {"scrubbed": {"vacuumed": False, "log_emptied": False,
+                             "rewrite_pending": False}}
+    done = state.ctx.store.file_rewrite.run()
+    return {"scrubbed": {"vacuumed": done.vacuumed, "log_emptied": done.log_emptied,
+                         "rewrite_pending": done.pending}}

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from store.errors import StoreError
 from store.postgres.connection import PgConnection
 from store.postgres.schema import migrate_postgres
+from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.vectors import VectorCache
 
@@ -55,6 +56,7 @@ class PgStore:
         self.data_dir = data_dir
         self.vectors = VectorCache(vector_dim)  # unused here: pgvector answers in SQL
         self.traces = TraceBuffer(self.write)
+        self.file_rewrite = FileRewrite(self)
         self._local = threading.local()
         options: dict[str, Any] = {
             "autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
@@ -131,9 +133,10 @@ class PgStore:
     @contextmanager
     def scrubbing(self) -> Iterator[None]:
         """Nothing to switch: PostgreSQL leaves deleted rows as dead tuples until VACUUM
-        (``store.forget.scrub``) reclaims them."""
+        (``store.rewrite.scrub``) reclaims them."""
         yield
 
     def close(self) -> None:
+        self.file_rewrite.close()
         self.traces.close()
         self._pool.close()

@@ -275,7 +275,17 @@ def p001_initial(conn: Conn, vector_dim: int) -> None:
                  "VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''))")
 
 
-PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial,)
+def p002_traces_without_text(conn: Conn, vector_dim: int) -> None:
+    """As SQLite migration m013: stored stage traces lose the texts that earlier
+    versions quoted in them (PostgreSQL reclaims the old row versions at its next
+    vacuum)."""
+    from store.runs import strip_stored_traces
+
+    strip_stored_traces(conn)
+
+
+PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial,
+                                                          p002_traces_without_text)
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 
 

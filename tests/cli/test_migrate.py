@@ -25,6 +25,7 @@ from stenographer.app import open_app
 from stenographer.settings import Settings
 from store.backend import Backend, open_store
 from store.provider_vectors import save_provider_vectors
+from store.rewrite import REWRITE_KEYS
 from store.transfer import MIGRATION_KEY, TABLES, key_of, read_page, read_progress
 from tests.cli.conftest import REPO_ROOT, TIMEOUT, Result, cli_env, run_cli
 
@@ -102,7 +103,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def dump(store: Backend) -> dict[str, list[tuple[Any, ...]]]:
     """Every copied table in key order; the target's own rows left out (its progress row,
-    its run numbers)."""
+    the state of its file's rewrite after a forget, its run numbers)."""
     tables: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for table in TABLES:
@@ -116,7 +117,7 @@ def dump(store: Backend) -> dict[str, list[tuple[Any, ...]]]:
             "SELECT rowid, embedding::text FROM exchange_vectors ORDER BY rowid"
             if store.dialect == "postgresql" else
             "SELECT rowid, embedding FROM exchange_vectors ORDER BY rowid")]
-    tables["meta"] = [r for r in tables["meta"] if r[0] != MIGRATION_KEY]
+    tables["meta"] = [r for r in tables["meta"] if r[0] not in (MIGRATION_KEY, *REWRITE_KEYS)]
     tables["runs"] = sorted(r[1:] for r in tables["runs"])  # the target numbers them
     tables["vectors"] = [(i, _int8(v)) for i, v in vectors]
     return tables

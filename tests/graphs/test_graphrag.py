@@ -112,7 +112,7 @@ def test_bulk_values_pass_through_channels_and_show_in_the_trace_by_size(app: Ap
     out, trace = app.run("graphrag_batch", {})
     writes = {s["node"]: s["writes"] for s in trace["stages"]}
     assert writes["load"]["pending"] == "[30 items]" and "pending" in out
-    assert writes["extract"]["records"].startswith('"BatchRecords(turns_read=30, ')
+    assert writes["extract"]["records"].startswith("BatchRecords(turns_read=30, aliases={")
     assert out["records"].turns_read == 30 == out["published"]["turns"]
     out, trace = app.run("graphrag_communities", {})
     writes = {s["node"]: s["writes"] for s in trace["stages"]}
@@ -185,7 +185,9 @@ def test_a_worker_extracting_the_next_batch_ahead_gives_the_same_graph(tmp_path:
             for size in (50, 50, 50, 40, 60):  # the 40: not the 50 turns prefetched
                 out, trace = app.run("graphrag_batch", {"batch_size": size})
                 extract_stage = next(s for s in trace["stages"] if s["node"] == "extract")
-                assert extract_stage["writes"]["extracted_in"] == json.dumps(out["extracted_in"])
+                # "this process" or "worker process": a trace records a string's length
+                assert extract_stage["writes"]["extracted_in"] == (
+                    f"str[{len(out['extracted_in'])}]")
                 seen.append(out["extracted_in"] == "worker process")
             if ahead:
                 worker = app.ctx.graph_prefetch._worker

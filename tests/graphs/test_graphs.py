@@ -302,6 +302,8 @@ def test_every_graph_runs_with_a_stage_trace(graphs: Graphs, ctx: RunContext, tm
         ctx = dataclasses.replace(ctx, store=target, source=ctx.store)
     out, trace = graphs.run(name, RUNS[name](graphs, ctx, seeded), ctx)
     nodes = check_trace(trace, name)
+    # The turns, queries, labels and the graph's entities all name SQLite: no trace does.
+    assert "sqlite" not in json.dumps(trace).lower()
     first = next(e["to"] for e in DEFINITIONS_BY_NAME[name]["edges"] if e["from"] == "__start__")
     assert nodes[0] == first
     expect(name, out)

@@ -17,7 +17,7 @@ from store.correlation import exchange_trace
 from store.exchanges import exchanges_by_ids
 from store.runs import decode_trace, encode_trace, load_trace
 from store.sync import KNOWN_ORIGIN, known_origin
-from store.trace_dictionary import TRACE_DICTIONARY_V1
+from store.trace_dictionary import TRACE_DICTIONARY_V1, TRACE_DICTIONARY_V2
 from tests.schema_stores import store_at_schema
 
 CHAIN = bytes(range(32))
@@ -48,7 +48,7 @@ def test_traces_are_recompressed_and_indexes_keyed_by_session_alone(tmp_path: Pa
     try:
         conn = app.store.connection()
         blob = bytes(conn.execute("SELECT trace FROM runs").fetchone()[0])
-        assert blob[:1] == b"\x01" and decode_trace(blob) == TRACE
+        assert blob[:1] == b"\x02" and decode_trace(blob) == TRACE  # the latest dictionary
         assert load_trace(conn, TRACE["run_id"]) == TRACE
         columns = {name: [r[2] for r in conn.execute(f"PRAGMA index_info({name})")]
                    for name in ("exchanges_by_session", "exchanges_live", "briefs_by_session",
@@ -71,5 +71,7 @@ def test_the_trace_dictionary_is_frozen():
     # dictionary needs a new constant and format byte (store.trace_dictionary).
     digest = hashlib.sha256(TRACE_DICTIONARY_V1).hexdigest()
     assert digest == "d0e7c8e09949478a8802abc1927b3d47601be25e4b5d0e35762b28a7a271e83d"
+    digest = hashlib.sha256(TRACE_DICTIONARY_V2).hexdigest()
+    assert digest == "743654ed3e09e72187247262c250ed1bcf75307d693acbb61f0b64e225c3b8d7"
     assert len(encode_trace(TRACE)) < len(zstandard.ZstdCompressor(level=3).compress(
         json.dumps(TRACE, separators=(",", ":")).encode()))
