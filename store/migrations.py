@@ -131,8 +131,8 @@ def m002_search_fields(conn: apsw.Connection) -> None:
     recorded before this migration are re-indexed with their dates and an empty
     context (context words are extracted at ingest).
     """
-    from store.exchanges import scope_token
     from store.search import dated_terms
+    from store.sqlite.search import scope_token
 
     rows = list(conn.execute(SELECT_TURNS_TO_INDEX))
     conn.execute("DROP TABLE exchanges_fts")

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import store.sqlite.vec0
 import store.vectors
 from nodes.extract.vectors import quantize, text_vector
 from stenographer.settings import DEFAULT_VECTOR_DIM
@@ -336,7 +337,7 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
         for gone in (ids[0], ids[1_500], ids[-1]):
             conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (gone,))
     with db.read() as conn:
-        bulk = store.vectors.vec0_chunks(conn)
+        bulk = store.sqlite.vec0.vec0_chunks(conn)
         rows = all_rows(conn, store.vectors.SELECT_NEW, (0,))
     assert bulk is not None
     got_ids, got_sessions, got_vectors = bulk
@@ -359,13 +360,13 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
 
     # A layout read differently from vec0's own answers (here: sampled rows disagree),
     # or another layout of its tables (here: missing), falls back to the row-by-row read.
-    monkeypatch.setattr(store.vectors, "SELECT_ONE", store.vectors.SELECT_ONE.replace(
+    monkeypatch.setattr(store.sqlite.vec0, "SELECT_ONE", store.sqlite.vec0.SELECT_ONE.replace(
         "SELECT session_id,", "SELECT session_id + 1,"))
     with db.read() as conn:
-        assert store.vectors.vec0_chunks(conn) is None
-    monkeypatch.setattr(store.vectors, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
+        assert store.sqlite.vec0.vec0_chunks(conn) is None
+    monkeypatch.setattr(store.sqlite.vec0, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
     with db.read() as conn:
-        assert store.vectors.vec0_chunks(conn) is None
+        assert store.sqlite.vec0.vec0_chunks(conn) is None
     other = store.vectors.VectorCache(DIM)
     assert top(other, "postgres brand new")[0][0] == added[0] and other._n == 2_298
 
