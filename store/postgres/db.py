@@ -19,8 +19,8 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from store.errors import StoreError
+from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
-from store.postgres.schema import migrate_postgres
 from store.postgres.vectors import PgVectorCache
 from store.runs import TraceBuffer
 from store.vectors import VectorCache

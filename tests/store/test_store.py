@@ -24,7 +24,7 @@ from stenographer.settings import DEFAULT_VECTOR_DIM
 from store.briefs import BriefDraft, ClaimLost, claim_brief, session_briefs
 from store.db import Store
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
-from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from store.migrations import RECORDED, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
 from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
 from store.sql import all_rows
@@ -61,12 +61,22 @@ def scalar(db: Store, sql: str) -> object:
 
 # --- schema, file, journal ------------------------------------------------------------------
 
+# As stores of earlier releases recorded them: a store opens without re-migrating only if
+# these stay what they are.
+SQLITE_NAMES = ["m001_initial", "m002_search_fields", "m003_compact_vectors",
+                "m004_provider_vectors", "m005_provenance_chain", "m006_signal_flags",
+                "m007_graphrag", "m008_capture", "m009_sync", "m010_forget_derived",
+                "m011_bus_outbox", "m012_compact_storage"]
+
+
 def test_migrations_are_recorded_once_and_idempotent(db: Store):
-    expected = [(i, fn.__name__) for i, fn in enumerate(MIGRATIONS, start=1)]
+    expected = list(RECORDED["sqlite"].items())
+    assert [n for _, n in expected[:len(SQLITE_NAMES)]] == SQLITE_NAMES
+    assert list(RECORDED["postgresql"].values())[:1] == ["p001_initial"]
     conn = db.connection()
     applied = list(conn.execute("SELECT version, name, applied_at FROM schema_migrations"))
     assert [(v, n) for v, n, _ in applied] == expected
-    assert migrate(conn) == SCHEMA_VERSION == len(MIGRATIONS)
+    assert migrate(conn) == SCHEMA_VERSION == len(expected)
     assert list(conn.execute("SELECT version, name, applied_at FROM schema_migrations")) \
         == applied  # nothing re-applied, applied_at unchanged
     again = Store(db.path, vector_dim=DIM)  # a second process opening the same file
