@@ -155,7 +155,7 @@ def check_disk(data_dir: Path, minimum: int = MIN_FREE_BYTES) -> Check:
 
 def check_store(data_dir: Path) -> list[Check]:
     """Two checks: the store opens; its migrations match this build."""
-    from store.migrations import MIGRATIONS, SCHEMA_VERSION
+    from store.migrations import RECORDED, SCHEMA_VERSION
     from store.probe import store_migrations
 
     db = data_dir / "steno.db"
@@ -173,7 +173,7 @@ def check_store(data_dir: Path) -> list[Check]:
                       "fix the store check first")]
     opened = Check("store", True, f"{db} opens ({db.stat().st_size:,} bytes)")
     version = max((m.version for m in applied), default=0)
-    known = {i: step.__name__ for i, step in enumerate(MIGRATIONS, start=1)}
+    known = RECORDED["sqlite"]
     strangers = [m for m in applied if known.get(m.version) != m.name]
     if strangers:
         return [opened, Check("migrations", False, "the store records migrations this "
@@ -291,21 +291,21 @@ def _vector_check(row: Any, superuser: bool) -> Check:
 
 
 def _schema_check(applied: list[tuple[int, str]] | None) -> Check:
-    from store.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION
+    from store.migrations import RECORDED
 
+    known = RECORDED["postgresql"]
     if applied is None:
         return Check("migrations", True, "no schema yet; the first server start creates it "
-                     f"(schema version {PG_SCHEMA_VERSION})")
-    known = {i: step.__name__ for i, step in enumerate(PG_MIGRATIONS, start=1)}
+                     f"(schema version {len(known)})")
     strangers = [n for v, n in applied if known.get(v) != n]
     if strangers:
         return Check("migrations", False, "the database records migrations this build "
                      f"does not know: {', '.join(strangers)}",
                      "upgrade omega-stenographer-mcp to the version that wrote them")
     version = max((v for v, _ in applied), default=0)
-    if version < PG_SCHEMA_VERSION:
+    if version < len(known):
         return Check("migrations", False, f"schema version {version}; this build expects "
-                     f"{PG_SCHEMA_VERSION}", "run any command that opens the store (e.g. "
+                     f"{len(known)}", "run any command that opens the store (e.g. "
                      "`stenographer status`) to apply the missing migrations")
     return Check("migrations", True, f"schema version {version} is current")
 

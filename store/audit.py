@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from store.dialect import dialect
 from store.exchanges import turn_trace_sql
 from store.runs import PRUNE_EVERY
-from store.sql import Conn, all_rows, first, is_postgres, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = [
     "Page",
@@ -134,16 +135,7 @@ SELECT id FROM exchanges WHERE id > ?1 AND (?2 IS NULL OR session_id = ?2)
 ORDER BY id LIMIT ?3"""
 SELECT_ALL_IDS = "SELECT id FROM exchanges WHERE id > ? AND id <= ?"
 SELECT_FTS_IDS = "SELECT rowid FROM exchanges_fts WHERE rowid > ? AND rowid <= ? ORDER BY rowid"
-SELECT_FTS_SESSION = """
-SELECT rowid FROM exchanges_fts WHERE exchanges_fts MATCH ?3 AND rowid > ?1 AND rowid <= ?2"""
-# vec0 keeps its rowids in an ordinary table (`<name>_rowids`) that can seek by range;
-# the virtual table itself cannot (see store.vectors).
-SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors_rowids WHERE rowid > ? AND rowid <= ?"
 SELECT_VECTOR_SESSION = "SELECT session_id FROM exchange_vectors WHERE rowid = ?"
-# PostgreSQL: both indexes are ordinary tables with a session column.
-PG_SELECT_FTS_SESSION = """
-SELECT rowid FROM exchanges_fts WHERE session_id = ?3 AND rowid > ?1 AND rowid <= ?2"""
-PG_SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors WHERE rowid > ? AND rowid <= ?"
 
 
 def index_page(conn: Conn, after: int | None, limit: int,
@@ -158,16 +150,11 @@ def index_page(conn: Conn, after: int | None, limit: int,
     scoped = set(ids)
     everyone = scoped if session_id is None else {
         r[0] for r in all_rows(conn, SELECT_ALL_IDS, (lo, hi))}
-    pg = is_postgres(conn)
     if session_id is None:
         fts = {r[0] for r in all_rows(conn, SELECT_FTS_IDS, (lo, hi))}
-    elif pg:
-        fts = {r[0] for r in all_rows(conn, PG_SELECT_FTS_SESSION, (lo, hi, session_id))}
     else:
-        fts = {r[0] for r in all_rows(conn, SELECT_FTS_SESSION,
-                                      (lo, hi, f'scope : "s{session_id}"'))}
-    vectors = {r[0] for r in all_rows(conn, PG_SELECT_VECTOR_IDS if pg else SELECT_VECTOR_IDS,
-                                      (lo, hi))}
+        fts = dialect(conn).session_keyword_ids(conn, lo, hi, session_id)
+    vectors = dialect(conn).vector_ids(conn, lo, hi)
     vector_orphans = vectors - everyone
     if session_id is not None:  # an orphan vector belongs to the session its row names
         vector_orphans = {v for v in vector_orphans

@@ -6,10 +6,23 @@ created once per session (migration 6 added ``sessions.trace_id``) and kept.
 
 from __future__ import annotations
 
-from store.exchanges import turn_trace_sql
 from store.sql import Conn, first
 
-__all__ = ["exchange_trace", "keep_session_trace", "session_trace"]
+__all__ = ["exchange_trace", "keep_session_trace", "session_trace", "turn_trace_sql"]
+
+
+def turn_trace_sql(turn: str, session: str | None = None) -> str:
+    """The SQL value of a turn's trace id, for a row ``turn`` of ``exchanges`` joined to
+    its row ``session`` of ``sessions`` (None: not joined, looked up).
+
+    Most turns carry their session's trace id (``sessions.trace_id``, set once and
+    kept), so ``exchanges.trace_id`` holds it only when it differs: NULL means the
+    session's, '' none (a turn recorded before trace ids, migration 12).
+    """
+    session_trace = (f"{session}.trace_id" if session is not None else
+                     f"(SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id)")
+    return f"nullif(coalesce({turn}.trace_id, {session_trace}), '')"
+
 
 SELECT_SESSION_TRACE = "SELECT trace_id FROM sessions WHERE name = ?"
 SET_SESSION_TRACE = "UPDATE sessions SET trace_id = ? WHERE id = ? AND trace_id IS NULL"

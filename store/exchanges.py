@@ -6,9 +6,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from store.correlation import turn_trace_sql
+from store.dialect import dialect
 from store.provenance import chain_hash, session_head
-from store.sql import Conn, Row, all_rows, first, is_postgres, one
-from store.vectors import vector_text
+from store.sql import Conn, Row, all_rows, first, one
 
 __all__ = [
     "Exchange",
@@ -76,51 +77,8 @@ INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
                       source_key, trace_id, chain_hash)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
-INSERT_FTS = """
-INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
-INSERT_VECTOR = (
-    "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
-)
-
-
-def _pg_document(content: str, context: str, dated: str) -> str:
-    """The weighted tsvector of a turn (store.postgres.schema): its own words A, its
-    month and year B, the words it borrows from the turns before it C."""
-    return (f"setweight(to_tsvector('english', {content}), 'A') || "
-            f"setweight(to_tsvector('english', {dated}), 'B') || "
-            f"setweight(to_tsvector('english', {context}), 'C')")
-
-
-# PostgreSQL: one weighted tsvector and a pgvector halfvec.
-INSERT_FTS_PG = f"""
-INSERT INTO exchanges_fts(rowid, session_id, doc)
-VALUES (?1, ?5, {_pg_document("?2", "?3", "?4")})"""
-# A page of keyword index entries in one statement: ?1 rowids, ?2 sessions, ?3 contents,
-# ?4 context words, ?5 dated words (arrays in that order).
-INSERT_FTS_PG_PAGE = f"""
-INSERT INTO exchanges_fts(rowid, session_id, doc)
-SELECT r, s, {_pg_document("c", "x", "d")}
-FROM unnest(CAST(?1 AS BIGINT[]), CAST(?2 AS BIGINT[]), CAST(?3 AS TEXT[]), CAST(?4 AS TEXT[]),
-            CAST(?5 AS TEXT[])) AS page(r, s, c, x, d)"""
-INSERT_VECTOR_PG = "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, ?)"
 COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
 SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
-
-
-
-def turn_trace_sql(turn: str, session: str | None = None) -> str:
-    """The SQL value of a turn's trace id, for a row ``turn`` of ``exchanges`` joined to
-    its row ``session`` of ``sessions`` (None: not joined, looked up).
-
-    Most turns carry their session's trace id (``sessions.trace_id``, set once and
-    kept), so ``exchanges.trace_id`` holds it only when it differs: NULL means the
-    session's, '' none (a turn recorded before trace ids, migration 12).
-    """
-    session_trace = (f"{session}.trace_id" if session is not None else
-                     f"(SELECT s.trace_id FROM sessions s WHERE s.id = {turn}.session_id)")
-    return f"nullif(coalesce({turn}.trace_id, {session_trace}), '')"
-
-
 SELECT_EXCHANGE = f"""
 SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, e.brief_id,
        {turn_trace_sql("e", "s")}, e.signals
@@ -129,11 +87,6 @@ SELECT_LIVE = SELECT_EXCHANGE + """
 WHERE e.session_id = ? AND e.brief_id IS NULL ORDER BY e.id LIMIT ?"""
 SELECT_RECENT = SELECT_EXCHANGE + """
 WHERE e.session_id = ? AND e.brief_id IS NULL ORDER BY e.id DESC LIMIT ?"""
-
-
-def scope_token(session_id: int) -> str:
-    """The FTS token that marks a turn's session (see migration 1)."""
-    return f"s{session_id}"
 
 
 def encode_signals(decisions: Sequence[str], blockers: Sequence[str]) -> str | None:
@@ -193,10 +146,7 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
         ),
     )[0]
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
-    if is_postgres(conn):
-        conn.execute(INSERT_VECTOR_PG, (exchange_id, session_id, vector_text(turn.vector)))
-    else:
-        conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))
+    dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
 
 
@@ -204,11 +154,7 @@ def index_keywords(conn: Conn, exchange_id: int, session_id: int, content: str,
                    context: str, dated: str) -> None:
     """Add a turn's keyword index entry: its words, the words it borrows from the turns
     before it, its month and year."""
-    if is_postgres(conn):
-        conn.execute(INSERT_FTS_PG, (exchange_id, content, context, dated, session_id))
-    else:
-        conn.execute(INSERT_FTS, (exchange_id, content, context, dated,
-                                  scope_token(session_id)))
+    dialect(conn).index_keywords(conn, exchange_id, session_id, content, context, dated)
 
 
 def count_live(conn: Conn, session_id: int) -> int:

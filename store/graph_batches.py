@@ -14,14 +14,12 @@ turn before; a typed relation in it).
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import apsw
-
+from store.dialect import dialect
 from store.errors import StoreError
-from store.sql import Conn, all_rows, first, is_postgres, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = [
     "BatchRecords",
@@ -95,11 +93,12 @@ INSERT INTO graph_aliases(entity_id, surface, kind, mentions) VALUES (?, ?, ?, ?
 ON CONFLICT(entity_id, surface, kind)
   DO UPDATE SET mentions = graph_aliases.mentions + excluded.mentions"""
 # Provenance rows of one session, bound as one array of ``id << 32 | exchange id`` values
-# (carray on SQLite, an array parameter on PostgreSQL: no Python call per row).
+# read from the dialect's table of integers ``{ints}`` (carray on SQLite, an array
+# parameter on PostgreSQL: no Python call per row).
 _INSERT_PACKED = """
 INSERT INTO {table} SELECT value >> 32, value & 4294967295, ?2
-FROM carray(?1) WHERE true ON CONFLICT DO NOTHING"""
-INSERT_ENTITY_TURNS = _INSERT_PACKED.format(table="graph_entity_turns")
+FROM {ints} WHERE true ON CONFLICT DO NOTHING"""
+INSERT_ENTITY_TURNS = _INSERT_PACKED.replace("{table}", "graph_entity_turns")
 ADD_ENTITY_TURNS = "UPDATE graph_entities SET turns = turns + ? WHERE id = ?"
 # The label is the most mentioned surface form, the kind the most mentioned kind (ties:
 # the first surface in code-point order, the first kind in KIND_ORDER).
@@ -117,9 +116,9 @@ ON CONFLICT(src, dst, kind)
 # The ids of the edges of one kind, given as ``src << 32 | dst`` values (one lookup of
 # the unique index each; a RETURNING clause on the upsert costs SQLite more).
 EDGE_IDS = """
-SELECT e.src, e.dst, e.id FROM carray(?1) CROSS JOIN graph_edges e
+SELECT e.src, e.dst, e.id FROM {ints} CROSS JOIN graph_edges e
 WHERE e.src = value >> 32 AND e.dst = value & 4294967295 AND e.kind = ?2"""
-INSERT_EDGE_TURNS = _INSERT_PACKED.format(table="graph_edge_turns")
+INSERT_EDGE_TURNS = _INSERT_PACKED.replace("{table}", "graph_edge_turns")
 UPSERT_CURSOR = """
 INSERT INTO graph_cursors(session_id, through_id) VALUES (?, ?)
 ON CONFLICT(session_id)
@@ -185,49 +184,31 @@ def _edge_ids(conn: Conn, ends: Sequence[tuple[int, str]]) -> dict[tuple[int, st
     by_kind: dict[str, list[int]] = {}
     for packed, kind in ends:
         by_kind.setdefault(kind, []).append(packed)
-    sql = _PG_PACKED[EDGE_IDS] if is_postgres(conn) else EDGE_IDS
+    sql_dialect = dialect(conn)
+    sql = EDGE_IDS.replace("{ints}", sql_dialect.int_table)
     return {(int(src) << 32 | int(dst), kind): int(edge_id)
             for kind, values in sorted(by_kind.items())
-            for src, dst, edge_id in conn.execute(sql, (_packed(conn, values), kind))}
+            for src, dst, edge_id in conn.execute(sql, (sql_dialect.int_array(values), kind))}
 
 
-# Provenance rows go into large B-trees in key order of the edge, not of time: with
-# SQLite's default 2 MB page cache a large graph re-reads pages on every batch. The
-# extraction's connection keeps this many KiB of pages instead (it is a batch process),
-# and reads none through the store's memory map: every page of the graph's tables it
-# touched would stay mapped, in the process's resident memory (100,000 turns: ~230 MB
-# more at peak, and no faster).
-BULK_CACHE_KIB = 131_072
 _PACKED_ID_LIMIT = 2**31  # an entity or edge id above the exchange id's 32 bits
-
-
-_PG_ARRAY = "unnest(CAST(?1 AS BIGINT[])) AS packed(value)"  # carray's PostgreSQL twin
-_PG_PACKED = {sql: sql.replace("carray(?1)", _PG_ARRAY)
-              for sql in (INSERT_ENTITY_TURNS, INSERT_EDGE_TURNS, EDGE_IDS)}
-
-
-def _packed(conn: Conn, values: list[int]) -> object:
-    """An array of ``values`` to bind as ``?1`` of a packed statement."""
-    return values if is_postgres(conn) else apsw.carray(array("q", values))
 
 
 def _insert_packed(conn: Conn, sql: str, rows: dict[int, list[int]]) -> None:
     """Insert provenance rows given per session as ``id << 32 | exchange id``, in key
     order (B-tree inserts then meet each page once)."""
-    if is_postgres(conn):
-        sql = _PG_PACKED[sql]
+    sql_dialect = dialect(conn)
+    sql = sql.replace("{ints}", sql_dialect.int_table)
     for session_id, values in sorted(rows.items()):
         values.sort()
         if values[-1] >> 32 >= _PACKED_ID_LIMIT:
             raise StoreError(f"graphrag: id {values[-1] >> 32} is too large to pack")
-        conn.execute(sql, (_packed(conn, values), session_id))
+        conn.execute(sql, (sql_dialect.int_array(values), session_id))
 
 
 def write_batch(conn: Conn, records: BatchRecords) -> dict[str, int]:
     """Add one batch to the graph and move the cursors. Call inside a write."""
-    if not is_postgres(conn):
-        conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-        conn.execute("PRAGMA mmap_size = 0")
+    dialect(conn).prepare_bulk_write(conn)
     if records.sessions and max(records.sessions) >> 32:
         raise StoreError(f"graphrag: exchange id {max(records.sessions)} is too large to pack")
     keys = sorted({k for k, _, _ in records.aliases})

@@ -1,18 +1,42 @@
-"""Versioned schema migrations: ordered, named functions recorded in a table.
+"""Versioned schema migrations: one ordered list, each migration named once with its
+step per dialect, recorded in a table as it is applied.
 
-Each migration runs in its own ``BEGIN IMMEDIATE`` transaction and re-checks the
-recorded version inside it, so several processes opening one new store at once apply
+Each dialect numbers the migrations it runs from 1, in list order, and records each as
+``<prefix><version>_<name>``: ``m001_initial``, ``m002_search_fields``, ... on SQLite,
+``p001_initial`` on PostgreSQL. PostgreSQL support came with migration 12: its first
+step creates at once, in PostgreSQL's types, the tables SQLite's migrations build up
+to there (``store.postgres.schema``), so the eleven after the first have no PostgreSQL
+step.
+
+On SQLite each migration runs in its own ``BEGIN IMMEDIATE`` transaction and re-checks
+the recorded version inside it; on PostgreSQL all of them run in one transaction under
+an advisory lock. Either way, several processes opening one new store at once apply
 each migration exactly once.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
 
 import apsw
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+from store.postgres import schema as postgresql
+from store.sql import Conn
+
+__all__ = [
+    "MIGRATIONS",
+    "POSTGRESQL_STEPS",
+    "RECORDED",
+    "SCHEMA_VERSION",
+    "SQLITE_STEPS",
+    "Migration",
+    "Step",
+    "migrate",
+    "migrate_postgres",
+]
 
 CREATE_MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations(
@@ -24,7 +48,7 @@ SELECT_APPLIED = "SELECT version FROM schema_migrations"
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
 
 
-def m001_initial(conn: apsw.Connection) -> None:
+def initial(conn: apsw.Connection) -> None:
     conn.execute(
         """
         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -121,7 +145,7 @@ INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?
 SELECT_TURNS_TO_INDEX = "SELECT id, session_id, created_at, content FROM exchanges ORDER BY id"
 
 
-def m002_search_fields(conn: apsw.Connection) -> None:
+def search_fields(conn: apsw.Connection) -> None:
     """The keyword index gains two columns ranked below the turn's own words.
 
     ``context`` holds the words of the turns just before it in the session (the
@@ -131,8 +155,8 @@ def m002_search_fields(conn: apsw.Connection) -> None:
     recorded before this migration are re-indexed with their dates and an empty
     context (context words are extracted at ingest).
     """
-    from store.exchanges import scope_token
     from store.search import dated_terms
+    from store.sqlite.search import scope_token
 
     rows = list(conn.execute(SELECT_TURNS_TO_INDEX))
     conn.execute("DROP TABLE exchanges_fts")
@@ -153,7 +177,7 @@ INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int
 SET_VECTOR_DIM = "UPDATE meta SET value = ? WHERE key = 'vector_dim'"
 
 
-def m003_compact_vectors(conn: apsw.Connection) -> None:
+def compact_vectors(conn: apsw.Connection) -> None:
     """Hashed vectors go from 256 to 128 int8 components (the keyword context column
     pays for itself with the bytes saved; recall is unchanged at 128).
 
@@ -178,7 +202,7 @@ def m003_compact_vectors(conn: apsw.Connection) -> None:
     conn.execute(SET_VECTOR_DIM, (str(COMPACT_VECTOR_DIM),))
 
 
-def m004_provider_vectors(conn: apsw.Connection) -> None:
+def provider_vectors(conn: apsw.Connection) -> None:
     """Vectors from an optional embedding provider (their dimension is the model's).
 
     One row per turn and model: int8 components of the unit vector. Rows follow their
@@ -198,7 +222,7 @@ def m004_provider_vectors(conn: apsw.Connection) -> None:
     )
 
 
-def m005_provenance_chain(conn: apsw.Connection) -> None:
+def provenance_chain(conn: apsw.Connection) -> None:
     """The provenance hash chain (store.provenance) and tombstones of forgotten turns.
 
     Every turn gains ``chain_hash``, every session ``chain_head`` (its newest turn's
@@ -228,7 +252,7 @@ def m005_provenance_chain(conn: apsw.Connection) -> None:
         """
     )
     backfill_chain(conn)
-def m006_signal_flags(conn: apsw.Connection) -> None:
+def signal_flags(conn: apsw.Connection) -> None:
     """NAFE reasoning-drift flags and per-session trace ids.
 
     ``signal_flags`` holds one row per flag with the matched span and its offsets in the
@@ -256,7 +280,7 @@ def m006_signal_flags(conn: apsw.Connection) -> None:
     )
 
 
-def m007_graphrag(conn: apsw.Connection) -> None:
+def graphrag(conn: apsw.Connection) -> None:
     """The GraphRAG knowledge graph, derived from the turns by a batch run.
 
     Entities are keyed by their normalised name; edges by their two ends (``src`` <
@@ -327,7 +351,7 @@ def m007_graphrag(conn: apsw.Connection) -> None:
 # --- automatic capture ------------------------------------------------------------------------
 
 
-def m008_capture(conn: apsw.Connection) -> None:
+def capture(conn: apsw.Connection) -> None:
     """Cursors: how far each followed stream has been read.
 
     One row per stream, keyed by ``kind`` (what is followed: ``claude-code`` and
@@ -367,7 +391,7 @@ def m008_capture(conn: apsw.Connection) -> None:
 # --- sync between stores -------------------------------------------------------------------
 
 
-def m009_sync(conn: apsw.Connection) -> None:
+def sync(conn: apsw.Connection) -> None:
     """What export/import and push/pull need to recognise a turn they have seen.
 
     A turn's identity across stores is its *origin*: its chain hash in the store that
@@ -397,7 +421,7 @@ def m009_sync(conn: apsw.Connection) -> None:
 # --- forgetting what later features derived (GraphRAG, sync) ---------------------------------
 
 
-def m010_forget_derived(conn: apsw.Connection) -> None:
+def forget_derived(conn: apsw.Connection) -> None:
     """A tombstone keeps its turn's sync origin (``forgotten.origin``, when the turn was
     re-linked here and its origin differs from its chain hash), so that ``turn_origins``
     holds stored turns only and a forgotten turn's row there goes with it; tombstones'
@@ -434,7 +458,7 @@ def m010_forget_derived(conn: apsw.Connection) -> None:
         )
 
 
-def m011_bus_outbox(conn: apsw.Connection) -> None:
+def bus_outbox(conn: apsw.Connection) -> None:
     """The store's id for the turns it publishes to the coordination bus:
     random, made once, so that the bus keys of a recreated store (whose
     exchange ids start again at 1) never collide with those of the store before it.
@@ -449,7 +473,7 @@ SELECT_RUN_TRACES = "SELECT seq, trace FROM runs ORDER BY seq"
 SET_RUN_TRACE = "UPDATE runs SET trace = ? WHERE seq = ?"
 
 
-def m012_compact_storage(conn: apsw.Connection) -> None:
+def compact_storage(conn: apsw.Connection) -> None:
     """Fewer bytes per turn, nothing lost.
 
     Indexes keyed by a session and the table's integer primary key held that key twice
@@ -486,7 +510,7 @@ def m012_compact_storage(conn: apsw.Connection) -> None:
         conn.execute(SET_RUN_TRACE, (encode_trace(decode_trace(blob)), seq))
 
 
-def m013_traces_without_text(conn: apsw.Connection) -> None:
+def traces_without_text(conn: apsw.Connection) -> None:
     """Stage traces stored by earlier versions quoted the values their stages wrote (a
     turn's neighbours' words, queries, replies, error messages): each keeps its run and
     loses those texts (``store.runs.without_text``), so that a forgotten turn survives
@@ -500,36 +524,92 @@ def m013_traces_without_text(conn: apsw.Connection) -> None:
         conn.execute("PRAGMA secure_delete=FAST")
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
-    m001_initial,
-    m002_search_fields,
-    m003_compact_vectors,
-    m004_provider_vectors,
-    m005_provenance_chain,
-    m006_signal_flags,
-    m007_graphrag,
-    m008_capture,
-    m009_sync,
-    m010_forget_derived,
-    m011_bus_outbox,
-    m012_compact_storage,
-    m013_traces_without_text,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
+SqliteStep = Callable[[apsw.Connection], None]
+PostgresStep = Callable[[Conn, int], None]  # (connection, dimension of the hashed vectors)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema change, named once, and its step on each dialect (None: nothing to
+    run there; on PostgreSQL, the second to twelfth are in its initial step)."""
+
+    name: str
+    sqlite: SqliteStep | None
+    postgresql: PostgresStep | None = None
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("initial", initial, postgresql.initial),
+    Migration("search_fields", search_fields),
+    Migration("compact_vectors", compact_vectors),
+    Migration("provider_vectors", provider_vectors),
+    Migration("provenance_chain", provenance_chain),
+    Migration("signal_flags", signal_flags),
+    Migration("graphrag", graphrag),
+    Migration("capture", capture),
+    Migration("sync", sync),
+    Migration("forget_derived", forget_derived),
+    Migration("bus_outbox", bus_outbox),
+    Migration("compact_storage", compact_storage),
+    Migration("traces_without_text", traces_without_text, postgresql.traces_without_text),
+)
+
+T = TypeVar("T")
+
+
+class Step(NamedTuple, Generic[T]):
+    version: int
+    name: str  # as recorded in schema_migrations
+    run: T
+
+
+def _numbered(prefix: str, steps: Sequence[tuple[str, T | None]]) -> list[Step[T]]:
+    """The steps a dialect has, numbered from 1 and named as it records them."""
+    present = [(name, step) for name, step in steps if step is not None]
+    return [Step(version, f"{prefix}{version:03d}_{name}", step)
+            for version, (name, step) in enumerate(present, start=1)]
+
+
+SQLITE_STEPS = _numbered("m", [(m.name, m.sqlite) for m in MIGRATIONS])
+POSTGRESQL_STEPS = _numbered("p", [(m.name, m.postgresql) for m in MIGRATIONS])
+SCHEMA_VERSION = len(SQLITE_STEPS)
+# What each dialect (``Backend.dialect``) records once it is current: version -> name.
+RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},
+            "postgresql": {s.version: s.name for s in POSTGRESQL_STEPS}}
 
 
 def migrate(conn: apsw.Connection) -> int:
-    """Apply every migration not yet recorded; return the schema version."""
+    """Apply every SQLite migration not yet recorded; return the schema version."""
     conn.execute(CREATE_MIGRATIONS_TABLE)
-    for version, step in enumerate(MIGRATIONS, start=1):
+    for version, name, step in SQLITE_STEPS:
         conn.execute("BEGIN IMMEDIATE")
         try:
             applied = {row[0] for row in conn.execute(SELECT_APPLIED)}
             if version not in applied:
                 step(conn)
-                conn.execute(RECORD_APPLIED, (version, step.__name__, time.time()))
+                conn.execute(RECORD_APPLIED, (version, name, time.time()))
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
     return SCHEMA_VERSION
+
+
+def migrate_postgres(conn: Conn, vector_dim: int) -> int:
+    """Apply the PostgreSQL migrations not yet recorded; returns the schema version.
+    ``conn`` is in autocommit mode: the migrations run in one transaction."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute(postgresql.LOCK_MIGRATIONS, (postgresql.MIGRATION_LOCK,))
+        conn.execute(postgresql.CREATE_MIGRATIONS_TABLE)
+        applied = {int(r[0]) for r in conn.execute(SELECT_APPLIED)}
+        for version, name, step in POSTGRESQL_STEPS:
+            if version in applied:
+                continue
+            step(conn, vector_dim)
+            conn.execute(RECORD_APPLIED, (version, name, time.time()))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return len(POSTGRESQL_STEPS)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
-from store.sql import Conn, all_rows, first, is_postgres
+from store.dialect import dialect
+from store.sql import Conn, all_rows, first
 
 __all__ = ["GENESIS", "backfill_chain", "chain_hash", "session_head"]
 
@@ -41,7 +42,6 @@ def chain_hash(previous: bytes, content_hash: bytes, session: str, role: str,
 
 
 SELECT_HEAD = "SELECT id, chain_head FROM sessions WHERE name = ?"
-LOCK_TURNS = "SELECT pg_advisory_xact_lock(5501)"  # an arbitrary key: the turn writers' lock
 
 
 def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
@@ -52,8 +52,7 @@ def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
     one commits, so that a session's chain never forks, and exchange ids are committed
     in order: readers that follow the turns by id (the sync and bus outboxes, the
     provider vectors' backfill) never pass over a turn committed late."""
-    if is_postgres(conn):
-        conn.execute(LOCK_TURNS)
+    dialect(conn).lock_turn_writers(conn)
     row = first(conn, SELECT_HEAD, (session,))
     if row is None:
         return None, GENESIS

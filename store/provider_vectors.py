@@ -21,7 +21,8 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from store.sql import Conn, Row, all_rows, first, is_postgres
+from store.dialect import dialect
+from store.sql import Conn, Row, all_rows, first
 from store.vectors import MatrixCache
 
 if TYPE_CHECKING:
@@ -51,9 +52,6 @@ SELECT id, substr(content, 1, ?3) FROM exchanges WHERE id > ?1 ORDER BY id LIMIT
 INSERT_VECTOR = """
 INSERT INTO provider_vectors(exchange_id, model, embedding) VALUES (?, ?, ?)
 ON CONFLICT(model, exchange_id) DO UPDATE SET embedding = excluded.embedding"""
-# PostgreSQL: the mark row exists (at 0) and is locked until the write commits.
-INSERT_THROUGH_PG = "INSERT INTO meta(key, value) VALUES (?, '0') ON CONFLICT(key) DO NOTHING"
-LOCK_THROUGH_PG = "SELECT value FROM meta WHERE key = ? FOR UPDATE"
 SELECT_NEW = """
 SELECT p.exchange_id, e.session_id, p.embedding FROM provider_vectors p
 JOIN exchanges e ON e.id = p.exchange_id
@@ -84,12 +82,8 @@ def save_provider_vectors(conn: Conn, model: str, expected_through: int,
     Returns False, storing nothing, when another process moved the mark since
     ``expected_through`` was read (it embedded the same turns).
     """
-    if is_postgres(conn):  # concurrent backlogs: the second waits for the first's commit
-        conn.execute(INSERT_THROUGH_PG, (_through_key(model),))
-        row = first(conn, LOCK_THROUGH_PG, (_through_key(model),))
-        through_now = int(row[0]) if row is not None else 0
-    else:
-        through_now = provider_through(conn, model)
+    # Concurrent backlogs: the second waits for the first's commit, then finds the mark moved.
+    through_now = dialect(conn).locked_count(conn, _through_key(model))
     if through_now != expected_through:
         return False
     for exchange_id, blob in vectors:

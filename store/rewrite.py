@@ -21,17 +21,25 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import apsw
 
 from store.errors import StoreError
 from store.sql import Conn, all_rows, first
 
-if TYPE_CHECKING:
-    from store.backend import Backend
+
+class _Store(Protocol):
+    """What a rewrite needs of a store (``store.backend.Backend`` has it); named here
+    so that this module does not import the backend that owns it."""
+
+    @property
+    def dialect(self) -> str: ...
+    def read(self) -> AbstractContextManager[Conn]: ...
+    def write(self) -> AbstractContextManager[Conn]: ...
+    def exclusive(self) -> AbstractContextManager[Conn]: ...
 
 __all__ = [
     "REWRITE_KEYS",
@@ -99,7 +107,7 @@ def _waiting(conn: Any, wait_ms: int) -> Iterator[None]:
         conn.execute(f"PRAGMA busy_timeout={before}")
 
 
-def scrub(store: Backend, *, vacuum: bool, wait_ms: int) -> Rewritten:
+def scrub(store: _Store, *, vacuum: bool, wait_ms: int) -> Rewritten:
     """One attempt at the rewrite; ``vacuum=False`` when this process's VACUUM already
     ran since the last deletions and only the log remains. Never waits more than
     ``wait_ms`` for other connections (a lock or a snapshot they hold leaves it
@@ -128,7 +136,7 @@ class FileRewrite:
     every attempt, so any process can finish what another one began.
     """
 
-    def __init__(self, store: Backend) -> None:
+    def __init__(self, store: _Store) -> None:
         self._store = store
         self._lock = threading.Lock()
         self._wake = threading.Event()  # a rewrite to retry now

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from store.errors import StoreError
 
-__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "insert_rows", "is_postgres", "one",
-           "where"]
+__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "one", "where"]
 
 Row = tuple[Any, ...]
 
@@ -16,33 +15,11 @@ Row = tuple[Any, ...]
 class Conn(Protocol):
     """What the store modules need of a connection: ``apsw.Connection`` on SQLite,
     ``store.postgres.connection.PgConnection`` on PostgreSQL (the same ``?``/``?N``
-    statements; the few that differ branch on ``is_postgres``)."""
+    statements; the few that differ are operations of ``store.dialect``)."""
 
     def execute(self, statements: str, bindings: Any = None, /) -> Any: ...
     def executemany(self, statements: str, sequenceofbindings: Any, /) -> Any: ...
     def changes(self) -> int: ...
-
-
-class _Copier(Protocol):
-    def copy_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
-                  ) -> None: ...
-
-
-def is_postgres(conn: Conn) -> bool:
-    return getattr(conn, "dialect", "sqlite") == "postgresql"
-
-
-def insert_rows(conn: Conn, table: str, columns: Sequence[str],
-                rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows (``table`` and ``columns`` from the store's own lists): COPY on
-    PostgreSQL, one prepared statement on SQLite."""
-    if not rows:
-        return
-    if is_postgres(conn):
-        cast(_Copier, conn).copy_rows(table, columns, rows)
-    else:
-        marks = ", ".join("?" * len(columns))
-        conn.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({marks})", rows)
 
 
 def first(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row | None:

@@ -23,13 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from store.exchanges import INSERT_FTS, INSERT_FTS_PG_PAGE, INSERT_VECTOR, scope_token
+from store.dialect import dialect
 from store.provenance import GENESIS
 from store.rewrite import REWRITE_KEYS
-from store.sql import Conn, Row, all_rows, first, id_list, insert_rows, is_postgres
-from store.vectors import vector_text
+from store.sql import Conn, Row, all_rows, first, id_list
 
 __all__ = [
     "MIGRATION_KEY",
@@ -123,7 +120,7 @@ def page_sql(table: Table, after: bool) -> str:
 
 # Two tables settle conflicts with the target's own rows: its meta keys are replaced, and
 # a run copied again (a resumed copy) stays one run; the run's seq is the target's. Every
-# other table goes in with ``insert_rows``.
+# other table goes in with the dialect's ``insert_rows``.
 _RUN_COLUMNS = _BY_NAME["runs"].columns[1:]
 CONFLICT_INSERTS = {
     "meta": ("INSERT INTO meta(key, value) VALUES (?, ?) "
@@ -243,10 +240,6 @@ SELECT_TOMBSTONES = """
 SELECT session_id, exchange_id, chain_hash FROM forgotten
 WHERE (session_id, exchange_id) > (?1, ?2) AND (session_id, exchange_id) <= (?3, ?4)
 ORDER BY session_id, exchange_id"""
-SELECT_VECTORS = """
-SELECT e.id, v.embedding FROM exchanges e JOIN exchange_vectors v ON v.rowid = e.id
-WHERE {ids}"""
-SELECT_VECTORS_PG = "SELECT rowid, embedding::text FROM exchange_vectors WHERE {ids}"
 _NO_KEY = -(2**63)
 
 
@@ -282,23 +275,9 @@ def turn_evidence(conn: Conn, rows: Sequence[Row], after: Sequence[Any] | None,
     link = _previous_link(conn, *start)
     contents = [str(r[0]) for r in all_rows(conn, SELECT_BEFORE,
                                             (*first_turn, neighbour_chars))]
-    turn_ids = [int(r[0]) for r in rows]
-    if is_postgres(conn):
-        where, params = id_list("rowid", turn_ids)
-        vectors = {int(i): _int8(str(text)) for i, text in
-                   all_rows(conn, SELECT_VECTORS_PG.format(ids=where), params)}
-    else:
-        where, params = id_list("e.id", turn_ids)
-        vectors = {int(i): bytes(blob) for i, blob in
-                   all_rows(conn, SELECT_VECTORS.format(ids=where), params)}
+    vectors = dialect(conn).vectors_of(conn, [int(r[0]) for r in rows])
     return TurnEvidence(names=names, traces=traces, previous_link=link, previous_contents=contents,
                         tombstones=tombstones, vectors=vectors)
-
-
-def _int8(text: str) -> bytes:
-    """pgvector's text form of a halfvec of whole numbers, as the int8 blob SQLite keeps."""
-    values = np.array(text.strip("[]").split(","), dtype=np.float32)
-    return bytes(np.rint(values).astype(np.int8).tobytes())
 
 
 # --- writing the target -----------------------------------------------------------------------
@@ -312,7 +291,7 @@ def write_page(conn: Conn, table_name: str, rows: Sequence[Row]) -> int:
         rows = [r[1:] for r in rows]
     conflicting = CONFLICT_INSERTS.get(table.name)
     if conflicting is None:
-        insert_rows(conn, table.name, table.columns, rows)
+        dialect(conn).insert_rows(conn, table.name, table.columns, rows)
     elif rows:
         conn.executemany(conflicting, list(rows))
     advance_sequence(conn, table)
@@ -324,85 +303,32 @@ def write_turns(conn: Conn, rows: Sequence[Row], fields: Sequence[tuple[str, str
     """Insert a page of ``exchanges`` rows with their keyword index entries (``fields``:
     the context and dated words of each, in order) and their vectors."""
     table = _BY_NAME["exchanges"]
-    insert_rows(conn, table.name, table.columns, rows)
-    found = [(r[0], r[1], vectors[r[0]]) for r in rows if r[0] in vectors]
-    if is_postgres(conn):
-        conn.execute(INSERT_FTS_PG_PAGE, [
-            [r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows],
-            [context for context, _ in fields], [dated for _, dated in fields]])
-        insert_rows(conn, "exchange_vectors", ("rowid", "session_id", "embedding"),
-                    [(i, s, vector_text(v)) for i, s, v in found])
-    else:
-        conn.executemany(INSERT_FTS, [
-            (r[0], r[4], context, dated, scope_token(int(r[1])))
-            for r, (context, dated) in zip(rows, fields, strict=True)])
-        if found:
-            conn.executemany(INSERT_VECTOR, found)
+    sql_dialect = dialect(conn)
+    sql_dialect.insert_rows(conn, table.name, table.columns, rows)
+    sql_dialect.index_keyword_page(conn, [
+        (r[0], int(r[1]), r[4], context, dated)
+        for r, (context, dated) in zip(rows, fields, strict=True)])
+    sql_dialect.insert_vectors(conn, [(r[0], r[1], vectors[r[0]]) for r in rows
+                                      if r[0] in vectors])
     advance_sequence(conn, table)
     return len(rows)
 
 
-# Inserting into an HNSW index costs milliseconds a vector (a search of the graph each),
-# and a GIN index grows a posting list a word at a time: a copy drops both when it starts
-# and builds them again in one pass each when it finishes.
-SELECT_DEFERRED = """
-SELECT indexname, indexdef FROM pg_indexes
-WHERE schemaname = current_schema()
-  AND ((tablename = 'exchange_vectors' AND indexdef LIKE '% USING hnsw %')
-       OR (tablename = 'exchanges_fts' AND indexdef LIKE '% USING gin %'))
-ORDER BY indexname"""
-# Building the indexes in memory is many times faster than spilling: at least this much
-# for the building transaction (a server set higher keeps its own setting).
-BUILD_MEMORY_MB = 512
-RAISE_BUILD_MEMORY = f"""
-SELECT set_config('maintenance_work_mem', '{BUILD_MEMORY_MB}MB', true)
-WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < {BUILD_MEMORY_MB} * 1024 * 1024"""
-
-
 def defer_indexes(conn: Conn) -> list[str]:
-    """PostgreSQL: drop the vector and keyword indexes for the copy (call in the write
-    that claims the target); returns the statements that ``finish_target`` runs to build
-    them again."""
-    if not is_postgres(conn):
-        return []
-    found = all_rows(conn, SELECT_DEFERRED)
-    for name, _ in found:
-        conn.execute(f'DROP INDEX "{name}"')
-    return [str(definition) for _, definition in found]
-
-
-SET_SEQUENCE = """
-SELECT setval(pg_get_serial_sequence('{table}', '{column}'), m)
-FROM (SELECT max({column}) AS m FROM {table}) AS top WHERE m IS NOT NULL"""
-# A forgotten newest turn leaves only its tombstone: its id is never given out again.
-SET_EXCHANGE_SEQUENCE = """
-SELECT setval(pg_get_serial_sequence('exchanges', 'id'), m)
-FROM (SELECT greatest((SELECT max(id) FROM exchanges),
-                      (SELECT max(exchange_id) FROM forgotten)) AS m) AS top
-WHERE m IS NOT NULL"""
-SQLITE_EXCHANGE_SEQUENCE = """
-INSERT INTO sqlite_sequence(name, seq)
-SELECT 'exchanges', coalesce(max(exchange_id), 0) FROM forgotten
-WHERE NOT EXISTS(SELECT 1 FROM sqlite_sequence WHERE name = 'exchanges');
-UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(exchange_id), 0) FROM forgotten))
-WHERE name = 'exchanges'"""
+    """Drop the indexes the target builds faster after the copy (PostgreSQL: vectors and
+    keywords; call in the write that claims the target); returns the statements that
+    ``finish_target`` runs to build them again."""
+    return dialect(conn).defer_indexes(conn)
 
 
 def advance_sequence(conn: Conn, table: Table) -> None:
-    """PostgreSQL: the table's sequence continues after the copied ids (SQLite numbers
-    from the largest id by itself)."""
-    if table.serial is not None and is_postgres(conn):
-        conn.execute(SET_SEQUENCE.format(table=table.name, column=table.serial))
+    """The table's ids continue after the copied ones (PostgreSQL's sequences; SQLite
+    numbers from the largest id by itself)."""
+    if table.serial is not None:
+        dialect(conn).advance_sequence(conn, table.name, table.serial)
 
 
 def finish_target(conn: Conn, deferred: Sequence[str]) -> None:
     """Once every table is copied: the ids of forgotten turns are never given out again,
     and the indexes ``defer_indexes`` dropped are built."""
-    if is_postgres(conn):
-        conn.execute(SET_EXCHANGE_SEQUENCE)
-        if deferred:
-            conn.execute(RAISE_BUILD_MEMORY)
-        for statement in deferred:
-            conn.execute(statement)
-    else:
-        conn.execute(SQLITE_EXCHANGE_SEQUENCE)
+    dialect(conn).finish_copy(conn, deferred)

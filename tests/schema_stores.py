@@ -8,7 +8,7 @@ from pathlib import Path
 import apsw
 import sqlite_vec
 
-from store.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, RECORD_APPLIED
+from store.migrations import CREATE_MIGRATIONS_TABLE, RECORD_APPLIED, SQLITE_STEPS
 
 __all__ = ["store_at_schema"]
 
@@ -21,7 +21,7 @@ def store_at_schema(path: Path, version: int) -> apsw.Connection:
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.execute(CREATE_MIGRATIONS_TABLE)
-    for number, step in enumerate(MIGRATIONS[:version], start=1):
+    for number, name, step in SQLITE_STEPS[:version]:
         step(conn)
-        conn.execute(RECORD_APPLIED, (number, step.__name__, time.time()))
+        conn.execute(RECORD_APPLIED, (number, name, time.time()))
     return conn

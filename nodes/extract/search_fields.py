@@ -2,7 +2,8 @@
 
 ``context``: content words of the two turns before it in its session that it does not
 use itself (an answer is found by the words of its question); ``dated``: its month
-and year. Both are ranked below the turn's own words (``store.search.BM25_WEIGHTS``).
+and year. Both are ranked below the turn's own words
+(``store.search_filter.BM25_WEIGHTS``).
 """
 
 from __future__ import annotations

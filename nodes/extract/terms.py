@@ -50,7 +50,7 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
 
     An answer rarely repeats its question ("How was the trip?" / "We loved it!"); with
     the question's words beside it, the answer is found by them, ranked below turns
-    that use the words themselves (see ``store.search.BM25_WEIGHTS``).
+    that use the words themselves (see ``store.search_filter.BM25_WEIGHTS``).
     """
     own = set(words(text[:OWN_CHARS]))
     found: dict[str, None] = {}

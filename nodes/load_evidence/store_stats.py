@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from store.footprint import applied_migrations, page_stats, table_bytes
-from store.migrations import MIGRATIONS
+from store.migrations import RECORDED
 from store.stats import store_counts
 
 __all__ = ["store_stats"]
@@ -22,14 +22,6 @@ def _file_bytes(path: Path) -> int | None:
         return None
 
 
-def _migrations(dialect: str) -> Sequence[Callable[..., None]]:
-    if dialect == "postgresql":
-        from store.postgres.schema import PG_MIGRATIONS
-
-        return PG_MIGRATIONS
-    return MIGRATIONS
-
-
 def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
     store = state.ctx.store
     store.traces.flush()  # so that `runs` counts this process's recent runs too
@@ -39,7 +31,7 @@ def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
         tables = table_bytes(conn)
         applied = applied_migrations(conn)
     version = max((m.version for m in applied), default=0)
-    known = {i: step.__name__ for i, step in enumerate(_migrations(store.dialect), start=1)}
+    known = RECORDED[store.dialect]
     files = Path(store.location) if store.dialect == "sqlite" else None
     stats = {
         "path": store.location,

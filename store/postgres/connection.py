@@ -15,6 +15,9 @@ from typing import Any
 
 import psycopg
 
+from store.dialect import Dialect
+from store.postgres.dialect import POSTGRESQL
+
 __all__ = ["PgConnection", "translate"]
 
 # A quoted literal or identifier (copied as is), a parameter (?, ?N, :name; not a ::cast)
@@ -53,7 +56,7 @@ def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
 class PgConnection:
     """A psycopg connection with ``execute``/``changes`` in the store's SQLite style."""
 
-    dialect = "postgresql"
+    dialect: Dialect = POSTGRESQL
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw

@@ -19,8 +19,9 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from store.errors import StoreError
+from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
-from store.postgres.schema import migrate_postgres
+from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.vectors import VectorCache
@@ -54,7 +55,7 @@ class PgStore:
         self.url = url
         self.location = redact_url(url)
         self.data_dir = data_dir
-        self.vectors = VectorCache(vector_dim)  # unused here: pgvector answers in SQL
+        self.vectors: VectorCache = PgVectorCache(vector_dim)
         self.traces = TraceBuffer(self.write)
         self.file_rewrite = FileRewrite(self)
         self._local = threading.local()

@@ -1,24 +1,23 @@
-"""The PostgreSQL schema: the SQLite store's tables in PostgreSQL types, versioned.
+"""The PostgreSQL schema: the SQLite store's tables in PostgreSQL types.
 
 Table and column names are the SQLite store's, so that the store modules' statements
 run on both; what SQLite keeps in virtual tables lives here in ordinary ones:
 ``exchanges_fts`` holds one weighted ``tsvector`` a turn (GIN-indexed) and
 ``exchange_vectors`` a pgvector ``halfvec`` (HNSW-indexed, inner product).
 
-Migrations run under a transaction-level advisory lock, so several processes opening
+The steps here are PostgreSQL's side of the one migration list (``store.migrations``),
+which runs them under a transaction-level advisory lock, so several processes opening
 one new database at once apply each exactly once.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from store.sql import Conn
 
-__all__ = ["PG_MIGRATIONS", "PG_SCHEMA_VERSION", "migrate_postgres"]
+__all__ = ["CREATE_MIGRATIONS_TABLE", "LOCK_MIGRATIONS", "MIGRATION_LOCK", "initial"]
 
 MIGRATION_LOCK = 0x5354454E4F  # "STENO": the advisory lock key of schema changes
+LOCK_MIGRATIONS = "SELECT pg_advisory_xact_lock(?)"
 
 CREATE_MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations(
@@ -254,7 +253,7 @@ CREATE FUNCTION min(a BIGINT, b BIGINT) RETURNS BIGINT
 """
 
 
-def p001_initial(conn: Conn, vector_dim: int) -> None:
+def initial(conn: Conn, vector_dim: int) -> None:
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     conn.execute(INITIAL)
     conn.execute(
@@ -275,38 +274,10 @@ def p001_initial(conn: Conn, vector_dim: int) -> None:
                  "VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''))")
 
 
-def p002_traces_without_text(conn: Conn, vector_dim: int) -> None:
+def traces_without_text(conn: Conn, vector_dim: int) -> None:
     """As SQLite migration m013: stored stage traces lose the texts that earlier
     versions quoted in them (PostgreSQL reclaims the old row versions at its next
     vacuum)."""
     from store.runs import strip_stored_traces
 
     strip_stored_traces(conn)
-
-
-PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial,
-                                                          p002_traces_without_text)
-PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
-
-
-def migrate_postgres(conn: Conn, vector_dim: int) -> int:
-    """Apply the migrations not yet recorded; returns the schema version.
-    ``conn`` is in autocommit mode: each migration is its own transaction."""
-    conn.execute("BEGIN")
-    try:
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-        conn.execute(CREATE_MIGRATIONS_TABLE)
-        applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
-        for version, step in enumerate(PG_MIGRATIONS, start=1):
-            if version in applied:
-                continue
-            step(conn, vector_dim)
-            conn.execute(
-                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                (version, step.__name__, time.time()),
-            )
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return PG_SCHEMA_VERSION

@@ -1,10 +1,10 @@
 """Keyword search on PostgreSQL: the FTS5 expression as a tsquery over ``exchanges_fts``.
 
-``store.search`` calls this when the connection is PostgreSQL's; the expression is
-translated by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
+``store.postgres.dialect`` runs it for ``store.search``; the expression is translated
+by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
 
 * each phrase of the query counts ``ts_rank`` of the turn for that phrase alone, with
-  the weights of ``store.search.BM25_WEIGHTS`` (body 1.0, context 0.5, dated 1.0),
+  the weights of ``store.search_filter.BM25_WEIGHTS`` (body 1.0, context 0.5, dated 1.0),
   times the phrase's inverse document frequency over the whole table, computed as
   FTS5's bm25() does (``ln((N - n + 0.5) / (n + 0.5))``, at least 1e-6). ``ts_rank``
   alone has no IDF: a question's common words then rank as high as its rare ones
@@ -23,11 +23,11 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Protocol, cast
 
-from store.exchanges import turn_trace_sql
-from store.postgres.connection import PgConnection
+from store.correlation import turn_trace_sql
 from store.postgres.tsquery import Tsquery, translate
-from store.search import BM25_WEIGHTS, POOL, HitFilter, flag_condition
+from store.search_filter import BM25_WEIGHTS, POOL, HitFilter, flag_condition
 from store.sql import Conn, all_rows, one, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
@@ -65,12 +65,16 @@ _shares: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
 _shares_lock = threading.Lock()
 
 
+class _Located(Conn, Protocol):
+    @property
+    def database(self) -> str: ...  # as ``PgConnection.database``
+
+
 def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
     """Each phrase's IDF, as FTS5's bm25() computes it: ``ln((N - n + 0.5) / (n + 0.5))``,
     at least MIN_IDF."""
     total = int(one(conn, TURNS)[0])
-    assert isinstance(conn, PgConnection)
-    database = conn.database
+    database = cast(_Located, conn).database
     having: dict[str, float] = {}
     with _shares_lock:
         for unit in units:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from store.search import FtsSyntaxError
+from store.search_filter import FtsSyntaxError
 
 __all__ = ["ALL_WEIGHTS", "COLUMN_WEIGHTS", "Tsquery", "translate"]
 
@@ -348,7 +348,7 @@ class Tsquery:
 
 def translate(expression: str, *, own_words: bool = False) -> Tsquery:
     """``expression`` (FTS5 syntax) as tsquery text; ``own_words``: match the turn's own
-    words only (the body column), as ``store.search.match_expression`` does."""
+    words only (the body column), as ``store.sqlite.search.match_expression`` does."""
     parser = _Parser(_tokens(expression))
     weights = frozenset(COLUMN_WEIGHTS["body"]) if own_words else ALL_WEIGHTS
     node = parser.binary(0, weights)

@@ -16,8 +16,8 @@ import pytest
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.errors import InvalidInput, NotFound
-from store.exchanges import scope_token
 from store.runs import load_trace
+from store.sqlite.search import scope_token
 
 TURN_LIMIT = 4
 # Not a credential shape (redaction at ingest would have caught one): a name that must

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import store.search
+import store.sqlite.search
 from nodes.extract.fusion import fused
 from nodes.extract.terms import CONTEXT_TERMS, context_terms
 from nodes.extract.vectors import quantize, text_vector
@@ -66,7 +66,7 @@ def test_the_length_prior_softens_bm25s_preference_for_short_turns(
         return float(scores[long] / scores[short])
 
     with_prior = ratio()
-    monkeypatch.setattr(store.search, "LENGTH_PRIOR", 0.0)
+    monkeypatch.setattr(store.sqlite.search, "LENGTH_PRIOR", 0.0)
     plain = ratio()
     expected = (len(long_text) / len(short_text)) ** 0.2
     assert with_prior / plain == pytest.approx(expected, rel=1e-3)

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import store.sqlite.vec0
 import store.vectors
 from nodes.extract.vectors import quantize, text_vector
 from stenographer.settings import DEFAULT_VECTOR_DIM
 from store.briefs import BriefDraft, ClaimLost, claim_brief, session_briefs
 from store.db import Store
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
-from store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
+from store.migrations import RECORDED, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
 from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
 from store.sql import all_rows
@@ -60,12 +61,22 @@ def scalar(db: Store, sql: str) -> object:
 
 # --- schema, file, journal ------------------------------------------------------------------
 
+# As stores of earlier releases recorded them: a store opens without re-migrating only if
+# these stay what they are.
+SQLITE_NAMES = ["m001_initial", "m002_search_fields", "m003_compact_vectors",
+                "m004_provider_vectors", "m005_provenance_chain", "m006_signal_flags",
+                "m007_graphrag", "m008_capture", "m009_sync", "m010_forget_derived",
+                "m011_bus_outbox", "m012_compact_storage"]
+
+
 def test_migrations_are_recorded_once_and_idempotent(db: Store):
-    expected = [(i, fn.__name__) for i, fn in enumerate(MIGRATIONS, start=1)]
+    expected = list(RECORDED["sqlite"].items())
+    assert [n for _, n in expected[:len(SQLITE_NAMES)]] == SQLITE_NAMES
+    assert list(RECORDED["postgresql"].values())[:1] == ["p001_initial"]
     conn = db.connection()
     applied = list(conn.execute("SELECT version, name, applied_at FROM schema_migrations"))
     assert [(v, n) for v, n, _ in applied] == expected
-    assert migrate(conn) == SCHEMA_VERSION == len(MIGRATIONS)
+    assert migrate(conn) == SCHEMA_VERSION == len(expected)
     assert list(conn.execute("SELECT version, name, applied_at FROM schema_migrations")) \
         == applied  # nothing re-applied, applied_at unchanged
     again = Store(db.path, vector_dim=DIM)  # a second process opening the same file
@@ -336,7 +347,7 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
         for gone in (ids[0], ids[1_500], ids[-1]):
             conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (gone,))
     with db.read() as conn:
-        bulk = store.vectors.vec0_chunks(conn)
+        bulk = store.sqlite.vec0.vec0_chunks(conn)
         rows = all_rows(conn, store.vectors.SELECT_NEW, (0,))
     assert bulk is not None
     got_ids, got_sessions, got_vectors = bulk
@@ -359,13 +370,13 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
 
     # A layout read differently from vec0's own answers (here: sampled rows disagree),
     # or another layout of its tables (here: missing), falls back to the row-by-row read.
-    monkeypatch.setattr(store.vectors, "SELECT_ONE", store.vectors.SELECT_ONE.replace(
+    monkeypatch.setattr(store.sqlite.vec0, "SELECT_ONE", store.sqlite.vec0.SELECT_ONE.replace(
         "SELECT session_id,", "SELECT session_id + 1,"))
     with db.read() as conn:
-        assert store.vectors.vec0_chunks(conn) is None
-    monkeypatch.setattr(store.vectors, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
+        assert store.sqlite.vec0.vec0_chunks(conn) is None
+    monkeypatch.setattr(store.sqlite.vec0, "SELECT_CHUNKS", "SELECT * FROM no_such_chunks")
     with db.read() as conn:
-        assert store.vectors.vec0_chunks(conn) is None
+        assert store.sqlite.vec0.vec0_chunks(conn) is None
     other = store.vectors.VectorCache(DIM)
     assert top(other, "postgres brand new")[0][0] == added[0] and other._n == 2_298
 

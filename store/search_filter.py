@@ -1,0 +1,77 @@
+"""What keyword search shares across dialects: the filter of hits, the column weights,
+the candidate pool and the syntax error.
+
+Queries reach the store in FTS5 syntax on both dialects: SQLite runs it
+(``store.sqlite.search``), PostgreSQL translates it to a tsquery
+(``store.postgres.search``). Either rejects an expression FTS5 would reject with
+``FtsSyntaxError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ANY_FLAG",
+    "BM25_WEIGHTS",
+    "POOL",
+    "FtsSyntaxError",
+    "HitFilter",
+    "flag_condition",
+    "live_sql",
+]
+
+# bm25() column weights: body, context, dated, scope. The context column holds a few
+# dozen words of the turns before it: a match there counts half as much as one in the
+# turn. Measured on LoCoMo-format conversations (bench/locomo.py): without the column
+# recall@10 falls from 0.80 to 0.70; weights 0.4-0.6 are within a point of 0.5.
+BM25_WEIGHTS = (1.0, 0.5, 1.0, 0.0)
+
+# The ranking's length term is applied to the best POOL x LIMIT matches only.
+POOL = 2
+
+ANY_FLAG = "NAFE"
+
+
+class FtsSyntaxError(ValueError):
+    """The MATCH expression is not valid FTS5 syntax."""
+
+
+@dataclass(frozen=True)
+class HitFilter:
+    session_id: int | None = None  # None: every session
+    role: str | None = None
+    since: float | None = None
+    until: float | None = None
+    compressed_only: bool = False
+    trace_id: str | None = None
+    flag: str | None = None  # a NAFE signature, or "NAFE" for any (store.signal_flags)
+
+    @property
+    def reads_rows(self) -> bool:
+        """Whether a turn's own row must be read to test it: a role, a time range, a
+        trace id or a flag (a session and compressed turns have cheaper tests)."""
+        return (self.role is not None or self.since is not None or self.until is not None
+                or self.trace_id is not None or self.flag is not None)
+
+
+def live_sql(session_param: str) -> str:
+    """The ids of a session's live (uncompressed) turns.
+
+    Within a session, the compressed turns are all but these few (at most a batch or
+    so): one small list read from the partial index ``exchanges_live`` replaces a lookup
+    of every candidate's row to test ``brief_id IS NOT NULL``.
+    """
+    return ("SELECT l.id FROM exchanges l"
+            f" WHERE l.session_id = {session_param} AND l.brief_id IS NULL")
+
+
+def flag_condition(flt: HitFilter, id_column: str, params: list[object],
+                   numbered: int | None) -> str:
+    """An EXISTS over the turn's flags; ``numbered``: offset of ?N parameters, else ?."""
+    sql = f"EXISTS (SELECT 1 FROM signal_flags g WHERE g.exchange_id = {id_column}"
+    if flt.flag != ANY_FLAG:
+        params.append(flt.flag)
+        sql += f" AND g.signature = ?{len(params) + numbered}" if numbered is not None \
+            else " AND g.signature = ?"
+    return sql + ")"
