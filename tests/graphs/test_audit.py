@@ -181,6 +181,15 @@ def test_an_unknown_session_is_an_error(app: App):
         audit(app, session_id="nope")
 
 
+def _settled(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The contracts of a report without the count of stored traces, which grows
+    between two audits as the background trace writer stores runs (the first audit's
+    own among them)."""
+    return [{k: v for k, v in c.items() if not (c["name"] == "trace_retention"
+                                                 and k == "checked")}
+            for c in report["contracts"]]
+
+
 def test_small_pages_give_the_same_report(app: App, raw: Conn):
     """Cursors between pages lose and repeat nothing: a 3-record page size over a tampered
     store names the same violations as the default."""
@@ -197,8 +206,7 @@ def test_small_pages_give_the_same_report(app: App, raw: Conn):
         app.graphs.compile(DEFINITION, app.graphs.max_steps["contract_audit"])
     whole = audit(app)
     assert paged["pages"] > 2 * whole["pages"]  # one page per pass at the default size
-    strip = [{k: v for k, v in c.items()} for c in whole["contracts"]]
-    assert [{k: v for k, v in c.items()} for c in paged["contracts"]] == strip
+    assert _settled(paged) == _settled(whole)
     assert failures(whole) == {"turn_hashes": [a[8][0]], "keyword_index": [a[0][0]]}
 
 
