@@ -31,6 +31,7 @@ from stenographer.models import (
     NotesResult,
     Trace,
 )
+from stenographer.protocol_errors import StenoServer
 from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
@@ -115,8 +116,8 @@ async def lifespan(server: MCPServer[AppLoader]) -> AsyncIterator[AppLoader]:
         loader.close()
 
 
-mcp: MCPServer[AppLoader] = MCPServer("omega-stenographer", instructions=INSTRUCTIONS,
-                                lifespan=lifespan)
+mcp: MCPServer[AppLoader] = StenoServer("omega-stenographer", instructions=INSTRUCTIONS,
+                                      lifespan=lifespan)
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
     "The conversation this turn belongs to: any stable string of 1-200 characters, "
