@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from stenographer.bus import BackgroundBusPublish
     from stenographer.sync import BackgroundPush
 
-__all__ = ["main", "mcp"]
+__all__ = ["main", "mcp", "serve_stdio"]
 
 INSTRUCTIONS = """\
 Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange for
@@ -463,8 +463,17 @@ async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
     return json.dumps(out["trace"], ensure_ascii=False)
 
 
-def main() -> None:
-    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch."""
+def serve_stdio() -> None:
+    """Serve over stdio until end of input."""
     from stenographer.stdio import run_stdio
 
     anyio.run(run_stdio, mcp)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch, or
+    with `--http`/`--sse` the HTTP server (`omega-stenographer-mcp --help`)."""
+    from stenographer.cli import main as cli_main
+    from stenographer.serve_cli import build_server_parser
+
+    cli_main(argv, build_server_parser())
