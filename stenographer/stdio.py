@@ -53,7 +53,7 @@ MAX_LINE_BYTES = 256 * 1024 * 1024  # one JSON-RPC message; a 1 MB turn is far b
 MAX_DEPTH = 201
 CHUNK_BYTES = 64 * 1024
 
-PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR = -32700, -32600, -32603
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 EXPECTED = "expected one JSON-RPC 2.0 request, notification or response object per line"
 BAD_ID = ("the id must be a string or an integer (a notification has no id member); "
           f"{EXPECTED}")
