@@ -1,12 +1,17 @@
-"""`python -m stenographer`: the stdio MCP server without arguments, else the CLI."""
+"""`python -m stenographer`: without arguments or with options first, the MCP server (as
+`omega-stenographer-mcp`: `--http`, `--sse`, `--host`, `--port`); with a command first,
+the `stenographer` command. `--help` and `--version` alone describe the command."""
 
 import sys
 
-if len(sys.argv) > 1:
-    from stenographer.cli import main as cli_main
+ABOUT_THE_COMMAND = ("-h", "--help", "--version")
 
-    cli_main()
-else:
+args = sys.argv[1:]
+if not args or (args[0].startswith("-") and args[0] not in ABOUT_THE_COMMAND):
     from stenographer.server import main
 
     main()
+else:
+    from stenographer.cli import main as cli_main
+
+    cli_main()

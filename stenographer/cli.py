@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from stenographer import __version__
-from stenographer.argtypes import ranged
 from stenographer.progress import Progress
 from stenographer.render import run_line, waterfall
-from stenographer.settings import SettingsError
+from stenographer.serve_cli import PORT
 
 __all__ = ["EXIT_EMPTY", "EXIT_ERROR", "EXIT_OK", "build_parser", "main"]
 
@@ -67,32 +66,6 @@ def _run(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
             return app.run(graph, request)
         finally:
             app.close()
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    if not args.http:
-        if args.host is not None or args.port is not None:
-            raise CliError("--host and --port need --http (stdio has no address)")
-        from stenographer.server import main as serve_stdio
-
-        serve_stdio()
-        return EXIT_OK
-    from stenographer.settings import Settings
-
-    settings = Settings.from_env()
-    try:
-        from stenographer.http import serve_http
-    except ModuleNotFoundError as ex:
-        if ex.name != "stenographer.http":
-            raise
-        raise CliError("the HTTP transport is not part of this build") from None
-    address: dict[str, Any] = {}  # unset options keep serve_http's own defaults
-    if args.host is not None:
-        address["host"] = args.host
-    if args.port is not None:
-        address["port"] = args.port
-    serve_http(settings, **address)
-    return EXIT_OK
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -279,7 +252,7 @@ def _sub(sub: Any, name: str, help_: str, fn: Any, *, json_flag: bool = False,
     return p
 
 
-_PORT = ranged(int, 0, 65535, "", "; 0 picks a free port")
+_PORT = PORT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,15 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = _sub(sub, "serve", "run the MCP server: stdio (what MCP hosts launch) or --http",
-             cmd_serve, description=(
-                 "Run the MCP server. Without options: stdio, what MCP hosts launch. With "
-                 "--http: Streamable HTTP at /mcp plus legacy SSE, on 127.0.0.1 by default; "
-                 "the bearer token comes from STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, never "
-                 "from the command line, and any non-loopback --host requires it."))
-    p.add_argument("--http", action="store_true", help="serve Streamable HTTP and SSE")
-    p.add_argument("--host", help="address to bind with --http (default 127.0.0.1)")
-    p.add_argument("--port", type=_PORT, help="port with --http (default 8765)")
+    from stenographer.serve_cli import add_serve_command
+
+    add_serve_command(sub, _sub)
 
     p = _sub(sub, "inspect", "open the read-only browser inspector", cmd_inspect)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -436,6 +403,8 @@ def run(args: argparse.Namespace) -> int:
     """Run a parsed command; every failure becomes a message and an exit code."""
     import apsw
 
+    # Imported here, not at the top: the stdio server would start ~0.1 s later.
+    from stenographer.settings import SettingsError
     from store.errors import StenoError
 
     try:
@@ -453,8 +422,10 @@ def run(args: argparse.Namespace) -> int:
                      + (f": {ex.filename}" if ex.filename else ""))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None,
+         parser: argparse.ArgumentParser | None = None) -> None:
+    """Parse ``argv`` (with ``parser``, default the `stenographer` command's), run it, exit."""
+    args = (parser or build_parser()).parse_args(argv)
     try:
         code = run(args)
         sys.stdout.flush()

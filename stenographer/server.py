@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -31,6 +31,7 @@ from stenographer.models import (
     NotesResult,
     Trace,
 )
+from stenographer.protocol_errors import StenoServer
 from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from stenographer.bus import BackgroundBusPublish
     from stenographer.sync import BackgroundPush
 
-__all__ = ["main", "mcp"]
+__all__ = ["main", "mcp", "serve_stdio"]
 
 INSTRUCTIONS = """\
 Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange for
@@ -118,8 +119,8 @@ async def lifespan(server: MCPServer[AppLoader]) -> AsyncIterator[AppLoader]:
         loader.close()
 
 
-mcp: MCPServer[AppLoader] = MCPServer("omega-stenographer", instructions=INSTRUCTIONS,
-                                lifespan=lifespan)
+mcp: MCPServer[AppLoader] = StenoServer("omega-stenographer", instructions=INSTRUCTIONS,
+                                      lifespan=lifespan)
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
     "The conversation this turn belongs to: any stable string of 1-200 characters, "
@@ -468,8 +469,17 @@ async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
     return json.dumps(out["trace"], ensure_ascii=False)
 
 
-def main() -> None:
-    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch."""
+def serve_stdio() -> None:
+    """Serve over stdio until end of input."""
     from stenographer.stdio import run_stdio
 
     anyio.run(run_stdio, mcp)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch, or
+    with `--http`/`--sse` the HTTP server (`omega-stenographer-mcp --help`)."""
+    from stenographer.cli import main as cli_main
+    from stenographer.serve_cli import build_server_parser
+
+    cli_main(argv, build_server_parser())

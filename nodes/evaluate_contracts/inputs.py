@@ -20,6 +20,7 @@ __all__ = [
     "check_time",
     "check_trace_id",
     "iso",
+    "lone_surrogate",
     "new_trace_id",
 ]
 
@@ -38,13 +39,19 @@ def check_text(name: str, value: Any, *, max_chars: int, allow_empty: bool = Fal
         raise InvalidInput(f"{name} must not be empty or only white space")
     if len(value) > max_chars:
         raise InvalidInput(f"{name} is {len(value):,} characters; at most {max_chars:,} allowed")
-    bad = _SURROGATE.search(value)
-    if bad is not None:
-        raise InvalidInput(
-            f"{name} contains a lone surrogate (U+{ord(bad.group()):04X}) at position "
-            f"{bad.start()}; send valid UTF-8 text"
-        )
+    problem = lone_surrogate(value)
+    if problem is not None:
+        raise InvalidInput(f"{name} {problem}")
     return value
+
+
+def lone_surrogate(value: str) -> str | None:
+    """What is wrong with text holding a lone surrogate (not valid Unicode), else None."""
+    bad = _SURROGATE.search(value)
+    if bad is None:
+        return None
+    return (f"contains a lone surrogate (U+{ord(bad.group()):04X}) at position {bad.start()}; "
+            "send valid UTF-8 text")
 
 
 def check_session_id(value: Any) -> str:

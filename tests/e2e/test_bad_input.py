@@ -17,6 +17,7 @@ import pytest
 from nodes.extract.query_terms import uses_fts_syntax
 from tests.e2e.conftest import Conn
 from tests.e2e.support import (
+    FORGET,
     GUARD,
     INGEST,
     INGEST_LINE,
@@ -169,6 +170,55 @@ async def test_invalid_input_is_rejected_and_changes_nothing(
         assert part in message, message
     assert db_digest(conn.db_path) == before
     assert db_counts(conn.db_path) == counts
+    await assert_still_serving(conn, seeded)
+
+
+ARGUMENT_ERRORS = [
+    pytest.param(NOTES, {}, {"session_id": ("Field required", "1-200 characters")},
+                 id="missing-field"),
+    pytest.param(INGEST, {"role": "boss", "content": "", "session_id": S1},
+                 {"role": ("'user', 'assistant', 'system' or 'tool'",),
+                  "content": ("at least 1 character", "The turn's full text")},
+                 id="two-fields"),
+    pytest.param(SEARCH, query(limit=0, mode="fuzzy", cross_session="maybe"),
+                 {"limit": ("greater than or equal to 1", "integer from 1 to 50"),
+                  "mode": ("'hybrid', 'keyword' or 'semantic'",),
+                  "cross_session": ("valid boolean", "true or false")},
+                 id="three-fields"),
+    pytest.param(MILESTONE, {"session_id": S1, "exchange_id": "seven", "label": "x"},
+                 {"exchange_id": ("valid integer", "The #id of a turn")},
+                 id="not-an-integer"),
+    pytest.param(FORGET, {"exchange_ids": [1, "two", 3]},
+                 {"exchange_ids": ("item 1", "valid integer", "list of integers")},
+                 id="list-item"),
+    pytest.param(GUARD, {"session_id": S1, "top_k": None, "query": 7},
+                 {"query": ("valid string", "at most 2000 characters")},
+                 id="wrong-type"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "fields"), ARGUMENT_ERRORS)
+async def test_argument_errors_say_per_field_what_is_valid(
+        shared_conn: Conn, tool: str, args: dict[str, Any],
+        fields: dict[str, tuple[str, ...]]):
+    conn = shared_conn
+    seeded = await seed(conn)
+    before = db_digest(conn.db_path)
+
+    result = await conn.call(tool, args)
+
+    assert result.is_error
+    message = text(result)
+    first, *lines = message.splitlines()
+    assert first == (f"Error executing tool {tool}: {len(fields)} invalid "
+                     f"argument{'s' if len(fields) > 1 else ''}"), message
+    assert [line.split(":", 1)[0] for line in lines] == sorted(fields), message
+    for line in lines:
+        for part in fields[line.split(":", 1)[0]]:
+            assert part in line, (part, line)
+    for raw_pydantic in ("pydantic", "[type=", "input_value", "validation error for"):
+        assert raw_pydantic not in message, message
+    assert db_digest(conn.db_path) == before
     await assert_still_serving(conn, seeded)
 
 

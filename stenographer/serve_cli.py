@@ -1,0 +1,81 @@
+"""Starting the MCP server, from one set of options wherever it is started.
+
+``omega-stenographer-mcp [OPTIONS]``, ``python -m stenographer [OPTIONS]`` and
+``stenographer serve [OPTIONS]`` parse the same options and run ``cmd_serve``: no
+option serves stdio (what MCP hosts launch); ``--http`` or ``--sse`` (the original
+server's spelling) serves Streamable HTTP at ``/mcp`` and legacy SSE at ``/sse`` on
+loopback by default, with the same checks and bearer token whichever name started it.
+Anything else is refused at once (exit 2) with a usage line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from stenographer import __version__
+from stenographer.argtypes import ranged
+
+__all__ = ["PORT", "add_serve_command", "build_server_parser", "cmd_serve"]
+
+DESCRIPTION = (
+    "Run the Omega Stenographer MCP server. Without options: stdio, what MCP hosts launch "
+    "(it exits at end of input, once every request read is answered). With --http (or "
+    "--sse): Streamable HTTP at /mcp plus legacy SSE at /sse, on 127.0.0.1 by default; the "
+    "bearer token comes from STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, never from the "
+    "command line, and any non-loopback --host requires it.")
+
+PORT = ranged(int, 0, 65535, "", "; 0 picks a free port")  # an argparse type
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", "--sse", dest="http", action="store_true",
+                        help="serve Streamable HTTP and SSE instead of stdio")
+    parser.add_argument("--host", help="address to bind with --http (default 127.0.0.1)")
+    parser.add_argument("--port", type=PORT, help="port with --http (default 8765)")
+    parser.set_defaults(fn=cmd_serve)
+
+
+def add_serve_command(sub: Any, make: Any) -> None:
+    """``stenographer serve`` (``make`` is the command line's sub-parser factory)."""
+    add_serve_options(make(sub, "serve", "run the MCP server: stdio (what MCP hosts launch) "
+                           "or --http", cmd_serve, description=DESCRIPTION))
+
+
+def build_server_parser() -> argparse.ArgumentParser:
+    """The parser of ``omega-stenographer-mcp`` and of ``python -m stenographer OPTIONS``."""
+    parser = argparse.ArgumentParser(
+        prog="omega-stenographer-mcp", description=DESCRIPTION,
+        epilog="Commands for people (search, brief, audit, ...): `stenographer --help`, or "
+               "`python -m stenographer COMMAND`.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_serve_options(parser)
+    return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from stenographer.cli import EXIT_OK, CliError
+
+    if not args.http:
+        if args.host is not None or args.port is not None:
+            raise CliError("--host and --port need --http or --sse (stdio has no address)")
+        from stenographer.server import serve_stdio
+
+        serve_stdio()
+        return EXIT_OK
+    from stenographer.settings import Settings
+
+    settings = Settings.from_env()
+    try:
+        from stenographer.http import serve_http
+    except ModuleNotFoundError as ex:
+        if ex.name != "stenographer.http":
+            raise
+        raise CliError("the HTTP transport is not part of this build") from None
+    address: dict[str, Any] = {}  # unset options keep serve_http's own defaults
+    if args.host is not None:
+        address["host"] = args.host
+    if args.port is not None:
+        address["port"] = args.port
+    serve_http(settings, **address)
+    return EXIT_OK
