@@ -42,12 +42,15 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def open_store(db_path: Path, *, database_url: str | None = None, synchronous: str = "normal",
-               vector_dim: int = 256) -> Backend:
-    """The SQLite file at ``db_path``, or the PostgreSQL database ``database_url`` names."""
+               vector_dim: int = 256, busy_timeout_ms: int | None = None) -> Backend:
+    """The SQLite file at ``db_path``, or the PostgreSQL database ``database_url`` names.
+    ``busy_timeout_ms``: how long a SQLite statement waits for another process's lock
+    (default ``store.db.BUSY_TIMEOUT_MS``; a host's hook waits less)."""
     if database_url is None or database_url == "":
-        from store.db import Store
+        from store.db import BUSY_TIMEOUT_MS, Store
 
-        return Store(db_path, synchronous=synchronous, vector_dim=vector_dim)
+        return Store(db_path, synchronous=synchronous, vector_dim=vector_dim,
+                     busy_timeout_ms=busy_timeout_ms or BUSY_TIMEOUT_MS)
     if not is_postgres_url(database_url):
         raise InvalidInput(
             "STENO_DATABASE_URL must be a postgresql:// or postgres:// URL "

@@ -47,9 +47,11 @@ class Store:
     dialect = "sqlite"
 
     def __init__(
-        self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256
+        self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
         self.location = str(self.path)
         self.data_dir = self.path.parent
         self.vectors = VectorCache(vector_dim)
@@ -75,7 +77,7 @@ class Store:
             conn = apsw.Connection(str(self.path))
         except apsw.Error as ex:
             raise StoreError(f"cannot open the store {self.path}: {ex}") from ex
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.set_busy_timeout(self.busy_timeout_ms)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)

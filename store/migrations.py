@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations(
   applied_at REAL NOT NULL
 )"""
 SELECT_APPLIED = "SELECT version FROM schema_migrations"
+HAS_MIGRATIONS_TABLE = """
+SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"""
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
 
 
@@ -486,6 +488,30 @@ def m012_compact_storage(conn: apsw.Connection) -> None:
         conn.execute(SET_RUN_TRACE, (encode_trace(decode_trace(blob)), seq))
 
 
+# --- the project directory of a session (briefings at session start) -------------------------
+
+
+def m013_session_cwd(conn: apsw.Connection) -> None:
+    """A session learns the directory the host worked in (capture reads it from the
+    transcript records), so that a new session of the same project can be briefed with
+    the notes of the previous ones."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN cwd TEXT;
+        CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
+        """
+    )
+
+
+def _current(conn: apsw.Connection) -> bool:
+    """Whether every migration is recorded (read in one snapshot, no lock taken)."""
+    with conn:  # a read transaction: both statements see the same state
+        if conn.execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
+            return False
+        applied = {row[0] for row in conn.execute(SELECT_APPLIED)}
+    return applied >= set(range(1, len(MIGRATIONS) + 1))
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_search_fields,
@@ -499,12 +525,19 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m010_forget_derived,
     m011_bus_outbox,
     m012_compact_storage,
+    m013_session_cwd,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def migrate(conn: apsw.Connection) -> int:
-    """Apply every migration not yet recorded; return the schema version."""
+    """Apply every migration not yet recorded; return the schema version.
+
+    A store whose migrations are all recorded is opened without a write transaction:
+    every process (a hook's included) opens the store, and a reader must not wait for
+    another process's long write to answer."""
+    if _current(conn):
+        return SCHEMA_VERSION
     conn.execute(CREATE_MIGRATIONS_TABLE)
     for version, step in enumerate(MIGRATIONS, start=1):
         conn.execute("BEGIN IMMEDIATE")

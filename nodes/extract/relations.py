@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from nodes.extract.entities import Mention
 
-__all__ = ["PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES", "co_occurring",
-           "salient", "typed_relations"]
+__all__ = ["FIX_VERBS", "PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES",
+           "co_occurring", "salient", "typed_relations"]
 
 PAIR_ENTITIES = 8
 WINDOW_ENTITIES = 3
@@ -31,6 +31,9 @@ RELATION_KINDS = ("co_occurs", "decides", "blocks", "fixes", "replaces")
 _KIND_RANK = {k: i for i, k in enumerate(("url", "file", "issue", "package", "code", "name",
                                           "phrase"))}
 
+# The verbs of a ``fixes`` edge (also what makes a blocker resolved, see
+# ``nodes.extract.resolutions``).
+FIX_VERBS = "fix|fixes|fixed|fixing|resolves|resolved|patches|patched"
 _VERB = re.compile(
     r"\b(?:(?P<passive_fix>(?:is|are|was|were|been|be|being|got|gets) (?:fixed|resolved"
     r"|patched) (?:by|in|with|via))"
@@ -42,7 +45,7 @@ _VERB = re.compile(
     r"|(?P<decide>decided (?:on|to use|to adopt|to go with|to switch to)|chose|chosen"
     r"|opted for|went with|settled on|picked|adopted|going with|sticking with"
     r"|switched to|standardi[sz]ed on)"
-    r"|(?P<fix>fix|fixes|fixed|fixing|resolves|resolved|patches|patched)"
+    r"|(?P<fix>" + FIX_VERBS + ")"
     r"|(?P<instead>instead of|rather than|in place of)"
     r"|(?P<replace>replaces|replaced|replacing|replace|supersedes|superseded)"
     r"|(?P<block>blocks|blocking|breaks|broke))\b", re.I)

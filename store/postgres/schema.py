@@ -275,7 +275,17 @@ def p001_initial(conn: Conn, vector_dim: int) -> None:
                  "VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''))")
 
 
-PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial,)
+def p002_session_cwd(conn: Conn, vector_dim: int) -> None:
+    """The directory a session worked in (SQLite migration m013_session_cwd)."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN cwd TEXT;
+        CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
+        """
+    )
+
+
+PG_MIGRATIONS: tuple[Callable[[Conn, int], None], ...] = (p001_initial, p002_session_cwd)
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 
 
