@@ -129,6 +129,8 @@ def _capture(host: str, payload: dict[str, Any], settings: Settings, verbose: bo
         with CaptureLock(settings.data_dir, "hook", wait=HOOK_LOCK_WAIT):
             app = open_app(settings, busy_timeout_ms=HOOK_BUSY_MS)
             try:
+                with app.store.write():  # a store another process keeps locked fails here,
+                    pass  # once, not at every statement (and trace) of the pass after one
                 report = Capturer(app).run_pass(targets)
             finally:
                 app.close()
