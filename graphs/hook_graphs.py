@@ -20,7 +20,7 @@ from nodes.extract.fusion import fused_hits
 from nodes.extract.query_terms import keyword_query
 from nodes.extract.resolutions import blocker_status
 from nodes.load_evidence.briefing import project_signals, session_signals
-from nodes.load_evidence.hits import keyword_candidates, vector_candidates
+from nodes.load_evidence.hits import keyword_candidates
 from nodes.load_evidence.session_view import guard_evidence
 from nodes.publish.briefing import briefing_markdown
 from nodes.publish.traces import persist_trace
@@ -31,8 +31,8 @@ __all__ = ["BRIEFING_CONDITIONS", "BRIEFING_NODES", "build_briefing_graphs"]
 # them to its own; the others it registers already).
 BRIEFING_NODES: tuple[NodeFn, ...] = (checked_briefing, session_signals, project_signals,
                                       blocker_status, briefing_markdown)
-_SHARED_NODES: tuple[NodeFn, ...] = (keyword_query, keyword_candidates, vector_candidates,
-                                     fused_hits, guard_evidence)
+_SHARED_NODES: tuple[NodeFn, ...] = (keyword_query, keyword_candidates, fused_hits,
+                                     guard_evidence)
 
 BRIEFING_CONDITIONS: dict[str, Callable[[Any], str]] = {
     "briefing_scope": lambda s: str(s.get("scope")),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from store.errors import InvalidInput
 from store.runs import TraceBuffer
 from store.sql import Conn
-from store.vectors import VectorCache
+
+if TYPE_CHECKING:
+    from store.vectors import VectorCache
 
 __all__ = ["Backend", "is_postgres_url", "open_store"]
 
@@ -26,8 +28,10 @@ class Backend(Protocol):
     dialect: str  # "sqlite" | "postgresql"
     location: str  # the file path, or the database URL without its password
     data_dir: Path  # where the process keeps its own files (capture locks, the bus)
-    vectors: VectorCache
     traces: TraceBuffer
+
+    @property
+    def vectors(self) -> VectorCache: ...
 
     def read(self) -> AbstractContextManager[Conn]: ...
     def write(self) -> AbstractContextManager[Conn]: ...

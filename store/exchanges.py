@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from store.provenance import chain_hash, session_head
 from store.sql import Conn, Row, all_rows, first, is_postgres, one
-from store.vectors import vector_text
 
 __all__ = [
     "Exchange",
@@ -194,6 +193,8 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     )[0]
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     if is_postgres(conn):
+        from store.vectors import vector_text  # numpy: not for a process that only reads
+
         conn.execute(INSERT_VECTOR_PG, (exchange_id, session_id, vector_text(turn.vector)))
     else:
         conn.execute(INSERT_VECTOR, (exchange_id, session_id, turn.vector))

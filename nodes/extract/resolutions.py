@@ -11,13 +11,18 @@ content words less the ones every blocker or fix report uses: "failing", "error"
 "stuck", "fixed"...), or all of them when it has one or two ("The build is failing on
 CI" / "The CI build is fixed").
 
+A statement closes only the earlier blockers it is most surely about (a shared turn
+reference, then shared identifiers, then shared topic words), so that "the osprey
+exporter build is fixed" does not also close "the kestrel exporter build is failing".
+
 ``fix_statements`` keeps the live fix sentences of a turn; ``resolutions`` pairs each
-blocker with the first later statement about it. Both are linear in the text; the turns
+blocker with the first later statement that closes it. Both are linear in the text; the turns
 they read are screened by ``FIX_FRAGMENTS`` first (in the store, with ``LIKE``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -124,23 +129,38 @@ def fix_statements(turn_id: int, text: str) -> list[FixStatement]:
     return found
 
 
-def _about(blocker_id: int, words: frozenset[str], identifiers: frozenset[str],
-           fix: FixStatement) -> bool:
-    if blocker_id in fix.references or identifiers & fix.identifiers:
-        return True
+def _score(blocker_id: int, words: frozenset[str], identifiers: frozenset[str],
+           fix: FixStatement) -> float:
+    """How surely a fix statement is about a blocker: 0 when it is not."""
+    if blocker_id in fix.references:
+        return math.inf
+    shared_ids = identifiers & fix.identifiers
     shared = words & fix.words
-    return len(shared) >= 2 or (0 < len(words) <= 2 and shared == words)
+    if shared_ids or len(shared) >= 2 or (0 < len(words) <= 2 and shared == words):
+        return 10.0 * len(shared_ids) + len(shared)
+    return 0.0
 
 
 def resolutions(blockers: Sequence[tuple[int, str]], fixes: Sequence[FixStatement]
                 ) -> list[FixStatement | None]:
     """For each (turn id, sentence) blocker, the first statement of a later turn that
-    says it is fixed, or None (still open). ``fixes`` are in turn order."""
-    out: list[FixStatement | None] = []
-    for blocker_id, text in blockers:
-        words, identifiers = topic(text), _identifiers(text)
-        out.append(next((f for f in fixes if f.turn_id > blocker_id
-                         and _about(blocker_id, words, identifiers, f)), None))
+    says it is fixed, or None (still open). ``fixes`` are in turn order.
+
+    A statement closes the blocker(s) stated before it that it is most surely about
+    (the same problem stated twice ties): "the osprey exporter build is fixed" closes
+    "the osprey exporter build is failing", not "the kestrel exporter build is
+    failing", with which it shares two words too."""
+    topics = [(topic(text), _identifiers(text)) for _, text in blockers]
+    out: list[FixStatement | None] = [None] * len(blockers)
+    for fix in fixes:
+        scores = [_score(int(b), w, i, fix) if int(b) < fix.turn_id else 0.0
+                  for (b, _), (w, i) in zip(blockers, topics, strict=True)]
+        best = max(scores, default=0.0)
+        if best <= 0.0:
+            continue
+        for k, score in enumerate(scores):
+            if score == best and out[k] is None:
+                out[k] = fix
     return out
 
 

@@ -48,8 +48,8 @@ def _session(conn: Conn, info: SessionInfo, asks: int) -> dict[str, Any]:
         first = min(t.id for t in turns if t.blockers)
         fixes = [[i, text] for i, text in fix_candidates(conn, info.id, first, FIX_FRAGMENTS,
                                                          FIX_TEXT_CHARS)]
-    asked = [[i, iso(t), text] for i, t, text in last_user_turns(conn, info.id, asks * 3,
-                                                                  ASK_CHARS)
+    asked = [[i, iso(t), text, t] for i, t, text in last_user_turns(conn, info.id, asks * 3,
+                                                                     ASK_CHARS)
              if len(text.split()) >= MIN_ASK_WORDS
              and not text.lstrip().startswith(_HOST_WRAPPERS)][:asks]
     return {
@@ -64,11 +64,12 @@ def _session(conn: Conn, info: SessionInfo, asks: int) -> dict[str, Any]:
     }
 
 
-def _query(session_row: int | None, text: str | None, top_k: int) -> dict[str, Any]:
+def _query(session_row: int | None, text: str | None, top_k: int,
+           until: float | None = None) -> dict[str, Any]:
     """A ranking request shaped as the compaction guard's (``checked_guard``)."""
     return {"text": text, "mode": "hybrid", "role": None, "limit": top_k,
             "session_row": session_row, "unknown_session": session_row is None,
-            "since": None, "until": None, "after": None}
+            "since": None, "until": until, "after": None}
 
 
 def session_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -78,8 +79,10 @@ def session_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
         sessions = [] if info is None else [_session(conn, info, ASKED_TURNS)]
     asked = sessions[0]["asked"] if sessions else []
     text = "\n".join(a[2] for a in asked)[:QUERY_CHARS] or None  # newest first
-    return {"sessions": sessions,
-            "query": _query(row, text, state.ctx.settings.top_k)}
+    # The briefs are looked for before the requests: those the requests fall in match
+    # them best, and hold what the host has just shown the agent anyway.
+    until = min((a[3] for a in asked), default=None)
+    return {"sessions": sessions, "query": _query(row, text, state.ctx.settings.top_k, until)}
 
 
 def project_signals(state: State, cfg: Mapping[str, Any]) -> Writes:

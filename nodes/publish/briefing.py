@@ -120,9 +120,10 @@ def _signal_items(n: int, s: dict[str, Any], plan: _Plan) -> dict[str, list[_Ite
     seen: set[str] = set()
     decisions = []
     for turn_id, text in reversed(s["decisions"]):  # newest first; a repeated one once
-        if _key(0, text)[1] in seen:
+        said = " ".join(text.split()).casefold()
+        if said in seen:
             continue
-        seen.add(_key(0, text)[1])
+        seen.add(said)
         decisions.append(_Item(n, DECISIONS, turn_id,
                                [f"- #{turn_id} {_flat(text, ITEM_CHARS)}"],
                                _key(turn_id, text)))
@@ -134,7 +135,7 @@ def _signal_items(n: int, s: dict[str, Any], plan: _Plan) -> dict[str, list[_Ite
                                                 f"{_flat(excerpt, 160)}"])
                        for i, label, excerpt in reversed(s["milestones"])],
         "asked": [_Item(n, ASKED, k, [f"- #{i} ({when}): {_flat(text, ASK_CHARS)}"])
-                  for k, (i, when, text) in enumerate(s["asked"])],
+                  for k, (i, when, text, _) in enumerate(s["asked"])],
         "decisions": decisions,
         "resolved": [_Item(n, RESOLVED, i, [f"- #{i} fixed in #{fix}: {_flat(t, 160)}"])
                      for i, t, fix in reversed(s["resolved_blockers"])],
@@ -214,13 +215,21 @@ def briefing_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
         plan.offer(item)
     briefs = state.get("briefs") or []
     plan.totals[(0, BRIEFS)] = len(briefs)
-    for rank, brief in enumerate(briefs[:TOP_BRIEFS]):
-        found = _brief_item(rank, brief, plan.cited)
-        if found is not None and plan.offer(found):
-            plan.cited.update(_brief_lines(brief))
-    for item in decisions[NEWEST_DECISIONS:] + items["asked"][1:] + items["resolved"]:
+    _offer_brief(plan, 0, briefs)  # the best brief, then every decision, then the others
+    for item in decisions[NEWEST_DECISIONS:]:
+        plan.offer(item)
+    for rank in range(1, TOP_BRIEFS):
+        _offer_brief(plan, rank, briefs)
+    for item in items["asked"][1:] + items["resolved"]:
         plan.offer(item)
     return {"briefing": plan.text()}
+
+
+def _offer_brief(plan: _Plan, rank: int, briefs: list[dict[str, Any]]) -> None:
+    if rank < len(briefs):
+        found = _brief_item(rank, briefs[rank], plan.cited)
+        if found is not None and plan.offer(found):
+            plan.cited.update(_brief_lines(briefs[rank]))
 
 
 def _brief_lines(brief: dict[str, Any]) -> set[tuple[int, str]]:

@@ -54,3 +54,11 @@ def test_fix_statements_keep_the_sentences_that_say_something_was_fixed():
             "We still need to fix the docs.")
     assert [s.text for s in fix_statements(1, text)] == ["Fixed the race in the cursor update."]
     assert fix_statements(1, "Nothing about repairs here.") == []
+
+
+def test_a_fix_closes_the_blocker_it_is_most_about_not_every_similar_one():
+    blockers = [(3, "The osprey exporter build is failing on CI."),
+                (4, "The kestrel exporter build is failing on CI."),
+                (5, "The osprey exporter build is failing on CI.")]  # said again
+    found = resolutions(blockers, fix_statements(9, "The osprey exporter build is fixed now."))
+    assert [f is not None for f in found] == [True, False, True]
