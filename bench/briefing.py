@@ -374,6 +374,7 @@ def main() -> None:
                         help="sessions per size (the large store holds this many x 2,000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--reuse", help="keep the generated stores in this directory")
+    parser.add_argument("--part", choices=("all", "recall", "latency"), default="all")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, hook: "
           f"{' '.join(hook_command())}")
@@ -395,12 +396,14 @@ def main() -> None:
                 turns = sum(len(p.turns) for p, _ in plans)
                 print(f"built {name}: {turns:,} turns in {took:.0f} s "
                       f"({turns / took:.0f} turns/s)")
-        recall(stores["small"] / "data", small, "200-turn sessions")
-        recall(stores["many"] / "data", large, "2,000-turn sessions")
-        print("\nlatency of `stenographer hook claude-code` (SessionStart), from process "
-              "start:")
-        latency(stores["one"] / "data", large[0], 2_000, args.samples)
-        latency(stores["many"] / "data", large[0], 20_000, args.samples)
+        if args.part in ("all", "recall"):
+            recall(stores["small"] / "data", small, "200-turn sessions")
+            recall(stores["many"] / "data", large, "2,000-turn sessions")
+        if args.part in ("all", "latency"):
+            print("\nlatency of `stenographer hook claude-code` (SessionStart), from "
+                  "process start:")
+            latency(stores["one"] / "data", large[0], 2_000, args.samples)
+            latency(stores["many"] / "data", large[0], 20_000, args.samples)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from nodes.extract.transcripts import CLAUDE_CODE, KINDS
 from stenographer.argtypes import ranged
@@ -29,7 +30,7 @@ from store.capture_lock import CaptureLock, CaptureLocked
 from store.errors import InvalidInput, StenoError
 from store.hook_log import record_hook
 
-__all__ = ["add_capture_commands", "cmd_capture", "cmd_hook", "hook_main"]
+__all__ = ["add_capture_commands", "cmd_capture", "cmd_hook", "hook_exit", "hook_main"]
 
 EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
 HOOK_LOCK_WAIT = 10.0  # seconds a hook waits for a one-off pass that holds the lock
@@ -198,6 +199,16 @@ HOOK_DESCRIPTION = (
     "(config.toml: notify = [\"stenographer\", \"hook\", \"codex\"], JSON as the last "
     "argument). Always exits 0; an error goes to stderr and to `stenographer status`. "
     "When a capture watcher runs on the store, capture is left to it.")
+
+
+def hook_exit(code: int) -> NoReturn:
+    """End a hook's process at once, its output flushed. Its work is done and closed by
+    then (store, trace, hook log, capture lock); the interpreter's own teardown of the
+    graph engine's modules would cost ~0.1 s of CPU (measured on a loaded 2-core machine:
+    0.37 s -> 0.27 s for importing the hook's modules and leaving)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def hook_main(argv: list[str]) -> int:

@@ -467,9 +467,12 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["hook"]:  # a host waits for its hook: no other command is set up
-        from stenographer.capture_cli import hook_main
+        from stenographer.capture_cli import hook_exit, hook_main
 
-        sys.exit(hook_main(words[1:]))
+        code = hook_main(words[1:])
+        if argv is None:  # this process is the hook: leave without the interpreter's teardown
+            hook_exit(code)
+        sys.exit(code)
     args = build_parser().parse_args(argv)
     try:
         code = run(args)
