@@ -214,9 +214,15 @@ def hook_exit(code: int) -> NoReturn:
 def hook_main(argv: list[str]) -> int:
     """`stenographer hook ...` without building the other commands' parsers (a hook's
     host waits for it)."""
-    p = argparse.ArgumentParser(prog="stenographer hook", description=HOOK_DESCRIPTION)
+    from stenographer.cli import EPILOG  # the module that called this one
+
+    p = argparse.ArgumentParser(prog="stenographer hook", description=HOOK_DESCRIPTION,
+                                epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     _hook_arguments(p)
-    return cmd_hook(p.parse_args(argv))
+    args, unknown = p.parse_known_args(argv)  # an unknown option must not exit 2 either:
+    args.words += unknown  # cmd_hook reports it as bad usage and exits 0
+    return cmd_hook(args)
 
 
 def add_capture_commands(sub: Any, add: Any) -> None:

@@ -46,8 +46,8 @@ DEFAULT_DATA_DIR = Path("~/.omega-stenographer")
 DEFAULT_TURN_LIMIT = 8
 DEFAULT_TOP_K = 5
 DEFAULT_MAX_CHARS = 8_000  # reply budget of the read tools
-# What a host hook adds to the context when a session starts (Claude Code keeps at most
-# 10,000 characters of a hook's output in the context).
+# What a host hook adds to the context when a session starts: ~1,500 tokens, a small
+# share of a context window that was just compacted to make room.
 DEFAULT_BRIEFING_CHARS = 6_000
 DEFAULT_MAX_CONTENT_CHARS = 1_000_000  # one turn; 1 MB single-line turns are accepted
 DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store

@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from nodes.extract.entities import Mention
+from nodes.extract.patterns import FIX_VERBS
 
-__all__ = ["FIX_VERBS", "PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES",
-           "co_occurring", "salient", "typed_relations"]
+__all__ = ["PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES", "co_occurring", "salient",
+           "typed_relations"]
 
 PAIR_ENTITIES = 8
 WINDOW_ENTITIES = 3
@@ -31,9 +32,6 @@ RELATION_KINDS = ("co_occurs", "decides", "blocks", "fixes", "replaces")
 _KIND_RANK = {k: i for i, k in enumerate(("url", "file", "issue", "package", "code", "name",
                                           "phrase"))}
 
-# The verbs of a ``fixes`` edge (also what makes a blocker resolved, see
-# ``nodes.extract.resolutions``).
-FIX_VERBS = "fix|fixes|fixed|fixing|resolves|resolved|patches|patched"
 _VERB = re.compile(
     r"\b(?:(?P<passive_fix>(?:is|are|was|were|been|be|being|got|gets) (?:fixed|resolved"
     r"|patched) (?:by|in|with|via))"

@@ -2,7 +2,7 @@
 
 A blocker (a sentence that ``nodes.extract.signals.blockers`` kept) stays open until a
 later turn of the same session says it is fixed or resolved: a sentence with one of the
-verbs of the GraphRAG ``fixes`` relation (``nodes.extract.relations.FIX_VERBS``), live
+verbs of the GraphRAG ``fixes`` relation (``nodes.extract.patterns.FIX_VERBS``), live
 (not negated, planned, tried or asked: "not fixed yet", "let's fix", "trying to fix",
 "is it fixed?"), about the same thing. The same thing means the sentence names the
 blocker's turn (``#123``), or shares an identifier with the blocker (``test_sync_pull``,
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.context import State, Writes
-from nodes.extract.relations import FIX_VERBS
+from nodes.extract.patterns import FIX_VERBS
 from nodes.extract.sentences import sentences
 from nodes.extract.terms import STOP_WORDS
 
