@@ -23,7 +23,7 @@ import pytest
 
 from store.hook_log import hook_log
 from tests.capture.test_cli import env, run, stored
-from tests.capture.transcripts import ClaudeTranscript
+from tests.capture.transcripts import ClaudeTranscript, CodexTranscript
 from tests.cli.conftest import REPO_ROOT, TIMEOUT, Result
 
 PROJECT = "/home/me/work/app"
@@ -218,6 +218,11 @@ def test_failures_exit_0_print_nothing_and_show_in_status(tmp_path: Path):
     assert (bad.code, bad.out) == (0, "") and "not JSON" in bad.err
     assert "not JSON" in last_error()
 
+    misconfigured = run_with(dirs, {"STENO_BRIEFING_CHARS": "lots"},
+                             event("SessionStart", t, source="compact"))
+    assert (misconfigured.code, misconfigured.out) == (0, "")
+    assert "STENO_BRIEFING_CHARS" in misconfigured.err
+
     missing = hook(dirs, {**event("PreCompact", t), "transcript_path": str(tmp_path / "no.jsonl")})
     assert (missing.code, missing.out) == (0, "")
     assert "cannot be read" in last_error()
@@ -271,3 +276,26 @@ def test_config_prints_the_hooks_block_whose_command_runs(tmp_path: Path):
         assert ran.returncode == 0, ran.stderr
     assert "#1 We decided to run the hook" in context_of(Result(0, ran.stdout, ran.stderr))
     assert run(dirs, "config", "vscode", "--hooks").code == 2
+
+
+def test_codex_hooks_capture_and_brief_with_the_same_contract(tmp_path: Path):
+    """Codex's hooks.json hooks: JSON on stdin with hook_event_name, session_id, cwd and
+    a transcript_path that may be null (the rollout file is found by the session id)."""
+    dirs = {"data": tmp_path / "data", "claude": tmp_path / "claude" / "projects",
+            "codex": tmp_path / "codex" / "sessions"}
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("Which queue do we use for the uploads?"),
+                 codex.assistant("We went with Redis streams for the upload queue."),
+                 codex.assistant("The upload worker crashed again with a KeyError."))
+    base = {"session_id": codex.session, "transcript_path": None, "cwd": PROJECT,
+            "model": "gpt-5-codex", "permission_mode": "default"}
+    pre = run(dirs, "hook", "codex", stdin=json.dumps(
+        {**base, "hook_event_name": "PreCompact", "trigger": "auto"}))
+    assert (pre.code, pre.out, pre.err) == (0, "", "")
+    assert [c for _, _, c in stored(dirs)][-1] == "The upload worker crashed again with a KeyError."
+    text = context_of(run(dirs, "hook", "codex", stdin=json.dumps(
+        {**base, "hook_event_name": "SessionStart", "source": "resume"})))
+    assert text.splitlines()[0] == (f"# Stenographer briefing: session codex:{codex.session} "
+                                    "(resumed)")
+    assert "- #2 We went with Redis streams for the upload queue." in text
+    assert "## Open blockers (1, newest first)\n- #3 The upload worker crashed" in text
