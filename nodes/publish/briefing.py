@@ -59,30 +59,31 @@ class _Plan:
     chosen: list[_Item] = field(default_factory=list)
     totals: dict[tuple[int, int], int] = field(default_factory=dict)
     cited: set[tuple[int, str]] = field(default_factory=set)
+    sections: set[tuple[int, int]] = field(default_factory=set)  # (session, section) begun
     left_out: int = 0
 
     def __post_init__(self) -> None:
         self.budget = Budget(self.max_chars)
 
-    def _heading(self, session: int, section: int, shown: int) -> str:
-        total = self.totals.get((session, section), shown)
-        count = f"{shown}" if shown == total else f"{shown} of {total}"
+    def _heading(self, session: int, section: int, shown: int | None) -> str:
+        """A section's heading with its count; ``shown`` None: the longest it can be."""
+        total = self.totals.get((session, section), 1)
+        count = (f"{total} of {total}" if shown is None
+                 else f"{shown}" if shown == total else f"{shown} of {total}")
         return f"{self.level} {_TITLES[section]} ({count}{_ORDER.get(section, '')})"
 
     def offer(self, item: _Item) -> bool:
         if item.cites is not None and item.cites in self.cited:
             return False  # already shown (inside a brief)
         lines = list(item.lines)
-        new_section = item.section != HEAD and not any(
-            c.session == item.session and c.section == item.section for c in self.chosen)
-        if new_section:  # the heading, with the longest count it can show
-            total = self.totals.get((item.session, item.section), 1)
-            lines.insert(0, self._heading(item.session, item.section, total) + " of "
-                         + str(total))
+        where = (item.session, item.section)
+        if item.section != HEAD and where not in self.sections:  # its heading comes too
+            lines.insert(0, self._heading(item.session, item.section, None))
         if not self.budget.add_block(lines):
             self.left_out += 1
             return False
         self.chosen.append(item)
+        self.sections.add(where)
         if item.cites is not None:
             self.cited.add(item.cites)
         return True
