@@ -9,16 +9,19 @@ budget): per session its open blockers, milestones, last request and newest deci
 Items are chosen by priority until the budget is spent, whole or not at all (an item
 and its lines are never cut), then shown grouped by section in reading order: open
 blockers before everything else, decisions oldest first. A decision already cited by
-a chosen brief is not repeated, nor a brief line already shown as an item.
+a chosen brief is not repeated, nor a brief line already shown as an item. Every line
+passes the secret detector on its way out, whatever the store holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.extract.secrets import redact
 from nodes.publish.budget import Budget
 
 __all__ = ["NEWEST_DECISIONS", "TOP_BRIEFS", "briefing_markdown"]
@@ -55,6 +58,7 @@ class _Plan:
 
     max_chars: int
     level: str  # "##" for one session, "###" under a session's own heading
+    secrets: Sequence[re.Pattern[str]] = ()  # the operator's extra secret patterns
     budget: Budget = field(init=False)
     chosen: list[_Item] = field(default_factory=list)
     totals: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -75,6 +79,10 @@ class _Plan:
     def offer(self, item: _Item) -> bool:
         if item.cites is not None and item.cites in self.cited:
             return False  # already shown (inside a brief)
+        # Stored turns are redacted when they are recorded (STENO_REDACT_SECRETS); these
+        # lines go into an agent's context, so they are redacted again whatever the
+        # setting was when each turn was stored.
+        item.lines = [redact(line, self.secrets).text for line in item.lines]
         lines = list(item.lines)
         where = (item.session, item.section)
         if item.section != HEAD and where not in self.sections:  # its heading comes too
@@ -190,7 +198,8 @@ def briefing_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"briefing": None}
     one = state.get("scope") == "session"
     max_chars = int(state.get("max_chars"))
-    plan = _Plan(max_chars if one else max_chars // 2, "##" if one else "###")
+    plan = _Plan(max_chars if one else max_chars // 2, "##" if one else "###",
+                 state.ctx.secret_patterns)
     plan.offer(_Item(0, HEAD, 0, _head(state, sessions)))
     kinds = [_signal_items(n, s, plan) for n, s in enumerate(sessions)]
     if not one:

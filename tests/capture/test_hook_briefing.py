@@ -299,3 +299,18 @@ def test_codex_hooks_capture_and_brief_with_the_same_contract(tmp_path: Path):
                                     "(resumed)")
     assert "- #2 We went with Redis streams for the upload queue." in text
     assert "## Open blockers (1, newest first)\n- #3 The upload worker crashed" in text
+
+
+def test_a_secret_stored_as_sent_is_still_not_printed(tmp_path: Path):
+    """With STENO_REDACT_SECRETS=off the store keeps turns as sent; the briefing's lines
+    pass the secret detector anyway before they reach an agent's context."""
+    dirs = {"data": tmp_path / "data", "claude": tmp_path / "claude" / "projects",
+            "codex": tmp_path / "codex" / "sessions"}
+    t = ClaudeTranscript(dirs["claude"])
+    t.append(t.user("Set up the release job."), t.assistant(SECRET_DECISION))
+    raw = {"STENO_REDACT_SECRETS": "off"}
+    assert run_with(dirs, raw, event("Stop", t)).code == 0
+    assert [c for _, _, c in stored(dirs)][-1] == SECRET_DECISION  # stored as sent
+    text = context_of(run_with(dirs, raw, event("SessionStart", t, source="compact")))
+    assert SECRET not in text
+    assert "- #2 Decision: the release job pushes with the token [REDACTED:github_token]" in text
