@@ -16,6 +16,10 @@ blocks Codex sends as user messages (environment context, AGENTS.md instructions
 Older Codex files have the message objects at top level, and a first line holding the
 session ``id``.
 
+Records also name the directory the host worked in (Claude Code: ``cwd`` on every
+record; Codex: ``session_meta`` and ``turn_context``), which capture records as the
+session's directory: a new session in that directory is briefed from it.
+
 Every turn gets a source key that does not depend on the file's path or position, so a
 record read twice (after a restart, a truncation, a rotation, or a host copying a
 session's history into a new file) is stored once: Claude Code's record uuid; for Codex,
