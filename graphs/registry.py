@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graphs import briefing as briefing_graph
 from graphs import bus_publish as bus_publish_graph
 from graphs import (
     capture,
@@ -25,6 +26,7 @@ from graphs import inspector as inspector_graphs
 from graphs import sessions as sessions_graph
 from graphs import stats as stats_graph
 from graphs import sync as sync_graphs
+from graphs.hook_graphs import BRIEFING_CONDITIONS, BRIEFING_NODES
 from graphs.runner import Graphs
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
@@ -190,6 +192,8 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         # moving a store between backends (graphs/migrate)
         checked_migration, migration_plan, migration_page, verified_turns, migration_fields,
         copied_page, migration_reply,
+        # the briefing a host hook prints at session start (graphs/briefing)
+        *BRIEFING_NODES,
 )
 
 # Route conditions read only small channels that a node wrote for the purpose.
@@ -197,7 +201,6 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "compression_due": lambda s: "yes" if s.get("compression_due") else "no",
     "compress_again": lambda s: "again" if s.get("again") else "done",
     "search_mode": lambda s: str(s.get("query")["mode"]),
-    "has_query": lambda s: "yes" if s.get("query")["text"] is not None else "no",
     "audit_more": lambda s: "more" if s.get("position") is not None else "done",
     "bus_event_found": lambda s: "yes" if s.get("event") is not None else "no",
     "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
@@ -206,6 +209,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),
+    **BRIEFING_CONDITIONS,  # briefing_scope, and has_query (the guard's too)
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
@@ -219,6 +223,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     *sync_graphs.DEFINITIONS,
     bus_publish_graph.DEFINITION,
     migrate.DEFINITION,
+    briefing_graph.DEFINITION,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.registry import build_graphs
 from graphs.runner import Graphs
 from nodes.context import RunContext
-from nodes.extract.graph_prefetch import BatchPrefetch
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.settings import Settings
@@ -25,6 +23,8 @@ def graphs() -> Graphs:
     """The process's compiled graphs (compiled on first use, once)."""
     global _GRAPHS
     if _GRAPHS is None:
+        from graphs.registry import build_graphs  # every node module: imported when needed
+
         _GRAPHS = build_graphs()
     return _GRAPHS
 
@@ -56,15 +56,24 @@ class App:
         self.store.close()
 
 
-def open_app(settings: Settings | None = None) -> App:
+def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None,
+             busy_timeout_ms: int | None = None) -> App:
+    """The store and the graphs: every graph, or only those ``compiled`` holds (a
+    process that runs one graph, e.g. a hook); ``busy_timeout_ms``: how long a
+    statement waits for another process's lock (``store.backend.open_store``)."""
     settings = settings or Settings.from_env()
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
     store = open_store(settings.db_path, database_url=settings.database_url,
-                       synchronous=settings.synchronous, vector_dim=settings.vector_dim)
+                       synchronous=settings.synchronous, vector_dim=settings.vector_dim,
+                       busy_timeout_ms=busy_timeout_ms)
     bus = None if settings.bus_path is None else Bus(settings.bus_path,
                                                      timeout_ms=settings.bus_timeout_ms)
-    prefetch = BatchPrefetch() if settings.graphrag_prefetch else None  # no process yet
+    prefetch = None
+    if settings.graphrag_prefetch and compiled is None:  # GraphRAG is in the full set only
+        from nodes.extract.graph_prefetch import BatchPrefetch
+
+        prefetch = BatchPrefetch()  # no process yet
     ctx = RunContext(store=store, settings=settings, patterns=patterns,
                      secret_patterns=compile_extra(settings.secret_patterns), bus=bus,
                      graph_prefetch=prefetch)
-    return App(settings=settings, store=store, ctx=ctx, graphs=graphs())
+    return App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from stenographer.app import App
     from stenographer.settings import Settings
 
-__all__ = ["Capturer", "FileReport", "PassReport", "discover", "hook_targets"]
+__all__ = ["Capturer", "FileReport", "PassReport", "discover", "hook_event", "hook_payload",
+           "hook_session", "hook_targets"]
 
 DEFAULT_BATCH = 200  # records per capture_read run
 ERROR_RETRY_S = 10.0  # a watcher retries a file that failed after this long
@@ -156,7 +157,7 @@ class Capturer:
         step: dict[str, Any] = {
             "kind": kind, "path": str(path), "position": end["position"],
             "lines": end["lines"], "identity": end["identity"], "head": end["head"],
-            "session": end["session"], "resets": 1 if start["reset"] else 0}
+            "session": end["session"], "cwd": end["cwd"], "resets": 1 if start["reset"] else 0}
         report.reset = report.reset or start["reset"]
         skipped = list(batch["skipped"])
         captured = duplicates = 0
@@ -262,19 +263,42 @@ def hook_payload(arg: str | None) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
+def hook_event(payload: dict[str, Any]) -> str:
+    """What a hook call is for: the host's ``hook_event_name`` (``SessionStart``,
+    ``PreCompact``, ``Stop``...), ``notify`` for Codex's notify program, or
+    ``capture`` when the payload says neither."""
+    event = payload.get("hook_event_name")
+    if isinstance(event, str) and event.strip():
+        return event.strip()[:60]
+    return "notify" if payload.get("type") == "agent-turn-complete" else "capture"
+
+
+def hook_session(payload: dict[str, Any]) -> str | None:
+    """The host's id of the session a hook call is about (Claude Code and Codex hooks:
+    ``session_id``; Codex notify: ``thread-id``), when it is a plain id."""
+    for key in ("session_id", "thread-id", "thread_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and _SESSION_ID.fullmatch(value):
+            return value
+    return None
+
+
 def hook_targets(host: str, payload: dict[str, Any], settings: Settings) -> list[Source]:
-    """The transcript(s) a hook call is about: Claude Code names its file
-    (``transcript_path``); Codex names its session (``thread-id``), whose rollout file
-    carries the id in its name. Without either, every transcript of that host."""
-    if host == CLAUDE_CODE:
-        named = payload.get("transcript_path")
-        if isinstance(named, str) and named.strip():
-            return [(CLAUDE_CODE, Path(named).expanduser().absolute())]
-    else:
-        thread = payload.get("thread-id") or payload.get("thread_id")
-        if (isinstance(thread, str) and _SESSION_ID.fullmatch(thread)
-                and settings.capture_codex_dir.is_dir()):
-            files = _codex_files(settings.capture_codex_dir, thread)
-            if files:
-                return [(CODEX, p.absolute()) for p in files]
+    """The transcript(s) a hook call is about: the file the host names
+    (``transcript_path``), else the file of the session it names (Claude Code:
+    ``<project>/<session>.jsonl``; Codex: the rollout file with the id in its name).
+    Without either, every transcript of that host."""
+    named = payload.get("transcript_path")
+    if isinstance(named, str) and named.strip():
+        return [(host, Path(named).expanduser().absolute())]
+    session = hook_session(payload)
+    if session is not None:
+        if host == CLAUDE_CODE and settings.capture_claude_dir.is_dir():
+            files = sorted(settings.capture_claude_dir.glob(f"*/{session}.jsonl"))
+        elif host == CODEX and settings.capture_codex_dir.is_dir():
+            files = _codex_files(settings.capture_codex_dir, session)
+        else:
+            files = []
+        if files:
+            return [(host, p.absolute()) for p in files]
     return discover([host], settings.capture_claude_dir, settings.capture_codex_dir)

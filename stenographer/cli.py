@@ -223,6 +223,14 @@ def cmd_config(args: argparse.Namespace) -> int:
     from stenographer.settings import Settings
 
     data_dir = Path(args.dir).expanduser().absolute() if args.dir else Settings.from_env().data_dir
+    if args.hooks:
+        from stenographer.client_config import HOOKS_HINT, hook_command, hooks_config
+
+        if args.client != "claude-code":
+            raise CliError("--hooks prints Claude Code's hooks block: use it with claude-code")
+        _print_json(hooks_config(hook_command(data_dir)))
+        print(HOOKS_HINT, file=sys.stderr)
+        return EXIT_OK
     launch = launch_command(data_dir)
     _print_json(client_config(args.client, launch, args.name))
     print(paste_hint(args.client, launch, args.name), file=sys.stderr)
@@ -363,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "OMEGA_STENOGRAPHER_DIR filled in); where to paste it goes to stderr."))
     p.add_argument("client", choices=CLIENTS)
     p.add_argument("--name", default=DEFAULT_NAME, help=f"server name (default {DEFAULT_NAME})")
+    p.add_argument("--hooks", action="store_true",
+                   help="claude-code: print the hooks block for settings.json instead "
+                        "(PreCompact, SessionStart, Stop)")
     p.add_argument("--dir", help="data directory (default: OMEGA_STENOGRAPHER_DIR or "
                                  "~/.omega-stenographer)")
 
@@ -425,6 +436,14 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None,
          parser: argparse.ArgumentParser | None = None) -> None:
     """Parse ``argv`` (with ``parser``, default the `stenographer` command's), run it, exit."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if parser is None and words[:1] == ["hook"]:  # a host waits: nothing else is set up
+        from stenographer.capture_cli import hook_exit, hook_main
+
+        code = hook_main(words[1:])
+        if argv is None:  # this process is the hook: leave without the interpreter's teardown
+            hook_exit(code)
+        sys.exit(code)
     args = (parser or build_parser()).parse_args(argv)
     try:
         code = run(args)

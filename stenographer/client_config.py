@@ -9,12 +9,19 @@ and ``OMEGA_STENOGRAPHER_DIR``. The JSON follows each host's documented shape:
 - Claude Code: the project-scope ``.mcp.json`` file, ``{"mcpServers": {NAME: {"type":
   "stdio", command, args, env}}}``; the same entry also works with
   ``claude mcp add-json NAME '<entry>'`` (printed as a hint).
+
+``stenographer config claude-code --hooks`` prints the hooks block of Claude Code's
+``settings.json`` instead: ``PreCompact`` and ``Stop`` capture the transcript,
+``SessionStart`` (matchers ``compact|resume`` and ``startup``) prints the briefing. Hook
+commands run through the shell with the host's environment, so the command names the
+data directory itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -28,12 +35,18 @@ __all__ = [
     "SERVER_SCRIPT",
     "Launch",
     "client_config",
+    "hook_command",
+    "hooks_config",
     "launch_command",
     "paste_hint",
 ]
 
 DISTRIBUTION = "omega-stenographer-mcp"
 SERVER_SCRIPT = "omega-stenographer-mcp"
+CLI_SCRIPT = "stenographer"
+# Seconds Claude Code gives each hook (its default is 60): a briefing answers in well
+# under a second, a capture of a long transcript may take longer.
+HOOK_TIMEOUTS = {"PreCompact": 120, "SessionStart": 15, "Stop": 60}
 DEFAULT_NAME = "stenographer"
 CLIENTS = ("claude-desktop", "claude-code", "vscode", "cursor", "windsurf")
 
@@ -91,6 +104,46 @@ def launch_command(data_dir: Path, executable: str | None = None) -> Launch:
     if not _installed():
         env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     return Launch(str(python), ["-m", "stenographer"], env)
+
+
+def hook_command(data_dir: Path, host: str = "claude-code", executable: str | None = None
+                 ) -> str:
+    """The shell command of a host's hook: ``stenographer hook HOST`` of this
+    environment (the ``stenographer`` script beside ``executable``, else the interpreter
+    with ``-m stenographer``), with ``OMEGA_STENOGRAPHER_DIR`` set in front."""
+    python = Path(executable or sys.executable).absolute()
+    suffix = ".exe" if os.name == "nt" else ""
+    script = python.parent / f"{CLI_SCRIPT}{suffix}"
+    words = [str(script)] if script.is_file() else [str(python), "-m", "stenographer"]
+    env = {"OMEGA_STENOGRAPHER_DIR": str(data_dir.expanduser().absolute())}
+    if not script.is_file() and not _installed():
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    if os.name == "nt":  # cmd.exe has no VAR=value prefix: the hook uses the default dir
+        return " ".join(f'"{w}"' for w in [*words, "hook", host])
+    prefix = [f"{k}={shlex.quote(v)}" for k, v in env.items()]
+    return " ".join([*prefix, *(shlex.quote(w) for w in [*words, "hook", host])])
+
+
+def hooks_config(command: str) -> dict[str, Any]:
+    """The ``hooks`` block of Claude Code's settings.json running ``command``."""
+    def entry(event: str, matcher: str | None = None) -> dict[str, Any]:
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [{"type": "command", "command": command,
+                           "timeout": HOOK_TIMEOUTS[event]}]
+        return group
+
+    return {"hooks": {
+        "PreCompact": [entry("PreCompact")],
+        "SessionStart": [entry("SessionStart", "compact|resume"),
+                         entry("SessionStart", "startup")],
+        "Stop": [entry("Stop")],
+    }}
+
+
+HOOKS_HINT = ("Merge the \"hooks\" block into ~/.claude/settings.json (every project) or "
+              ".claude/settings.json (this one), then restart Claude Code. PreCompact and "
+              "Stop capture the transcript; SessionStart adds the briefing after a "
+              "compaction, on resume and at startup.")
 
 
 def client_config(client: str, launch: Launch, name: str = DEFAULT_NAME) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from store.backend import is_postgres_url
 from store.bus import BUS_FILE
 
 __all__ = [
+    "DEFAULT_BRIEFING_CHARS",
     "DEFAULT_BUS_TIMEOUT_MS",
     "DEFAULT_CAPTURE_INTERVAL",
     "DEFAULT_CLAUDE_PROJECTS",
@@ -45,6 +46,9 @@ DEFAULT_DATA_DIR = Path("~/.omega-stenographer")
 DEFAULT_TURN_LIMIT = 8
 DEFAULT_TOP_K = 5
 DEFAULT_MAX_CHARS = 8_000  # reply budget of the read tools
+# What a host hook adds to the context when a session starts: ~1,500 tokens, a small
+# share of a context window that was just compacted to make room.
+DEFAULT_BRIEFING_CHARS = 6_000
 DEFAULT_MAX_CONTENT_CHARS = 1_000_000  # one turn; 1 MB single-line turns are accepted
 DEFAULT_TRACE_RETENTION = 2_000  # stage traces kept in the store
 DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
@@ -111,6 +115,7 @@ class Settings:
     turn_limit: int = DEFAULT_TURN_LIMIT
     top_k: int = DEFAULT_TOP_K
     max_chars: int = DEFAULT_MAX_CHARS
+    briefing_chars: int = DEFAULT_BRIEFING_CHARS
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS
     trace_retention: int = DEFAULT_TRACE_RETENTION
     vector_dim: int = DEFAULT_VECTOR_DIM
@@ -179,6 +184,8 @@ class Settings:
             turn_limit=_int(env, "STENO_TURN_LIMIT", DEFAULT_TURN_LIMIT, 2, 1_000),
             top_k=_int(env, "STENO_TOP_K", DEFAULT_TOP_K, 1, 50),
             max_chars=_int(env, "STENO_MAX_CHARS", DEFAULT_MAX_CHARS, 500, 200_000),
+            briefing_chars=_int(env, "STENO_BRIEFING_CHARS", DEFAULT_BRIEFING_CHARS,
+                                1_000, 10_000),
             max_content_chars=_int(
                 env, "STENO_MAX_CONTENT_CHARS", DEFAULT_MAX_CONTENT_CHARS, 100, 10_000_000
             ),

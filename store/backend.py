@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from store.errors import InvalidInput
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.sql import Conn
-from store.vectors import VectorCache
+
+if TYPE_CHECKING:
+    from store.vectors import VectorCache
 
 __all__ = ["Backend", "is_postgres_url", "open_store"]
 
@@ -27,9 +29,11 @@ class Backend(Protocol):
     dialect: str  # "sqlite" | "postgresql"
     location: str  # the file path, or the database URL without its password
     data_dir: Path  # where the process keeps its own files (capture locks, the bus)
-    vectors: VectorCache
     traces: TraceBuffer
     file_rewrite: FileRewrite  # finishes the rewrite after a forget (store.rewrite)
+
+    @property
+    def vectors(self) -> VectorCache: ...
 
     def read(self) -> AbstractContextManager[Conn]: ...
     def write(self) -> AbstractContextManager[Conn]: ...
@@ -44,12 +48,15 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def open_store(db_path: Path, *, database_url: str | None = None, synchronous: str = "normal",
-               vector_dim: int = 256) -> Backend:
-    """The SQLite file at ``db_path``, or the PostgreSQL database ``database_url`` names."""
+               vector_dim: int = 256, busy_timeout_ms: int | None = None) -> Backend:
+    """The SQLite file at ``db_path``, or the PostgreSQL database ``database_url`` names.
+    ``busy_timeout_ms``: how long a SQLite statement waits for another process's lock
+    (default ``store.db.BUSY_TIMEOUT_MS``; a host's hook waits less)."""
     if database_url is None or database_url == "":
-        from store.db import Store
+        from store.db import BUSY_TIMEOUT_MS, Store
 
-        return Store(db_path, synchronous=synchronous, vector_dim=vector_dim)
+        return Store(db_path, synchronous=synchronous, vector_dim=vector_dim,
+                     busy_timeout_ms=busy_timeout_ms or BUSY_TIMEOUT_MS)
     if not is_postgres_url(database_url):
         raise InvalidInput(
             "STENO_DATABASE_URL must be a postgresql:// or postgres:// URL "

@@ -7,23 +7,26 @@ serialised by SQLite itself (busy timeout). Readers never block writers (WAL).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 import apsw.bestpractice
-import sqlite_vec
 
 from store.errors import StoreError
 from store.migrations import migrate
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
-from store.vectors import VectorCache
 
-__all__ = ["BUSY_TIMEOUT_MS", "Store"]
+if TYPE_CHECKING:
+    from store.vectors import VectorCache
+
+__all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -42,18 +45,35 @@ apsw.bestpractice.apply(
 )
 
 
+def vec0_path() -> str:
+    """sqlite-vec's loadable extension: ``vec0`` in its package directory, found without
+    importing the package, whose ``__init__`` imports numpy and sqlite3 for helpers the
+    store does not use (~0.1 s of CPU that a hook's process cannot spare). Another
+    layout: the package's own ``loadable_path()``."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if any(name.startswith("vec0.") for name in os.listdir(folder)):
+            return os.path.join(folder, "vec0")
+    import sqlite_vec
+
+    return str(sqlite_vec.loadable_path())
+
+
 class Store:
     """A store file and the connections that serve it. Thread-safe."""
 
     dialect = "sqlite"
 
     def __init__(
-        self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256
+        self, path: Path | str, *, synchronous: str = "normal", vector_dim: int = 256,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
         self.location = str(self.path)
         self.data_dir = self.path.parent
-        self.vectors = VectorCache(vector_dim)
+        self._vector_dim = vector_dim
+        self._vectors: VectorCache | None = None
         self.traces = TraceBuffer(self.write)
         self.file_rewrite = FileRewrite(self)
         self.synchronous = synchronous
@@ -64,6 +84,18 @@ class Store:
         self._closed = False
         self._create_file()
         migrate(self.connection())
+
+    @property
+    def vectors(self) -> VectorCache:
+        """The in-memory copy of the hashed vectors, made on first use: a process that
+        never ranks by vector (a hook's briefing) never imports numpy (~0.1 s of CPU)."""
+        if self._vectors is None:
+            from store.vectors import VectorCache
+
+            with self._all_lock:
+                if self._vectors is None:
+                    self._vectors = VectorCache(self._vector_dim)
+        return self._vectors
 
     def _create_file(self) -> None:
         """Owner-only directory and file, created before SQLite opens it."""
@@ -77,9 +109,9 @@ class Store:
             conn = apsw.Connection(str(self.path))
         except apsw.Error as ex:
             raise StoreError(f"cannot open the store {self.path}: {ex}") from ex
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.set_busy_timeout(self.busy_timeout_ms)
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(vec0_path())
         conn.enable_load_extension(False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")

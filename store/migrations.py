@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations(
   applied_at REAL NOT NULL
 )"""
 SELECT_APPLIED = "SELECT version FROM schema_migrations"
+HAS_MIGRATIONS_TABLE = """
+SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"""
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
 
 
@@ -524,6 +526,21 @@ def traces_without_text(conn: apsw.Connection) -> None:
         conn.execute("PRAGMA secure_delete=FAST")
 
 
+# --- the project directory of a session (briefings at session start) -------------------------
+
+
+def session_cwd(conn: apsw.Connection) -> None:
+    """A session learns the directory the host worked in (capture reads it from the
+    transcript records), so that a new session of the same project can be briefed with
+    the notes of the previous ones."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN cwd TEXT;
+        CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
+        """
+    )
+
+
 SqliteStep = Callable[[apsw.Connection], None]
 PostgresStep = Callable[[Conn, int], None]  # (connection, dimension of the hashed vectors)
 
@@ -552,6 +569,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("bus_outbox", bus_outbox),
     Migration("compact_storage", compact_storage),
     Migration("traces_without_text", traces_without_text, postgresql.traces_without_text),
+    Migration("session_cwd", session_cwd, postgresql.session_cwd),
 )
 
 T = TypeVar("T")
@@ -578,8 +596,23 @@ RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},
             "postgresql": {s.version: s.name for s in POSTGRESQL_STEPS}}
 
 
+def _current(conn: apsw.Connection) -> bool:
+    """Whether every migration is recorded (read in one snapshot, no lock taken)."""
+    with conn:  # a read transaction: both statements see the same state
+        if conn.execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
+            return False
+        applied = {row[0] for row in conn.execute(SELECT_APPLIED)}
+    return applied >= set(range(1, SCHEMA_VERSION + 1))
+
+
 def migrate(conn: apsw.Connection) -> int:
-    """Apply every SQLite migration not yet recorded; return the schema version."""
+    """Apply every SQLite migration not yet recorded; return the schema version.
+
+    A store whose migrations are all recorded is opened without a write transaction:
+    every process (a hook's included) opens the store, and a reader must not wait for
+    another process's long write to answer."""
+    if _current(conn):
+        return SCHEMA_VERSION
     conn.execute(CREATE_MIGRATIONS_TABLE)
     for version, name, step in SQLITE_STEPS:
         conn.execute("BEGIN IMMEDIATE")

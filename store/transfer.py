@@ -68,7 +68,7 @@ TABLES: tuple[Table, ...] = (
     Table("runs", ("seq", "run_id", "graph", "status", "started_at", "duration_ms", "trace"),
           ("seq",)),
     Table("sessions", ("id", "name", "created_at", "last_at", "turns", "chain_head",
-                       "trace_id"), ("id",), serial="id"),
+                       "trace_id", "cwd"), ("id",), serial="id"),
     Table("briefs", ("id", "session_id", "tier", "created_at", "first_exchange_id",
                      "last_exchange_id", "turns", "body"), ("id",), serial="id"),
     Table("forgotten", ("exchange_id", "session_id", "forgotten_at", "reason", "selector",

@@ -24,10 +24,10 @@ def _kind(value: Any) -> str:
     return str(value)
 
 
-def _path(value: Any) -> str:
-    text = check_text("path", value, max_chars=MAX_PATH_CHARS)
+def _path(value: Any, name: str = "path") -> str:
+    text = check_text(name, value, max_chars=MAX_PATH_CHARS)
     if not Path(text).is_absolute():
-        raise InvalidInput(f"path={text[:80]!r} must be absolute, e.g. "
+        raise InvalidInput(f"{name}={text[:80]!r} must be absolute, e.g. "
                            "/home/me/.claude/projects/p/<session>.jsonl")
     return text
 
@@ -54,6 +54,8 @@ def checked_cursor_step(state: State, cfg: Mapping[str, Any]) -> Writes:
     for name in ("identity", "head", "session", "error"):
         value = raw.get(name)
         step[name] = None if value is None else check_text(name, value, max_chars=2_000)
+    cwd = raw.get("cwd")
+    step["cwd"] = None if cwd is None else _path(cwd, "cwd")
     ok = raw.get("ok", True)
     if not isinstance(ok, bool):
         raise InvalidInput("ok must be true or false")

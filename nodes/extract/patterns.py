@@ -37,6 +37,7 @@ __all__ = [
     "DECISION_TRIGGERS",
     "DECISION_TRIGGER_MARKS",
     "DEFAULT_PATTERNS",
+    "FIX_VERBS",
     "SignalPatterns",
     "compile_patterns",
 ]
@@ -190,6 +191,10 @@ _BLOCKER_RESOLUTION = (
     r"|\b(?:fixed|resolved|solved|patched) (?:by|in|with|via|now)\b"
     r"|\bnow pass(?:es|ing)?\b|\bsince the fix\b|\bwent away\b|\bdisappeared\b"
 )
+
+# The verbs that say something was fixed: a GraphRAG ``fixes`` edge
+# (``nodes.extract.relations``) and a blocker's end (``nodes.extract.resolutions``).
+FIX_VERBS = "fix|fixes|fixed|fixing|resolves|resolved|patches|patched"
 
 # A sentence ending in "?" that opens like this asks whether something failed; it
 # does not report that it did. "Why is CI failing?" still reports a failure.

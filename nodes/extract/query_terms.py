@@ -35,11 +35,12 @@ def term_expression(text: str) -> str | None:
 def keyword_query(state: State, cfg: Mapping[str, Any]) -> Writes:
     """``fts``: the expression to match, whether the caller wrote it (then it is checked
     alone and matched against the turns' own words), and the word search to fall back
-    to when it is not valid FTS5."""
+    to when it is not valid FTS5. With ``words_only`` (a query made from the record, not
+    typed by a caller) its quotes and parentheses are never read as FTS5 syntax."""
     text = state.get("query")["text"]
     if text is None:
         return {"fts": None}
     words = term_expression(text)
-    if uses_fts_syntax(text):
+    if uses_fts_syntax(text) and not cfg.get("words_only"):
         return {"fts": {"expression": text, "caller": True, "fallback": words}}
     return {"fts": {"expression": words, "caller": False, "fallback": None}}

@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from nodes.extract.entities import Mention
+from nodes.extract.patterns import FIX_VERBS
 
-__all__ = ["PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES", "co_occurring",
-           "salient", "typed_relations"]
+__all__ = ["PAIR_ENTITIES", "RELATION_KINDS", "WINDOW_ENTITIES", "co_occurring", "salient",
+           "typed_relations"]
 
 PAIR_ENTITIES = 8
 WINDOW_ENTITIES = 3
@@ -42,7 +43,7 @@ _VERB = re.compile(
     r"|(?P<decide>decided (?:on|to use|to adopt|to go with|to switch to)|chose|chosen"
     r"|opted for|went with|settled on|picked|adopted|going with|sticking with"
     r"|switched to|standardi[sz]ed on)"
-    r"|(?P<fix>fix|fixes|fixed|fixing|resolves|resolved|patches|patched)"
+    r"|(?P<fix>" + FIX_VERBS + ")"
     r"|(?P<instead>instead of|rather than|in place of)"
     r"|(?P<replace>replaces|replaced|replacing|replace|supersedes|superseded)"
     r"|(?P<block>blocks|blocking|breaks|broke))\b", re.I)

@@ -16,6 +16,10 @@ blocks Codex sends as user messages (environment context, AGENTS.md instructions
 Older Codex files have the message objects at top level, and a first line holding the
 session ``id``.
 
+Records also name the directory the host worked in (Claude Code: ``cwd`` on every
+record; Codex: ``session_meta`` and ``turn_context``), which capture records as the
+session's directory: a new session in that directory is briefed from it.
+
 Every turn gets a source key that does not depend on the file's path or position, so a
 record read twice (after a restart, a truncation, a rotation, or a host copying a
 session's history into a new file) is stored once: Claude Code's record uuid; for Codex,
@@ -30,6 +34,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 __all__ = ["CLAUDE_CODE", "CODEX", "KINDS", "Parsed", "parse_record", "session_from_name"]
@@ -51,10 +56,24 @@ class CorruptRecord(ValueError):
 
 @dataclass(frozen=True)
 class Parsed:
-    """One line's outcome: a turn (an ingest request), a session id learnt, or neither."""
+    """One line's outcome: a turn (an ingest request), a session id learnt, or neither;
+    and the directory the host worked in, when the record names it."""
 
     turn: dict[str, Any] | None = None
     session: str | None = None  # a Codex session_meta line names the file's session
+    cwd: str | None = None  # Claude Code records, Codex session_meta and turn_context
+
+
+MAX_CWD_CHARS = 4_096
+
+
+def _cwd(value: Any) -> str | None:
+    """A record's working directory: an absolute path (POSIX or Windows), else nothing."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CWD_CHARS:
+        return None
+    if PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute():
+        return value
+    return None
 
 
 def session_from_name(kind: str, file_name: str) -> str | None:
@@ -81,8 +100,9 @@ def _text_blocks(content: Any, block_types: tuple[str, ...], where: str) -> str:
 
 def _claude(rec: dict[str, Any], raw: bytes) -> Parsed:
     kind = rec.get("type")
+    cwd = _cwd(rec.get("cwd"))
     if kind not in ROLES or any(rec.get(flag) for flag in CLAUDE_SKIP_FLAGS):
-        return Parsed()
+        return Parsed(cwd=cwd)
     message = rec.get("message")
     if not isinstance(message, dict):
         raise CorruptRecord(f"a {kind} record without a message object")
@@ -91,12 +111,12 @@ def _claude(rec: dict[str, Any], raw: bytes) -> Parsed:
         raise CorruptRecord(f"a {kind} record without a sessionId")
     text = _text_blocks(message.get("content"), ("text",), "message.content")
     if not text.strip():
-        return Parsed()  # tool calls and results, thinking: not words of the conversation
+        return Parsed(cwd=cwd)  # tool calls and results, thinking: not conversation
     uuid = rec.get("uuid")
     key = uuid if isinstance(uuid, str) and uuid else hashlib.sha256(raw).hexdigest()[:32]
     return Parsed(turn={
         "role": kind, "content": text, "session_id": f"{CLAUDE_CODE}:{session}",
-        "created_at": rec.get("timestamp"), "source_key": f"{CLAUDE_CODE}:{key}"})
+        "created_at": rec.get("timestamp"), "source_key": f"{CLAUDE_CODE}:{key}"}, cwd=cwd)
 
 
 def _codex(rec: dict[str, Any], raw: bytes, session: str | None, offset: int) -> Parsed:
@@ -106,7 +126,11 @@ def _codex(rec: dict[str, Any], raw: bytes, session: str | None, offset: int) ->
         sid = meta.get("id") if isinstance(meta, dict) else None
         if not isinstance(sid, str) or not sid.strip():
             raise CorruptRecord("a session_meta record without a session id")
-        return Parsed(session=sid)
+        return Parsed(session=sid, cwd=_cwd(meta.get("cwd")) if isinstance(meta, dict)
+                      else None)
+    if kind == "turn_context":
+        context = rec.get("payload")
+        return Parsed(cwd=_cwd(context.get("cwd")) if isinstance(context, dict) else None)
     if kind == "response_item":
         item = rec.get("payload")
         if not isinstance(item, dict):

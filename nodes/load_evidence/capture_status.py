@@ -1,5 +1,6 @@
-"""Capture status: the watcher holding the store's capture lock, and every followed
-transcript's cursor (offset, size, counts, last success, last error)."""
+"""Capture status: the watcher holding the store's capture lock, every followed
+transcript's cursor (offset, size, counts, last success, last error), and what the
+host hooks did last (their errors never reach the host)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from nodes.evaluate_contracts.inputs import iso
 from store.capture_lock import lock_holder
 from store.cursors import cursor_totals, recent_cursors
+from store.hook_log import hook_log
 from store.sql import Conn
 
 __all__ = ["LISTED_FILES", "capture_summary"]
@@ -62,13 +64,36 @@ def capture_summary(conn: Conn, data_dir: Path) -> tuple[dict[str, Any], str]:
         "last_success_at": _when(last_success),
         "last_error": last_error,
         "sources": files,
+        "hooks": _hooks(data_dir),
     }
     return capture, _text(capture)
 
 
+def _hooks(data_dir: Path) -> dict[str, Any] | None:
+    log = hook_log(data_dir)
+    if log is None:
+        return None
+    return {k: None if not isinstance(v, dict) else {**v, "at": _when(v.get("at"))}
+            for k, v in log.items() if k in ("last_run", "last_error")}
+
+
+def _hook_text(h: dict[str, Any] | None) -> str | None:
+    if not h or not h.get("last_run"):
+        return None
+    run = h["last_run"]
+    text = (f"hooks: last {run['host']} {run['event']} at {run['at']} "
+            f"{'ok' if run['ok'] else 'failed'} ({run['duration_ms']:.0f} ms)")
+    error = h.get("last_error")
+    if error:
+        text += f"; last error at {error['at']} ({error['event']}): {error['error'][:160]}"
+    return text
+
+
 def _text(c: dict[str, Any]) -> str:
+    hooks = _hook_text(c["hooks"])
     if not c["enabled"]:
-        return "capture: no transcripts captured yet (stenographer capture --once | --watch)"
+        text = "capture: no transcripts captured yet (stenographer capture --once | --watch)"
+        return text if hooks is None else f"{text}; {hooks}"
     who = c["watcher"] or c["running"]
     parts = [f"{who['mode']} pid {who['pid']} since {who['since']}" if who else
              "no watcher running"]
@@ -79,4 +104,6 @@ def _text(c: dict[str, Any]) -> str:
     if c["last_error"]:
         e = c["last_error"]
         parts.append(f"last error {e['at']} in {Path(e['file']).name}: {e['error'][:160]}")
+    if hooks is not None:
+        parts.append(hooks)
     return "capture: " + "; ".join(parts)

@@ -7,19 +7,21 @@ only: the texts stay in the store); ``nodes.extract.fusion`` merges them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from nodes.context import State, Writes
 from nodes.extract.embedding_config import embedding_config
-from nodes.extract.embeddings import EmbeddingError, embed_query
-from nodes.extract.vectors import text_vector
 from store.backend import Backend
-from store.provider_vectors import provider_cache
 from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits, syntax_notes
-from store.vectors import MatrixCache
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from store.vectors import MatrixCache
+
+# The vector nodes import numpy when they run: a graph of keyword candidates only (the
+# briefing of a hook) does not pay for it.
 
 __all__ = [
     "CANDIDATES",
@@ -81,6 +83,8 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
 
 
 def vector_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
+    from nodes.extract.vectors import text_vector
+
     query = state.get("query")
     if query["text"] is None or query["unknown_session"]:
         return {"semantic": []}
@@ -94,6 +98,9 @@ def vector_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
 def provider_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
     """The provider's nearest turns (an empty list when none is configured, or when it
     cannot embed the query: the search goes on with the other lists, and says so)."""
+    from nodes.extract.embeddings import EmbeddingError, embed_query
+    from store.provider_vectors import provider_cache
+
     config = embedding_config(state.ctx.settings)
     query = state.get("query")
     if config is None or query["text"] is None or query["unknown_session"]:

@@ -9,7 +9,8 @@ once (their source keys), so a restart from 0 costs reading, never duplicates.
 
 ``transcript_batch`` reads whole lines from there, up to a batch size. A line that is
 not yet complete (the host is still writing it) is left for the next pass; a corrupt
-line is reported and stepped over, so it never holds up the lines after it.
+line is reported and stepped over, so it never holds up the lines after it. The batch
+also says which directory the host last worked in, when its records name one.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def _batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
     skipped: list[dict[str, Any]] = []
     max_records, max_bytes = source["max_records"], DEFAULT_BATCH_BYTES
     lines, taken, more = start["lines"], 0, False
+    cwd: str | None = None  # the last working directory a record of the batch names
     with open(start["file"], "rb") as f:
         f.seek(start["position"])
         while True:
@@ -158,6 +160,7 @@ def _batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
                 skipped.append({"line": lines, "offset": at, "reason": str(ex)})
                 continue
             session = parsed.session or session
+            cwd = parsed.cwd or cwd
             if parsed.turn is not None:
                 records.append({"line": lines, "start": at, "end": f.tell(),
                                 "request": parsed.turn})
@@ -165,5 +168,5 @@ def _batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
     head = start["head"] if start["drain"] else (
         file_head(Path(start["file"]), position) if position else None)
     end = {"position": position, "lines": lines, "identity": start["identity"],
-           "head": head, "session": session, "more": more}
+           "head": head, "session": session, "cwd": cwd, "more": more}
     return {"records": records, "skipped": skipped, "end": end}

@@ -1,4 +1,5 @@
-"""Node: record where a transcript now stands (its cursor) and what the pass did."""
+"""Node: record where a transcript now stands (its cursor) and what the pass did, and
+the directory its session works in (what a briefing at session start looks up)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from store.briefing import set_session_cwd
 from store.cursors import CursorAdvance, advance_cursor
 
 __all__ = ["advanced_cursor"]
 
 
 def advanced_cursor(state: State, cfg: Mapping[str, Any]) -> Writes:
-    step = CursorAdvance(**state.get("step"), at=time.time())
+    fields = dict(state.get("step"))
+    cwd = fields.pop("cwd", None)
+    step = CursorAdvance(**fields, at=time.time())
     with state.ctx.store.write() as conn:
         cursor = advance_cursor(conn, step)
+        if cwd is not None and cursor.session is not None:
+            set_session_cwd(conn, f"{step.kind}:{cursor.session}", cwd)
     return {"cursor": cursor.as_dict()}

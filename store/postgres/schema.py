@@ -281,3 +281,13 @@ def traces_without_text(conn: Conn, vector_dim: int) -> None:
     from store.runs import strip_stored_traces
 
     strip_stored_traces(conn)
+
+
+def session_cwd(conn: Conn, vector_dim: int) -> None:
+    """The directory a session worked in (SQLite migration m014_session_cwd)."""
+    conn.execute(
+        """
+        ALTER TABLE sessions ADD COLUMN cwd TEXT;
+        CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
+        """
+    )

@@ -276,3 +276,25 @@ def test_a_missing_file_is_reported_not_fatal(rig: Rig, dirs: dict[str, Path]):
                                          ("codex", folder), ("codex", codex.path)]).as_dict()
     assert report["errors"] == 2 and report["captured"] == 1
     assert all("cannot be read" in d["error"] for d in report["details"][:2])
+
+
+def test_a_session_learns_the_directory_its_records_name(rig: Rig, dirs: dict[str, Path]):
+    """Claude Code records carry ``cwd``; Codex names it in session_meta and turn_context."""
+    claude = ClaudeTranscript(dirs["claude"], cwd="/home/me/work/app")
+    claude.append(claude.user("where are we"))
+    codex = CodexTranscript(dirs["codex"])
+    codex.append(codex.meta(), codex.user("and here"))
+    rig.capture()
+    moved = ClaudeTranscript(dirs["claude"], cwd="/home/me/work/app/sub", n=claude.n)
+    moved.append(moved.user("moved into a sub-directory"))
+    rig.capture()
+
+    def cwd_of() -> dict[str, str | None]:
+        with rig.app.store.read() as conn:
+            return {str(n): c for n, c in conn.execute("SELECT name, cwd FROM sessions")}
+
+    assert cwd_of() == {f"claude-code:{claude.session}": "/home/me/work/app/sub",
+                        f"codex:{codex.session}": "/home/me/work/app"}
+    codex.append(codex.noise(), codex.assistant("the turn context names another directory"))
+    rig.capture()
+    assert cwd_of()[f"codex:{codex.session}"] == "/home/me"  # noise() holds a turn_context

@@ -222,7 +222,7 @@ def test_hooks_capture_the_transcript_the_host_names(dirs: dict[str, Path]):
     assert [c for _, _, c in stored(dirs)][2:] == ["hello from codex", "hey"]
 
     bad = run(dirs, "hook", "claude-code", stdin="{not json")
-    assert bad.code == 1 and bad.out == "" and "not JSON" in bad.err  # never 2: passive
+    assert bad.code == 0 and bad.out == "" and "not JSON" in bad.err  # never fails the host
     verbose = run(dirs, "hook", "claude-code", "--verbose", stdin=json.dumps(payload))
     assert verbose.code == 0 and verbose.out == ""
     assert "capture: 1 file, 0 turns captured" in verbose.err

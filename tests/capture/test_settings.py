@@ -48,3 +48,13 @@ def test_readme_documents_every_capture_setting():
                      "STENO_CAPTURE_SOURCES", "STENO_CAPTURE_INTERVAL"}
     assert all(f"`{name}`" in readme for name in names)
     assert "stenographer capture --once" in readme and "stenographer hook" in readme
+
+
+def test_the_briefing_budget_is_a_setting_with_a_range():
+    assert Settings.from_env({}).briefing_chars == 6_000
+    assert Settings.from_env({"STENO_BRIEFING_CHARS": "2500"}).briefing_chars == 2_500
+    for bad in ("999", "10001", "lots"):
+        with pytest.raises(SettingsError, match="STENO_BRIEFING_CHARS"):
+            Settings.from_env({"STENO_BRIEFING_CHARS": bad})
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`STENO_BRIEFING_CHARS`" in readme and "config claude-code --hooks" in readme

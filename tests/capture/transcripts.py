@@ -34,6 +34,7 @@ class ClaudeTranscript:
     root: Path
     session: str = CLAUDE_SESSION
     project: str = "-home-me-work-app"
+    cwd: str = "/home/me/work/app"
     n: int = 0
     last: str | None = None
     said: list[tuple[str, str]] = field(default_factory=list)  # the turns to be captured
@@ -45,7 +46,7 @@ class ClaudeTranscript:
     def _record(self, kind: str, message: dict[str, Any], **extra: Any) -> dict[str, Any]:
         self.n += 1
         rec = {"parentUuid": self.last, "isSidechain": False, "userType": "external",
-               "cwd": "/home/me/work/app", "sessionId": self.session, "version": "2.0.31",
+               "cwd": self.cwd, "sessionId": self.session, "version": "2.0.31",
                "gitBranch": "main", "type": kind, "message": message,
                "uuid": str(uuid.uuid4()), "timestamp": ts(self.n), **extra}
         self.last = rec["uuid"]

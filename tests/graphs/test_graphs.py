@@ -198,6 +198,7 @@ RUNS: dict[str, Case] = {
         "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
+    "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -282,6 +283,10 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "migrate":  # the first page: the meta table
         assert out["reply"]["table"] == "meta" and out["reply"]["done"] is False
         assert out["reply"]["total"]["exchanges"] == 4 + TURN_LIMIT
+    elif name == "briefing":  # the decision is compressed, the blocker still open
+        assert out["scope"] == "session" and out["query"]["text"]
+        assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
+        assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in out["briefing"]
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
