@@ -10,9 +10,26 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Conn
-from tests.e2e.support import FORGET, INGEST, MILESTONE, NOTES, text, word
+from tests.e2e.support import FORGET, INGEST, INGEST_LINE, MILESTONE, NOTES, SEARCH, text, word
 
 pytestmark = pytest.mark.anyio
+
+AWS_EXAMPLE_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # from AWS's documentation
+NPM_40 = "npm_" + "q7Rt2Vx9Kb4Mn8Pz3Lw6Hs1Jc5Fy0Ga2Ue7D8sA"
+NPM_30 = "npm_" + "T3kq9Wm2Xz7Bv4Np8Lr1Yc6Hd0Fs5J"
+PASSPHRASE = "maroon otter cobalt lantern"
+
+# Each case: the turn as sent, the secret that must not be stored.
+SHAPES = {
+    "aws-secret-assigned": (f"export AWS_SECRET_ACCESS_KEY={AWS_EXAMPLE_SECRET}",
+                            AWS_EXAMPLE_SECRET),
+    "aws-secret-next-to-key-id": (f"new keys: AKIAZ7Q3K9X2M4P8R6T1 {AWS_EXAMPLE_SECRET}",
+                                  AWS_EXAMPLE_SECRET),
+    "npm-40": (f"the CI token is {NPM_40} (publish only)", NPM_40),
+    "npm-30": (f"publish with {NPM_30} from the release vault", NPM_30),
+    "password-passphrase": (f"db:\n  user: app\n  password: {PASSPHRASE}\n", PASSPHRASE),
+}
+
 
 def _stored_bytes(conn: Conn) -> bytes:
     """Every byte of a SQLite store (empty for a PostgreSQL one: its replies are checked)."""
@@ -23,6 +40,21 @@ async def _ingest(conn: Conn, session: str, content: str) -> dict[str, Any]:
     result = await conn.ok(INGEST, {"role": "user", "content": content, "session_id": session})
     assert result.structured_content is not None
     return result.structured_content
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_secret_shapes_are_redacted_at_ingest(conn: Conn, shape: str):
+    session = word()
+    content, secret = SHAPES[shape]
+    reply = await _ingest(conn, session, f"{session} {content}")
+    m = INGEST_LINE.fullmatch(reply["text"])
+    assert m is not None and m["redacted"] is not None, reply["text"]
+    notes = text(await conn.ok(NOTES, {"session_id": session}))
+    assert "[REDACTED:" in notes and secret not in notes
+    hits = (await conn.ok(SEARCH, {"query": session, "session_id": session})).structured_content
+    assert hits is not None and hits["hits"]
+    assert all(secret not in h["snippet"] for h in hits["hits"])
+    assert secret.encode() not in _stored_bytes(conn)
 
 
 async def test_milestone_labels_are_redacted_before_they_are_stored(conn: Conn):

@@ -7,6 +7,7 @@ leave nothing of the secret.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,71 @@ def test_several_secrets_are_replaced_in_text_order() -> None:
                         "then [REDACTED:aws_access_key] again")
 
 
+AWS_DOC_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example
+
+
+@pytest.mark.parametrize("text", [
+    f"export AWS_SECRET_ACCESS_KEY={AWS_DOC_SECRET}",
+    f'aws_secret_access_key: "{AWS_DOC_SECRET}"',
+    f"keys: AKIAZ7Q3K9X2M4P8R6T1 / {AWS_DOC_SECRET}",
+    f"{AWS_DOC_SECRET} goes with AKIAZ7Q3K9X2M4P8R6T1",
+])
+def test_an_aws_secret_key_is_redacted_whatever_it_holds(text: str) -> None:
+    """A value assigned to a secret's name is one, EXAMPLE in it or not; so are the 40
+    base64 characters written next to a key id."""
+    assert AWS_DOC_SECRET not in redact(text).text
+
+
+def test_the_secret_next_to_a_key_id_is_base64_not_a_hex_digest() -> None:
+    digest = "3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
+    out = redact(f"AKIAZ7Q3K9X2M4P8R6T1 {AWS_DOC_SECRET}, rotated in commit {digest}")
+    assert out.text == ("[REDACTED:aws_access_key] [REDACTED:aws_secret_key], rotated in "
+                        f"commit {digest}")
+
+
+@pytest.mark.parametrize("length", [20, 30, 36, 40, 64])
+def test_provider_tokens_of_any_length_in_range_are_redacted(length: int) -> None:
+    """The documented length is not required, a random body is: the prefix before
+    words or inside an identifier is not a token."""
+    body = ("Xq7Rt2Vb9Kz4Mn8Pw3Lc6Hs1Jd5Fy0Ga2Ue7" * 2)[:length]
+    for prefix in ("npm_", "ghp_", "glpat-", "hf_"):
+        out = redact(f"use {prefix}{body} for the release")
+        assert out.text == f"use [REDACTED:{out.kinds[0]}] for the release", prefix
+    for text in ("npm_config_cache=/tmp/npm", "echo $npm_package_version",
+                 "sk-learn-pipelines-and-transformers-here", "use hf_hub_download for models"):
+        assert redact(text).count == 0, text
+
+
+# (a line holding a secret, the secret, a line that holds none)
+PASSWORD_CASES = [
+    ("password: correct horse battery staple", "correct horse battery staple",
+     "Password: see the vault for the one we use"),
+    ("db:\n  password: maroon otter cobalt lantern\n", "maroon otter cobalt lantern",
+     "the password is incorrect, try again"),
+    ('DB_PASSWORD="violet tundra ferry anchor"', "violet tundra ferry anchor",
+     "password_min_length: 12"),
+    ("passphrase = mauve-otter-cobalt-lantern", "mauve-otter-cobalt-lantern",
+     "password = user_password"),
+    ("--password hunter22 --user admin", "hunter22", "secret: ${DB_SECRET}"),
+    ("client_secret: blue-harbor-lamp", "blue-harbor-lamp", "api_key: YOUR_API_KEY_HERE"),
+    ("token: correcthorse", "correcthorse", "password: str = Field(min_length=8)"),
+]
+
+
+@pytest.mark.parametrize(("line", "secret", "plain"), PASSWORD_CASES)
+def test_a_password_assigned_is_redacted_whatever_it_looks_like(line: str, secret: str,
+                                                                 plain: str) -> None:
+    """Any literal assigned to a password, secret or token name is a secret: words, no
+    digits, EXAMPLE in it; prose, settings about it, references, placeholders are not."""
+    assert secret not in redact(line).text
+    assert redact(plain).text == plain
+
+
+def test_a_secret_is_redacted_everywhere_it_occurs_in_the_text() -> None:
+    out = redact("DB_PASSWORD=Zr8qLw2mXv5n and later the same Zr8qLw2mXv5n in a log line")
+    assert "Zr8qLw2mXv5n" not in out.text and out.count == 2
+
+
 def test_redaction_is_idempotent_over_the_cases() -> None:
     for case in CASES:
         once = redact(case.text)
@@ -137,6 +203,35 @@ def test_redaction_never_raises_and_only_replaces_spans(text: str) -> None:
         rebuilt.append(text[pos : span.start] + MARK.format(kind=span.kind))
         pos = span.end
     assert out.text == "".join(rebuilt) + text[pos:]
+
+
+# Long single-line inputs that each drive one of the detectors hard: a prefix run into
+# its own body, passphrase lines, option names, key ids with secrets, values stated
+# after a secret word, needles of the pattern shapes.
+_BAIT = {
+    "prefix-run": "sk-", "passphrase": "password: correct horse\n", "option": "--password ",
+    "aws-pair": "AKIAZ7Q3K9X2M4P8R6T1 ", "stated": "token is a1B2c3D4e5 ", "needles": "a.b|c:d%e.",
+}
+_SMALL, _LARGE = 40_000, 400_000
+
+
+def _seconds(unit: str, size: int) -> float:
+    text = (unit * (size // len(unit) + 1))[:size]
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        redact(text)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", list(_BAIT.values()), ids=list(_BAIT))
+def test_redaction_time_grows_linearly(unit: str) -> None:
+    """10x the input, about 10x the time (a quadratic path would show ~100x); a ratio,
+    so a slow machine cannot fail it."""
+    ratio = _seconds(unit, _LARGE) / max(_seconds(unit, _SMALL), 1e-6)
+    assert ratio < 30, f"t(400KB)/t(40KB) = {ratio:.1f} for {unit!r}"
 
 
 def test_ordinary_project_text_is_left_alone() -> None:
