@@ -10,12 +10,14 @@ such as ``DB_PASSWORD=...``:
   something about the secret rather than the secret (``PASSWORD_MIN_LENGTH``,
   ``token_type``, ``SECRET_NAME``, ``key_id``) or a word before it names something
   that is not one (``public_key``, ``primary_key``, ``max_tokens``, ``page_token``).
-  A password, secret, token or credential name makes any literal value a secret
-  (:data:`ANY_LITERAL`); a name that only says "key" or "auth" needs a value that
-  looks random (:data:`RANDOM_ONLY`): ``key = "user_id"`` is code.
+  A password, secret, token or credential name, or a key qualified as one (API,
+  private, access, signing ... key) makes any literal value a secret
+  (:data:`ANY_LITERAL`); another qualified key, or "auth", needs a value that looks
+  random (:data:`RANDOM_ONLY`); a bare ``key`` names a map entry: ``key = "user_id"``.
 * **the value**: a literal (:func:`literal_secret`) is anything but a placeholder
   (``${TOKEN}``, ``<password>``, ``********``, ``YOUR_API_KEY``, ``changeme``: a value
-  made only of placeholder words), a number, a path or URL, a type or status word
+  made only of placeholder words), a number with separators (a date, a version; digits
+  alone are a PIN), a path or URL, a type or status word
   (``str``, ``required``, ``true``) or, when not quoted, a reference to another
   variable (``settings.SECRET_KEY``, ``db_password``). A value that merely contains
   such a word is still a secret: ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`` is.
@@ -120,6 +122,9 @@ _SYMBOLS = frozenset("!@#$%^&*+=~?|:/")
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
 MIN_LITERAL = 6
+# Values repeat within a turn (a log) and across turns; values are up to 4 KB, so the
+# caches of value judgements stay small (at most ~4 MB each).
+_VALUES_CACHED = 1024
 
 
 def _secret_noun(word: str) -> bool:
@@ -152,7 +157,7 @@ def name_tier(name: str) -> int:
     return NOT_SECRET
 
 
-@lru_cache(maxsize=4096)  # a turn repeating one value (a log) pays for it once
+@lru_cache(maxsize=_VALUES_CACHED)
 def placeholder(value: str) -> bool:
     """A template (``${X}``, ``<x>``, ``{{x}}``, ``%s``, ``@X@``), a mask (``****``,
     ``sk-xxxxxxxx``), a value already redacted, a run of one character or of the
@@ -185,7 +190,7 @@ def _without_sequences(value: str, run: int = 6) -> str:
     return "".join(c for c, k in zip(value, keep, strict=True) if k)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=_VALUES_CACHED)
 def identifier_like(value: str) -> bool:
     """Words, not randomness: the parts between separators are words, CamelCase words,
     short stems and numbers (``jetbrains.mps.v8_elimination``, ``id-Gost28147-89-None``),
@@ -209,7 +214,7 @@ def _not_a_literal(value: str) -> bool:
             or "://" in value or value[0] in "/~." or value[1:3] in (":\\", ":/"))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=_VALUES_CACHED)
 def literal_secret(value: str, *, quoted: bool) -> bool:
     """Any literal that is not a placeholder, number, path, URL, type or status word; an
     unquoted value must not be a reference to another variable either."""
@@ -231,7 +236,7 @@ def _shannon(value: str, chars: set[str]) -> float:
     return -sum(k / n * math.log2(k / n) for k in map(value.count, chars))
 
 
-@lru_cache(maxsize=4096)  # a turn repeating one value (a log) pays for it once
+@lru_cache(maxsize=_VALUES_CACHED)
 def looks_random(value: str) -> bool:
     """A literal secret, not a word, identifier, placeholder, URL, date or version:
     letters with digits or symbols, varied enough (Shannon entropy of 2.5 bits a
@@ -251,7 +256,7 @@ def looks_random(value: str) -> bool:
     return _shannon(value, chars) >= 2.5
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=_VALUES_CACHED)
 def random_token(body: str) -> bool:
     """The part of a provider token after its prefix: random, not a placeholder or
     words. Digits with letters, or mixed case over 16 characters, or (some providers
