@@ -7,9 +7,11 @@ Run from the repository root::
 The tests (``tests/nodes/extract/test_secrets.py``, ``test_nafe.py``) import the loaders
 and scorers from here, so the figures they assert are the figures printed.
 
-* Secrets (``secret_cases.jsonl``: text, expected kinds, the secret substrings): a
-  positive case is found when every listed secret is gone from the redacted text; a
-  negative case is a false positive when anything is redacted.
+* Secrets (``secret_cases.jsonl``: text, expected kinds, the secret substrings, and for
+  cases taken from a secret scanner's published rules or test fixtures, their
+  ``source``): a positive case is found when every listed secret is gone from the
+  redacted text; a negative case is a false positive when anything is redacted. Scored
+  over the whole file and per source (``project`` is the file's own first cases).
 * NAFE (``nafe_cases.jsonl``: text, expected signatures): scored per signature over all
   cases, and overall per case (flagged or not). ``nafe_cases.jsonl`` was written with the
   patterns; ``nafe_heldout_cases.jsonl`` afterwards, and is never tuned against.
@@ -35,6 +37,7 @@ __all__ = [
     "NAFE_CASES_PATH",
     "NAFE_HELDOUT_PATH",
     "SECRET_CASES_PATH",
+    "SECRET_SOURCES",
     "FlagCase",
     "Score",
     "SecretCase",
@@ -42,6 +45,7 @@ __all__ = [
     "load_secret_cases",
     "score_nafe",
     "score_secrets",
+    "score_secrets_by_source",
 ]
 
 CASES_DIR = REPO_ROOT / "tests" / "nodes" / "extract"
@@ -51,6 +55,9 @@ NAFE_CASES_PATH = CASES_DIR / "nafe_cases.jsonl"
 NAFE_HELDOUT_PATH = CASES_DIR / "nafe_heldout_cases.jsonl"
 
 
+SECRET_SOURCES = ("project", "gitleaks", "detect-secrets", "trufflehog")
+
+
 @dataclass(frozen=True)
 class SecretCase:
     text: str
@@ -58,6 +65,7 @@ class SecretCase:
     secrets: tuple[str, ...]
     note: str
     line: int
+    source: str = "project"  # or the scanner whose rule set or fixtures it comes from
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ def _lines(path: Path) -> list[tuple[int, dict[str, object]]]:
 
 def load_secret_cases(path: Path = SECRET_CASES_PATH) -> list[SecretCase]:
     return [SecretCase(str(o["text"]), tuple(o["kinds"]), tuple(o["secrets"]),  # type: ignore[arg-type]
-                       str(o.get("note", "")), n) for n, o in _lines(path)]
+                       str(o.get("note", "")), n, str(o.get("source", "project")))
+            for n, o in _lines(path)]
 
 
 def load_nafe_cases(path: Path = NAFE_CASES_PATH) -> list[FlagCase]:
@@ -83,7 +92,7 @@ def load_nafe_cases(path: Path = NAFE_CASES_PATH) -> list[FlagCase]:
             for n, o in _lines(path)]
 
 
-def score_secrets(cases: Sequence[SecretCase]) -> Score:
+def score_secrets(cases: Sequence[SecretCase], name: str = "secrets (per case)") -> Score:
     """Per case: a case with secrets counts as found when none of them survives; a case
     without counts as a false positive when anything was redacted."""
     def outcome(case: SecretCase) -> tuple[bool, bool, str]:
@@ -91,7 +100,14 @@ def score_secrets(cases: Sequence[SecretCase]) -> Score:
         if case.kinds:
             return all(secret not in out.text for secret in case.secrets), True, case.text
         return out.count > 0, False, case.text
-    return Score.tally("secrets (per case)", (outcome(c) for c in cases))
+    return Score.tally(name, (outcome(c) for c in cases))
+
+
+def score_secrets_by_source(cases: Sequence[SecretCase]) -> dict[str, Score]:
+    """One score per source of cases (see SECRET_SOURCES), and ``all``."""
+    scores = {source: score_secrets([c for c in cases if c.source == source],
+                                    f"secrets: {source}") for source in SECRET_SOURCES}
+    return {**scores, "all": score_secrets(cases, "secrets: all")}
 
 
 def score_nafe(cases: Sequence[FlagCase]) -> dict[str, Score]:
@@ -111,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(secret_cases)} secret cases ({sum(bool(c.kinds) for c in secret_cases)} "
           f"with secrets), {len(nafe_cases)} NAFE cases "
           f"({sum(bool(c.signatures) for c in nafe_cases)} flagged)")
-    scores = [score_secrets(secret_cases), *score_nafe(nafe_cases).values()]
+    scores = [*score_secrets_by_source(secret_cases).values(), *score_nafe(nafe_cases).values()]
     heldout = load_nafe_cases(NAFE_HELDOUT_PATH)
     print(f"held-out NAFE cases ({len(heldout)}, never tuned against): "
           f"{score_nafe(heldout)['any'].summary()}")

@@ -70,7 +70,7 @@ from nodes.extract.graph_views import (
 )
 from nodes.extract.migration_fields import migration_fields
 from nodes.extract.query_terms import keyword_query
-from nodes.extract.redaction import redacted_turn
+from nodes.extract.redaction import redacted_milestone, redacted_turn
 from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
@@ -164,7 +164,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         hit_page, search_reply,
         checked_guard, guard_evidence, guard_markdown,
         checked_notes, notes_evidence, notes_markdown,
-        checked_milestone, marked_milestone,
+        checked_milestone, redacted_milestone, marked_milestone,
         capture_status, stored_trace, recent_traces,
         checked_listing, checked_exchange_ref, checked_brief_ref,
         session_list, exchange_detail, brief_detail, run_list,

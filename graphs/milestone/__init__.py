@@ -1,4 +1,6 @@
-"""milestone: flag a turn of a session as a milestone (stenographer_mark_milestone)."""
+"""milestone: flag a turn of a session as a milestone (stenographer_mark_milestone).
+
+validate → redact the label's secrets → store it → reply."""
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
@@ -8,7 +10,8 @@ DEFINITION = {
     "channels": channels("request", "milestone", "reply"),
     "nodes": {
         "validate": {"type": "checked_milestone"},
+        "redact": {"type": "redacted_milestone"},
         "mark": {"type": "marked_milestone"},
     },
-    "edges": chain(START, "validate", "mark", END),
+    "edges": chain(START, "validate", "redact", "mark", END),
 }

@@ -1,9 +1,19 @@
-"""Node: the turn as it will be stored, with its secrets redacted, and its content hash.
+"""Free text as it will be stored: with its secrets redacted (``STENO_REDACT_SECRETS``,
+on by default; ``off`` stores text as sent).
 
-It runs right after validation, before anything reads the content for storing,
-indexing or hashing (issue #5 item 4): the keyword index, the vector, the extracted
-sentences, the stored text and its hash all see ``[REDACTED:<kind>]`` instead of the
-secret. ``STENO_REDACT_SECRETS=off`` stores turns as sent.
+:func:`redacted_text` is the one place that decides; every write of free text that a
+user or an agent sends goes through it:
+
+* a turn's content, and the milestone label that comes with a CLAEG shutdown turn
+  (:func:`redacted_turn`, right after validation, before anything reads the content
+  for storing, indexing or hashing: the keyword index, the vector, the extracted
+  sentences, the stored text and its hash all see ``[REDACTED:<kind>]``);
+* a milestone label (:func:`redacted_milestone`, before the label is stored);
+* the reason a forget request gives (nodes.publish.forgotten, before the tombstone
+  is written).
+
+Identifiers are not free text: session ids, trace ids and source keys are validated
+names that other turns and tools refer to, and change nothing here.
 """
 
 from __future__ import annotations
@@ -12,17 +22,35 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from nodes.context import State, Writes
-from nodes.extract.secrets import redact
+from nodes.context import RunContext, State, Writes
+from nodes.extract.secrets import Redacted, redact
 
-__all__ = ["redacted_turn"]
+__all__ = ["redacted_milestone", "redacted_text", "redacted_turn"]
+
+
+def redacted_text(ctx: RunContext, text: str) -> Redacted:
+    """``text`` as it is stored: its secrets (and ``STENO_SECRET_PATTERNS``) replaced
+    by ``[REDACTED:<kind>]``, or as sent when redaction is off."""
+    if not ctx.settings.redact_secrets:
+        return Redacted(text, ())
+    return redact(text, ctx.secret_patterns)
 
 
 def redacted_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
     turn = dict(state.get("turn"))
-    kinds: tuple[str, ...] = ()
-    if state.ctx.settings.redact_secrets:
-        result = redact(turn["content"], state.ctx.secret_patterns)
-        turn["content"], kinds = result.text, result.kinds
+    content = redacted_text(state.ctx, turn["content"])
+    turn["content"] = content.text
+    kinds = list(content.kinds)
+    if turn.get("milestone"):
+        label = redacted_text(state.ctx, turn["milestone"])
+        turn["milestone"] = label.text
+        kinds += label.kinds
     turn["content_hash"] = hashlib.sha256(turn["content"].encode("utf-8")).hexdigest()
-    return {"turn": turn, "redacted": list(kinds)}
+    return {"turn": turn, "redacted": kinds}
+
+
+def redacted_milestone(state: State, cfg: Mapping[str, Any]) -> Writes:
+    milestone = dict(state.get("milestone"))
+    label = redacted_text(state.ctx, milestone["label"])
+    milestone["label"] = label.text
+    return {"milestone": milestone}

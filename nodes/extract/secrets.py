@@ -1,23 +1,29 @@
-"""Credentials in a turn, found without a model and replaced by ``[REDACTED:<kind>]``.
+"""Credentials in free text, found without a model and replaced by ``[REDACTED:<kind>]``.
 
-Issue #5 item 4: common credential shapes are redacted before a turn is hashed, stored
-or indexed. Three kinds of detector:
+Every free text that is stored (a turn's content, a milestone label, a forget reason)
+goes through :func:`redact` before it is hashed, stored or indexed. Three kinds of
+detector, after the published rule sets of secret scanners (gitleaks, detect-secrets,
+trufflehog):
 
-* **shapes** with a fixed prefix (cloud keys, provider tokens, JWTs): one regex each;
-* **contexts** that say "a secret follows" (a private key block, the password of a
-  URL, an ``Authorization``/``Bearer`` header): only the secret part is replaced, so
+* **shapes**: provider tokens by their prefix (``ghp_``, ``npm_``, ``AKIA`` ...; see
+  nodes.extract.secret_shapes), JWTs, webhook URLs;
+* **contexts** that say "a secret follows": a private key block, the password of a
+  URL or of ``curl -u``, an ``Authorization``/``Bearer`` header, the 40-character
+  secret written next to an AWS key id. Only the secret part is replaced, so
   ``postgres://app:[REDACTED:url_password]@db`` still tells where it pointed;
-* **assignments** to secret-like names (``*_SECRET``, ``*_TOKEN``, ``PASSWORD``,
-  ``api_key`` ...) whose value looks random (letters with digits or symbols, not a
-  placeholder such as ``${TOKEN}`` or ``<password>``, not a URL or a call).
+* **assignments** to a name that says secret (``DB_PASSWORD=``, ``"api_key": ``,
+  ``--token``, ``<password>``, ``the password is``; nodes.extract.secret_assignments):
+  a password, secret, token or credential name makes any literal a secret, a name that
+  only says key or auth a random-looking one; placeholders, references, numbers and
+  paths are not (nodes.extract.secret_values).
 
-Why matching stays linear on any input (a 1 MB single-line turn is accepted): every
-shape starts only where its token starts (a look-behind on the token's own
-characters), its quantifiers are bounded and possessive, and the token's characters
-are those of the class that follows, so the runs that different starts scan do not
-overlap. Private key blocks are matched by ``str.find`` with one forward cursor.
-Detectors whose needle (a literal such as ``ghp_`` or ``://``) is absent are skipped
-at the cost of one substring scan.
+A value found as a secret is replaced wherever else it occurs in the text.
+
+Why matching stays linear on any input (a 1 MB single-line turn is accepted): provider
+shapes are searched only inside runs of 20 or more non-space characters; every other
+regex is anchored on a literal (``://``, ``Authorization``, a secret word found by
+substring search) and its quantifiers are bounded and possessive. Private key blocks
+are matched by ``str.find`` with one forward cursor.
 """
 
 from __future__ import annotations
@@ -26,7 +32,14 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+
+from nodes.extract.secret_assignments import assignments
+from nodes.extract.secret_shapes import SHAPE_KINDS, tokens_in
+from nodes.extract.secret_values import (
+    literal_secret,
+    looks_random,
+    placeholder,
+)
 
 __all__ = [
     "KINDS",
@@ -61,50 +74,20 @@ class Redacted:
         return len(self.kinds)
 
 
-# --- shapes: (kind, needles, regex) -----------------------------------------------------------
-
-_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("private_key", (), ""),  # placeholder for its rank; matched by _private_keys
-    ("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA"),
-     r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-     r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])"),
-    ("github_token", ("github_pat_",),
-     r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,244}+(?![A-Za-z0-9_])"),
-    ("gitlab_token", ("glpat-",),
-     r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,64}+(?![A-Za-z0-9_-])"),
-    ("slack_token", ("xox",),
-     r"(?<![A-Za-z0-9-])xox[abposre]-[A-Za-z0-9-]{10,250}+(?![A-Za-z0-9-])"),
-    ("slack_webhook", ("hooks.slack.com",),
-     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,200}+"),
-    ("stripe_key", ("_live_", "_test_"),
-     r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}+(?![A-Za-z0-9_])"),
-    ("anthropic_key", ("sk-ant-",),
-     r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,300}+(?![A-Za-z0-9_-])"),
-    ("openai_key", ("sk-",),
-     r"(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{20,300}+(?![A-Za-z0-9_-])"),
-    ("google_api_key", ("AIza",),
-     r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    ("npm_token", ("npm_",), r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
-    ("pypi_token", ("pypi-",), r"(?<![A-Za-z0-9_-])pypi-[A-Za-z0-9_-]{50,300}+(?![A-Za-z0-9_-])"),
-    ("huggingface_token", ("hf_",), r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{34}(?![A-Za-z0-9_])"),
-    ("jwt", ("eyJ",),
-     r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,4096}+\.eyJ[A-Za-z0-9_-]{8,8192}+"
-     r"\.[A-Za-z0-9_-]{8,2048}+(?![A-Za-z0-9_-])"),
-)
-# Shapes whose match must also look random: an English phrase after "sk-" or "xoxo-" is
-# not a key. (AWS key ids are exempt: the documented example AKIA...EXAMPLE is a real
-# shape that people paste, and redacting it costs nothing.)
-_CHECK_RANDOM = frozenset({"openai_key", "anthropic_key", "pypi_token", "slack_token",
-                           "github_token", "gitlab_token", "stripe_key", "npm_token",
-                           "huggingface_token"})
+# Ranks: a private key block first, then the shapes (their own ranks), then contexts.
+_PEM_RANK, _CONTEXT_RANK = -1, 1000
+(_URL_RANK, _HEADER_RANK, _BEARER_RANK, _ASSIGN_RANK, _AWS_PAIR_RANK, _CURL_RANK,
+ _CUSTOM_RANK, _AGAIN_RANK) = range(_CONTEXT_RANK, _CONTEXT_RANK + 8)
+_MIN_AGAIN = 8  # shorter values are too likely to occur by chance
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\r\n]{0,20000}+")
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/]+")
+_PEM_MIN_BODY = 64  # gitleaks' rule: a block with less is an example, not a key
 
 _URL_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,19}+://[^\s:/@?#]{0,128}+:"
-    r"(?P<secret>[^\s/@?#]{1,256}+)@")
+    r"(?P<secret>[^\s/@?#\"'<>]{1,256}+)@")
 _AUTH_HEADER = re.compile(
     r"(?i)(?<![A-Za-z0-9-])(?:proxy-)?authorization[\"']?[ \t]{0,3}+[:=][ \t]{0,3}+[\"']?"
     r"(?:(?P<scheme>bearer|basic|token|digest|apikey)[ \t]{1,3}+)?"
@@ -112,70 +95,18 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])bearer[ \t]{1,3}+(?P<secret>[A-Za-z0-9._~+/=-]{16,4096}+)"
     r"(?![A-Za-z0-9._~+/=-])")
-# An assignment: a name, an optional closing quote, `=`, `:`, `:=` or `=>`, an optional
-# opening quote, and a value up to a delimiter (a value followed by `(`, `[`, `{` or `<`
-# is code, not a literal).
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)[\"']?[ \t]{0,3}+"
-    r"(?::=|=>|=(?!=)|:(?![:/]))[ \t]{0,3}+[\"'`]?"
-    r"(?P<secret>[^\s'\"`,;<>(){}\[\]]{8,256}+)(?![(<{\[])")
-# Screening: an assignment detector only runs on a turn holding one of these.
-_ASSIGNMENT_WORDS = ("secret", "token", "passw", "pwd", "passphrase", "credential", "key")
-_SECRET_WORDS = ("secret", "passw", "pwd", "passphrase", "credential", "apikey", "api_key",
-                 "api-key", "accesskey", "access_key", "privatekey", "private_key",
-                 "accountkey", "account_key")
-# Names that hold a count or a tool, not a token: max_tokens, tokenizer, token_type.
-_NOT_A_TOKEN = re.compile(r"tokeni[sz]|tokens?_?(?:count|limit|usage|type|len|budget|id)\b"
-                          r"|(?:max|num|total|input|output|prompt)_?tokens?")
-_PLACEHOLDER_WORD = re.compile(
-    r"(?i)redacted|example|placeholder|your[_-]|changeme|xxxx|\*\*\*|\.\.\.")
-_PLACEHOLDER_VALUES = frozenset(
-    "password passwd pass pw pwd secret token none null true false hidden masked dummy "
-    "test undefined".split())
-# "/" and "." are left out: "io.example/subscriptionId" is a name, not a secret.
-_SYMBOLS = frozenset("!@#$%^&*+=~?|:")
-_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_DIGITS = frozenset("0123456789")
+# curl -u user:password; with no password, the user is the key (curl -u sk_live_...:).
+_CURL_USER = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:-u|--user)(?:[ \t]{1,3}+|=)[\"']?(?P<user>[^\s:\"'\[\]]{0,128}+)"
+    r"[\"']?:[\"']?(?P<password>[^\s\"'\[\]]{0,256}+)")
+# The 40 base64 characters of an AWS secret access key (trufflehog's rule: near a key
+# id, and more random than any hex digest can be).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{40}|[A-Za-z0-9+/]{100,4096}+={0,3})"
+                         r"(?![A-Za-z0-9+/=])")
+_AWS_PAIR_REACH = 300
+_AWS_SECRET_ENTROPY = 4.25
 
-
-def _secret_name(name: str) -> bool:
-    """``*_SECRET``, ``*_TOKEN``, ``PASSWORD``, ``api_key``, ``signingKey`` ..."""
-    lower = name.lower()
-    if any(word in lower for word in _SECRET_WORDS):
-        return True
-    if "token" in lower:
-        return _NOT_A_TOKEN.search(lower) is None
-    # "key" only as the name's last part: SIGNING_KEY, signingKey, key; not monkey.
-    return lower == "key" or lower.endswith(("_key", "-key", ".key")) or name.endswith("Key")
-
-
-def _placeholder(value: str) -> bool:
-    return (value[:1] in ("$", "%", "<", "{") or value.lower() in _PLACEHOLDER_VALUES
-            or _PLACEHOLDER_WORD.search(value) is not None or len(set(value)) < 3)
-
-
-def _shannon(value: str, chars: set[str]) -> float:
-    n = len(value)
-    return -sum(k / n * math.log2(k / n) for k in map(value.count, chars))
-
-
-@lru_cache(maxsize=4096)  # a turn repeating one value (a log) pays for it once
-def _looks_random(value: str) -> bool:
-    """A literal secret, not a word, identifier, placeholder, URL or version: letters
-    with digits or symbols, varied enough (Shannon entropy of 2.5 bits a character)."""
-    chars = set(value)
-    if len(value) < 8 or len(chars) < 5 or value[0] in "/.~" or "://" in value:
-        return False
-    if chars.isdisjoint(_LETTERS) or (chars.isdisjoint(_DIGITS) and chars.isdisjoint(_SYMBOLS)):
-        return False
-    return not _placeholder(value) and _shannon(value, chars) >= 2.5
-
-
-def _needed(text: str, needles: Sequence[str]) -> bool:
-    return not needles or any(n in text for n in needles)
-
-
-def _private_keys(text: str, rank: int) -> list[Span]:
+def _private_keys(text: str) -> list[Span]:
     if "PRIVATE KEY" not in text:
         return []
     spans: list[Span] = []
@@ -189,100 +120,125 @@ def _private_keys(text: str, rank: int) -> list[Span]:
         else:  # no END marker: the header and the base64 lines after it
             body = _PEM_BODY.match(text, m.end())
             stop = body.end() if body is not None else m.end()
-        spans.append(Span(m.start(), stop, "private_key", rank))
+        if len(_NOT_BASE64.sub("", text[m.end() : stop])) >= _PEM_MIN_BODY:
+            spans.append(Span(m.start(), stop, "private_key", _PEM_RANK))
         pos = stop
     return spans
 
 
-def _assignment_windows(lowered: str) -> list[tuple[int, int]]:
-    """Where an assignment to a secret-like name can be: around each secret word (found
-    by substring search), as far as a name and a value reach; overlapping ones merged.
-    Scanning only these keeps the assignment regex off the rest of a long turn."""
-    reach_back, reach_on = 64, 64 + 16 + 256
+def _shannon(value: str) -> float:
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in map(value.count, set(value)))
+
+
+def _aws_pairs(text: str, key_ids: list[Span]) -> list[Span]:
+    """Near an AWS key id (trufflehog's rule): the 40-character secret access key,
+    whatever it holds (the documented example, with EXAMPLEKEY at its end, included),
+    and a session token of 100 base64 characters or more; each more random than any
+    hex digest can be."""
     windows: list[tuple[int, int]] = []
-    for word in _ASSIGNMENT_WORDS:
-        at = lowered.find(word)
-        while at != -1:
-            windows.append((max(0, at - reach_back), at + reach_on))
-            at = lowered.find(word, at + len(word))
-    windows.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in windows:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+    for key in key_ids:  # in text order; overlapping reaches merged
+        start, end = max(0, key.start - _AWS_PAIR_REACH), key.end + _AWS_PAIR_REACH
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
         else:
-            merged.append((start, end))
-    return merged
+            windows.append((start, end))
+    spans: list[Span] = []
+    for start, end in windows:
+        for m in _AWS_SECRET.finditer(text, start):  # a session token may run on past end
+            if m.start() > end:
+                break
+            value = m.group()
+            if len(value) != 40 and (len(value) < 100 or not value[:4].isalnum()):
+                continue
+            if (not value.isalnum() or (any(c.isupper() for c in value)
+                                        and any(c.islower() for c in value))) \
+                    and _shannon(value) >= _AWS_SECRET_ENTROPY:
+                kind = "aws_secret_key" if len(value) == 40 else "aws_session_token"
+                spans.append(Span(m.start(), m.end(), kind, _AWS_PAIR_RANK))
+    return spans
 
 
 def _group_spans(pattern: re.Pattern[str], text: str, kind: str, rank: int,
-                 keep: Callable[[re.Match[str]], bool]) -> list[Span]:
-    return [Span(m.start("secret"), m.end("secret"), kind, rank)
-            for m in pattern.finditer(text) if keep(m)]
+                 keep: Callable[[re.Match[str]], bool], start: int = 0,
+                 end: int | None = None) -> list[Span]:
+    matches = pattern.finditer(text, start, len(text) if end is None else end)
+    return [Span(m.start("secret"), m.end("secret"), kind, rank) for m in matches if keep(m)]
 
 
 def _not_placeholder(m: re.Match[str]) -> bool:
-    return not _placeholder(m.group("secret"))
+    return not placeholder(m.group("secret"))
 
 
 def _auth_header(m: re.Match[str]) -> bool:
     """With a scheme (``Bearer``, ``Basic`` ...) any literal is a credential; without
     one ("authorization: required") the value must look random."""
     if m.group("scheme") is not None:
-        return not _placeholder(m.group("secret"))
-    return _looks_random(m.group("secret"))
-
-
-def _assignment(m: re.Match[str]) -> bool:
-    return _secret_name(m.group("name")) and _looks_random(m.group("secret"))
+        return not placeholder(m.group("secret"))
+    return looks_random(m.group("secret"))
 
 
 def _bearer(m: re.Match[str]) -> bool:
-    return _looks_random(m.group("secret"))
+    return looks_random(m.group("secret"))
 
 
-_COMPILED = tuple((kind, needles, re.compile(source) if source else None)
-                  for kind, needles, source in _SHAPES)
-# One pass over the turn finds whether any shape's needle is in it (most turns hold none).
-_ANY_NEEDLE = re.compile("|".join(
-    re.escape(n) for n in sorted({n for _, needles, _ in _SHAPES for n in needles}, key=len,
-                                 reverse=True)) + "|PRIVATE KEY")
+def _curl_credentials(text: str) -> list[Span]:
+    spans = []
+    for m in _CURL_USER.finditer(text):
+        if text.startswith("[", m.end()):
+            continue  # -u user:[REDACTED:...]: done already
+        group = "password" if m.group("password") else "user"
+        if literal_secret(m.group(group), quoted=True):
+            spans.append(Span(m.start(group), m.end(group), "basic_auth", _CURL_RANK))
+    return spans
 
 
 def find_secrets(text: str, extra: Sequence[re.Pattern[str]] = ()) -> list[Span]:
     """Secrets in ``text``, in text order, not overlapping (the earliest, then the
     longest, then the most specific detector wins)."""
-    spans: list[Span] = []
-    shapes = _COMPILED if _ANY_NEEDLE.search(text) is not None else ()
-    for rank, (kind, needles, pattern) in enumerate(shapes):
-        if pattern is None:
-            spans.extend(_private_keys(text, rank))
-        elif _needed(text, needles):
-            for m in pattern.finditer(text):
-                if kind not in _CHECK_RANDOM or _looks_random(m.group()):
-                    spans.append(Span(m.start(), m.end(), kind, rank))
-    rank = len(_COMPILED)
+    spans = _private_keys(text)
+    tokens = [Span(t.start, t.end, t.kind, t.rank) for t in tokens_in(text)]
+    spans += tokens
     if "://" in text and "@" in text:
-        spans.extend(_group_spans(_URL_PASSWORD, text, "url_password", rank, _not_placeholder))
+        spans += _group_spans(_URL_PASSWORD, text, "url_password", _URL_RANK, _not_placeholder)
     lowered: str | None = None
     if "uthorization" in text or "UTHORIZATION" in text or "earer" in text or "EARER" in text:
         lowered = text.lower()
         if "authorization" in lowered:
-            spans.extend(_group_spans(_AUTH_HEADER, text, "auth_header", rank + 1,
-                                      _auth_header))
+            spans += _group_spans(_AUTH_HEADER, text, "auth_header", _HEADER_RANK, _auth_header)
         if "bearer" in lowered:
-            spans.extend(_group_spans(_BEARER, text, "auth_header", rank + 2, _bearer))
-    if "=" in text or ":" in text:
-        lowered = lowered if lowered is not None else text.lower()
-        for start, end in _assignment_windows(lowered):
-            spans.extend(Span(m.start("secret"), m.end("secret"), "secret_assignment", rank + 3)
-                         for m in _ASSIGNMENT.finditer(text, start, end) if _assignment(m))
+            spans += _group_spans(_BEARER, text, "auth_header", _BEARER_RANK, _bearer)
+    lowered = lowered if lowered is not None else text.lower()
+    spans += [Span(start, end, "secret_assignment", _ASSIGN_RANK)
+              for start, end in assignments(text, lowered)]
+    key_ids = [s for s in tokens if s.kind == "aws_access_key"]
+    if key_ids:
+        spans += _aws_pairs(text, key_ids)
+    if "curl" in lowered and "-u" in text:
+        spans += _curl_credentials(text)
     for pattern in extra:
         for m in pattern.finditer(text):
             start, end = (m.start(1), m.end(1)) if pattern.groups else (m.start(), m.end())
             if end > start >= 0:
-                spans.append(Span(start, end, "custom", rank + 4))
-    return _disjoint(spans)
+                spans.append(Span(start, end, "custom", _CUSTOM_RANK))
+    kept = _disjoint(spans)
+    again = _again(text, kept)
+    return kept if again is kept else _disjoint(again)
+
+
+def _again(text: str, spans: list[Span]) -> list[Span]:
+    """Every other place where a value found as a secret occurs in ``text`` is that
+    secret too (``token = 'abc...' | 'abc...'``)."""
+    extra: list[Span] = []
+    starts = {s.start for s in spans}
+    for value, kind in {text[s.start : s.end]: s.kind for s in spans
+                        if s.end - s.start >= _MIN_AGAIN}.items():
+        at = text.find(value)
+        while at != -1:
+            if at not in starts:
+                extra.append(Span(at, at + len(value), kind, _AGAIN_RANK))
+            at = text.find(value, at + len(value))
+    return spans + extra if extra else spans
 
 
 def _disjoint(spans: list[Span]) -> list[Span]:
@@ -303,7 +259,7 @@ def redact(text: str, extra: Sequence[re.Pattern[str]] = ()) -> Redacted:
     pos = 0
     for span in spans:
         parts.append(text[pos : span.start])
-        parts.append(MARK.format(kind=span.kind))
+        parts.append(_MARKS.get(span.kind) or MARK.format(kind=span.kind))
         pos = span.end
     parts.append(text[pos:])
     return Redacted("".join(parts), tuple(s.kind for s in spans))
@@ -329,5 +285,6 @@ def compile_extra(sources: Sequence[str]) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
-KINDS = (*dict.fromkeys(kind for kind, _, _ in _SHAPES), "url_password", "auth_header",
-         "secret_assignment", "custom")
+_MARKS = {kind: MARK.format(kind=kind) for kind in ("private_key", *SHAPE_KINDS)}
+KINDS = ("private_key", *SHAPE_KINDS, "aws_secret_key", "aws_session_token", "url_password",
+         "auth_header", "basic_auth", "secret_assignment", "custom")

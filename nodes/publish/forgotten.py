@@ -19,6 +19,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.brief import brief_text
+from nodes.extract.redaction import redacted_text
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.load_evidence.compression import batch_records
@@ -82,7 +83,8 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
     with store.scrubbing(), store.write() as conn:
         graph = forget_graph(conn, selected_turns(conn, selection))
         now = time.time()
-        gone = forget_turns(conn, selection, forget["reason"], now)
+        reason = redacted_text(state.ctx, forget["reason"]).text
+        gone = forget_turns(conn, selection, reason, now)
         rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
         reindexed = _reindex_followers(conn, gone)
         if gone.turns and forget["vacuum"]:

@@ -13,7 +13,7 @@ from tests.e2e.support import AUDIT, FORGET, INGEST, SEARCH, assert_trace, text
 pytestmark = pytest.mark.anyio
 
 SERVER_ENV = {"STENO_TURN_LIMIT": "3"}
-SECRET = "ghp_Zx81LeakedToken000042"
+SECRET = "Quartermain-Zebulon-7731"  # not a credential shape: redaction would have caught one
 
 
 async def ingest(conn: Conn, session: str, content: str) -> int:
