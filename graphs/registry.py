@@ -134,13 +134,14 @@ from nodes.publish.milestone import marked_milestone
 from nodes.publish.search_reply import search_reply
 from nodes.publish.session_reply import guard_markdown, notes_markdown
 from nodes.publish.shutdown import acknowledged_shutdown
+from nodes.publish.sync_batches import batches_reply, removed_spool, spooled_file, sync_totals
 from nodes.publish.sync_cursor import (
     acked_delivery,
     acked_pull,
     failed_delivery,
     outgoing_bundle,
 )
-from nodes.publish.sync_reply import export_reply, import_reply, pull_reply, push_reply
+from nodes.publish.sync_reply import export_reply, import_reply
 from nodes.publish.traces import persist_trace
 from nodes.publish.turn import stored_turn
 
@@ -187,7 +188,8 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_export, exported_bundle, export_reply,
         checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
-        push_reply, fetched_bundle, acked_pull, pull_reply, checked_delivery_error,
+        fetched_bundle, acked_pull, checked_delivery_error,
+        spooled_file, removed_spool, sync_totals, batches_reply,
         bus_destination, outgoing_events, published_events, bus_publish_reply,
         # moving a store between backends (graphs/migrate)
         checked_migration, migration_plan, migration_page, verified_turns, migration_fields,
@@ -206,6 +208,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
     "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
     "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
+    "sync_more": lambda s: "more" if s.get("totals")["more"] else "done",
     "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),

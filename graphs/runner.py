@@ -94,13 +94,21 @@ class _Reader:
 
 
 class _View(_Reader):
-    """What a node sees as ``state``: the real channel values and the run context."""
+    """What a node sees as ``state``: the real channel values, the run context and the
+    messages of the failed attempts of this run's nodes."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("_failed", "ctx")
 
-    def __init__(self, get: Callable[[str], Any], held: _Held, ctx: RunContext) -> None:
+    def __init__(self, get: Callable[[str], Any], held: _Held, ctx: RunContext,
+                 failed: Mapping[str, list[str]]) -> None:
         super().__init__(get, held)
-        self.ctx = ctx
+        self.ctx, self._failed = ctx, failed
+
+    def errors(self, node: str) -> list[str]:
+        """What ``node`` raised in this run, one message per failed attempt, oldest
+        first. The engine's error channel says which node failed and how (retried,
+        exhausted, not retryable) but not the message."""
+        return list(self._failed.get(node, ()))
 
 
 class _FnNode(ng.GraphNode):  # type: ignore[misc]
@@ -120,13 +128,15 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
         started = time.perf_counter()
         try:
             held = self.graphs.held
-            out: Writes = self.fn(_View(inp.state.get, held, self.graphs.contexts[run_id]),
-                                  self.cfg)
+            view = _View(inp.state.get, held, self.graphs.contexts[run_id],
+                         self.graphs.failed.get(run_id, {}))
+            out: Writes = self.fn(view, self.cfg)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
             return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends))
                     for k, v in out.items()]
         except Exception as ex:
             rec["error"] = error_summary(ex)
+            self.graphs.failed.setdefault(run_id, {}).setdefault(self.name, []).append(str(ex))
             raise
         finally:
             rec["duration_ms"] = round((time.perf_counter() - started) * 1e3, 3)
@@ -142,6 +152,7 @@ class Graphs:
         self.definitions: dict[str, dict[str, Any]] = {}
         self.stages: dict[str, list[dict[str, Any]]] = {}
         self.contexts: dict[str, RunContext] = {}
+        self.failed: dict[str, dict[str, list[str]]] = {}  # run → node → messages
         self.trace_sink = trace_sink
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
@@ -183,6 +194,20 @@ class Graphs:
             self.max_steps[definition["name"]] = max_steps
         self.definitions[definition["name"]] = definition
 
+    def retry(self, graph: str, node: str, retries: int, first_s: float, cap_s: float,
+              jitter: float) -> None:
+        """The engine's retry policy on one node of a compiled graph: ``retries`` more
+        attempts after a retryable failure, the first ``first_s`` seconds later, each
+        wait doubled up to ``cap_s``, spread by ± ``jitter`` (a fraction: the engine's
+        ``jitter_pct`` is one too, despite its name)."""
+        policy = ng.RetryPolicy()
+        policy.max_retries = retries
+        policy.initial_delay_ms = round(first_s * 1e3)
+        policy.backoff_multiplier = 2.0
+        policy.max_delay_ms = round(cap_s * 1e3)
+        policy.jitter_pct = jitter
+        self.engines[graph].set_node_retry_policy(node, policy)
+
     def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext
             ) -> tuple[dict[str, Any], Trace]:
         """Run a compiled graph; return its channel values and the stage trace.
@@ -210,6 +235,7 @@ class Graphs:
             raise
         finally:
             self.contexts.pop(run_id, None)
+            self.failed.pop(run_id, None)
             self.held.release(run_id)
             trace: Trace = {
                 "run_id": run_id,

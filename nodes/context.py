@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
@@ -55,6 +56,9 @@ class Knobs(Protocol):
     def graphrag_prefetch(self) -> int: ...
 
     @property
+    def data_dir(self) -> Path: ...
+
+    @property
     def sync_peer(self) -> str | None: ...
     @property
     def sync_token(self) -> str | None: ...
@@ -88,6 +92,8 @@ class State(Protocol):
     ctx: RunContext
 
     def get(self, channel: str) -> Any: ...
+
+    def errors(self, node: str) -> list[str]: ...
 
 
 NodeFn = Callable[[State, Mapping[str, Any]], Writes]

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphs.runner import Graphs
+from graphs.sync import NETWORK
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
+from stenographer.scheduler import BACKOFF_CAP_S, BACKOFF_FIRST_S, BACKOFF_JITTER
 from stenographer.settings import Settings
 from store.audit import overdue_sessions
 from store.backend import Backend, open_store
@@ -76,4 +78,9 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
     ctx = RunContext(store=store, settings=settings, patterns=patterns,
                      secret_patterns=compile_extra(settings.secret_patterns), bus=bus,
                      graph_prefetch=prefetch)
-    return App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())
+    app = App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())
+    for graph, node in NETWORK.items():  # transient failures of a peer: the engine retries
+        if graph in app.graphs.engines:
+            app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S,
+                             BACKOFF_CAP_S, BACKOFF_JITTER)
+    return app

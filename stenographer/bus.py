@@ -2,10 +2,11 @@
 
 ``publish`` drains the outbox once (the CLI, ``stenographer bus publish``): it repeats
 while a batch went through and stops at the first failure, which the graph recorded on
-the ``outbox:bus`` cursor. ``BackgroundBusPublish`` does that every
-``STENO_BUS_INTERVAL`` seconds in a server process with the bus configured; after a
-failure (missing, locked, corrupt bus) it waits ``backoff(attempt)`` instead, doubling
-up to 30 s, and tries again — forever: the turns wait in the outbox, nothing is lost.
+the ``outbox:bus`` cursor. ``background_publish`` is the scheduler job
+(stenographer.scheduler) that does that every ``STENO_BUS_INTERVAL`` seconds in a server
+process with the bus configured; after a failure (missing, locked, corrupt bus) the
+scheduler backs off instead, doubling up to 30 s, and tries again — forever: the turns
+wait in the outbox, nothing is lost.
 While there is no bus file it only checks for one each round (status shows the turns
 pending; ``stenographer bus publish`` records "missing" as the cursor's last error).
 
@@ -17,18 +18,17 @@ read the same batch and the second finds every key there.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stenographer.sync import backoff
+from stenographer.scheduler import Job
 
 if TYPE_CHECKING:
     from stenographer.app import App
 
-__all__ = ["BackgroundBusPublish", "BusOutcome", "publish"]
+__all__ = ["BusOutcome", "background_publish", "publish"]
 
 
 @dataclass
@@ -73,41 +73,13 @@ def publish(app: App, *, batch: int | None = None, stop: threading.Event | None 
     return outcome
 
 
-class BackgroundBusPublish:
-    """Publishes to the configured bus every ``settings.bus_interval`` seconds on a
-    daemon thread until ``stop``; after a failure it backs off and retries."""
-
-    def __init__(self, app: App) -> None:
-        if app.settings.bus_path is None:
-            raise ValueError("no coordination bus configured (VERITAS_SHARED_DIR=off)")
-        self.app = app
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="steno-bus-publish",
-                                        daemon=True)
-
-    def start(self) -> BackgroundBusPublish:
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        path = self.app.settings.bus_path
-        assert path is not None
-        while not self._stop.is_set():
-            if not path.is_file():  # no bus (yet): a stat per round, like the ingest path
-                self._stop.wait(self.app.settings.bus_interval)
-                continue
-            try:
-                outcome = publish(self.app, stop=self._stop)
-                ok = outcome.ok
-            except Exception as ex:  # a store error: report, keep the server serving
-                print(f"omega-stenographer: publishing to the bus failed: {ex}",
-                      file=sys.stderr)
-                ok = False
-            self.failures = 0 if ok else self.failures + 1
-            self._stop.wait(self.app.settings.bus_interval if ok else backoff(self.failures))
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+def background_publish(app: App) -> Job:
+    """Publishing to the configured bus per tick, every ``settings.bus_interval``
+    seconds; after a failed tick the scheduler backs off. While there is no bus file a
+    tick only checks for one (a stat, like the ingest path)."""
+    path = app.settings.bus_path
+    if path is None:
+        raise ValueError("no coordination bus configured (VERITAS_SHARED_DIR=off)")
+    return Job(name="publishing to the bus", thread="steno-bus-publish",
+               tick=lambda: not path.is_file() or publish(app).ok,
+               interval=app.settings.bus_interval)

@@ -36,8 +36,7 @@ from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
     from stenographer.app import App
-    from stenographer.bus import BackgroundBusPublish
-    from stenographer.sync import BackgroundPush
+    from stenographer.scheduler import Scheduler
 
 __all__ = ["main", "mcp", "serve_stdio"]
 
@@ -59,8 +58,8 @@ class AppLoader:
 
     def __init__(self) -> None:
         self._app: App | None = None
-        self._push: BackgroundPush | None = None  # when STENO_SYNC_PEER is set
-        self._bus_publish: BackgroundBusPublish | None = None  # when a bus is configured
+        # Scheduler jobs: a push when STENO_SYNC_PEER is set, publishing when a bus is
+        self._jobs: list[Scheduler] = []
         self._error: BaseException | None = None
         self._ready = threading.Event()
         threading.Thread(target=self._open, name="steno-open", daemon=True).start()
@@ -81,14 +80,16 @@ class AppLoader:
             # Finish, in the background, file rewrites after a forget that another
             # process (or this store's last server) left pending.
             self._app.store.file_rewrite.watch()
+            from stenographer.scheduler import Scheduler
+
             if self._app.settings.sync_peer is not None:
-                from stenographer.sync import BackgroundPush
+                from stenographer.sync import background_push
 
-                self._push = BackgroundPush(self._app).start()
+                self._jobs.append(Scheduler(background_push(self._app)).start())
             if self._app.settings.bus_path is not None and self._app.settings.bus_publish:
-                from stenographer.bus import BackgroundBusPublish
+                from stenographer.bus import background_publish
 
-                self._bus_publish = BackgroundBusPublish(self._app).start()
+                self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
             self._ready.set()
 
@@ -102,10 +103,8 @@ class AppLoader:
 
     def close(self) -> None:
         self._ready.wait()
-        if self._push is not None:
-            self._push.stop()
-        if self._bus_publish is not None:
-            self._bus_publish.stop()
+        for job in self._jobs:
+            job.stop()
         if self._app is not None:
             self._app.close()
 

@@ -59,15 +59,16 @@ def _sync(args: argparse.Namespace, direction: str, url: str) -> int:
         settings = dataclasses.replace(settings, sync_batch=args.batch)
     app = open_app(settings)
     try:
-        report = None if args.json else (lambda line: print(line, flush=True))
         run = push if direction == "push" else pull
-        outcome = run(app, url, report=report)
+        outcome = run(app, url)
     finally:
         app.close()
     if args.json:
         _print(outcome.as_dict())
     else:
-        print(outcome.text(), file=sys.stdout if outcome.ok else sys.stderr)
+        for line in outcome.lines:
+            print(line)
+        print(outcome.text, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_ERROR
 
 

@@ -4,13 +4,21 @@
 - ``sync_import``: validate → verify the whole bundle (checksums, hash chains,
   manifest; nothing is applied from a bundle that fails) → apply its turns in
   transactions, idempotently → compress every session left with a full batch → reply.
-- ``sync_push`` (one batch): validate → the outbox's next batch after the peer's cursor
-  → POST it to the peer → on success move the cursor, on failure record the error →
-  reply. The driver (stenographer.sync) repeats it, with backoff on transient errors.
-- ``sync_pull`` (one batch): validate → GET the batch after the inbox cursor → verify →
-  apply → compress → move the cursor → reply; a failed fetch is recorded.
-- ``sync_failure``: record on a peer's cursor an error the driver saw (a pulled bundle
-  that did not verify).
+- ``sync_push``: validate → { a spool file → the outbox's next batch after the peer's
+  cursor → POST it to the peer → move the cursor → remove the file → add it up } while
+  a batch went through → reply.
+- ``sync_pull``: validate → { a spool file → GET the batch after the inbox cursor and
+  verify it → apply → compress → move the cursor → remove the file → add it up } while
+  the peer had a batch → reply.
+
+In both, the node that talks to the peer (``deliver``, ``fetch``) raises a failure; a
+transient one (unreachable, timeout, 429 or 5xx, a pulled bundle that did not verify)
+is retried by the engine's retry policy on that node, ``STENO_SYNC_RETRIES`` times with
+back-off (set when the application opens, stenographer.app). A failure left after that
+takes the failure edge: the error is recorded on the peer's cursor and the run ends
+with what went through so far. The cursor moves only after the peer acknowledged a
+batch, so a run stopped at any moment — even SIGKILL — loses nothing.
+- ``sync_failure``: record on a peer's cursor an error seen outside these graphs.
 
 The HTTP server answers a peer's push with ``sync_import`` and its pull with
 ``sync_export`` (stenographer.http).
@@ -28,18 +36,19 @@ _APPLY_CHANNELS = ("incoming", "bundle", "applied", "after_session", "session_ro
                    "sessions_compressed", "batch", "draft", "rounds", "again", "briefs")
 
 
-def _apply_and_compress(then: str) -> tuple[dict[str, Any], list[dict[str, str]],
-                                             list[dict[str, Any]]]:
-    """verify → apply → { next overdue session → compress it } → ``then``."""
+def _apply_and_compress(then: str, *, verify: bool = True
+                        ) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
+    """[verify →] apply → { next overdue session → compress it } → ``then``."""
     nodes = {
-        "verify": {"type": "verified_bundle"},
+        **({"verify": {"type": "verified_bundle"}} if verify else {}),
         "apply": {"type": "applied_bundle"},
         "overdue": {"type": "overdue_session"},
         "batch": {"type": "compression_batch"},
         "draft": {"type": "brief_draft"},
         "claim": {"type": "claimed_brief"},
     }
-    edges = chain("verify", "apply", "overdue") + chain("batch", "draft", "claim")
+    edges = (chain("verify", "apply") if verify else []) + chain("apply", "overdue") \
+        + chain("batch", "draft", "claim")
     routes = [
         {"from": "overdue", "condition": "has_session",
          "routes": {"yes": "batch", "default": then}},
@@ -72,48 +81,69 @@ IMPORT = {
     "conditional_edges": _routes,
 }
 
+ERRORS = "failures"  # the failure edges' error channel (nodes.publish.sync_batches)
+NETWORK = {"sync_push": "deliver", "sync_pull": "fetch"}  # nodes with a retry policy
+
+
+def _batch_loop(direction: str, network: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The nodes and routes every batch ends with: the failure edge's target, removing
+    the spool file, adding the batch up, and round again while there is more."""
+    nodes = {
+        "failed": {"type": "failed_delivery", "errors": ERRORS,
+                   "direction": "outbox" if direction == "push" else "inbox"},
+        "remove": {"type": "removed_spool"},
+        "tally": {"type": "sync_totals", "direction": direction, "network": network},
+        "reply": {"type": "batches_reply", "direction": direction},
+    }
+    routes = [{"from": "tally", "condition": "sync_more",
+               "routes": {"more": "spool", "default": "reply"}}]
+    return nodes, routes
+
+
+_loop_nodes, _loop_routes = _batch_loop("push", NETWORK["sync_push"])
 PUSH = {
     "schema_version": SCHEMA_VERSION,
     "name": "sync_push",
-    "channels": channels("request", "peer", "outgoing", "delivery", "cursor", "reply"),
+    "channels": {**channels("request", "peer", "spool", "outgoing", "delivery", "cursor",
+                            "totals", "reply", append=(ERRORS,))},
     "nodes": {
         "validate": {"type": "checked_peer"},
+        "spool": {"type": "spooled_file", "prefix": "out"},
         "outbox": {"type": "outgoing_bundle"},
         "deliver": {"type": "delivered_bundle"},
         "ack": {"type": "acked_delivery"},
-        "failed": {"type": "failed_delivery", "direction": "outbox"},
-        "reply": {"type": "push_reply"},
+        **_loop_nodes,
     },
-    "edges": chain(START, "validate", "outbox") + chain("ack", "reply")
-    + chain("failed", "reply") + chain("reply", END),
+    "edges": chain(START, "validate", "spool", "outbox") + chain("deliver", "ack", "remove")
+    + chain("failed", "remove") + chain("remove", "tally") + chain("reply", END),
     "conditional_edges": [
         {"from": "outbox", "condition": "has_outgoing",
-         "routes": {"yes": "deliver", "default": "reply"}},
-        {"from": "deliver", "condition": "delivered",
-         "routes": {"ok": "ack", "default": "failed"}},
+         "routes": {"yes": "deliver", "default": "remove"}},
+        *_loop_routes,
     ],
+    "failure_edges": [{"from": "deliver", "to": "failed", "error_channel": ERRORS}],
 }
 
-_nodes, _edges, _routes = _apply_and_compress("ack")
+_nodes, _edges, _routes = _apply_and_compress("ack", verify=False)
+_loop_nodes, _loop_routes = _batch_loop("pull", NETWORK["sync_pull"])
 PULL = {
     "schema_version": SCHEMA_VERSION,
     "name": "sync_pull",
-    "channels": channels("request", "peer", "delivery", "cursor", *_APPLY_CHANNELS, "reply"),
+    "channels": channels("request", "peer", "spool", "delivery", "cursor", *_APPLY_CHANNELS,
+                         "totals", "reply", append=(ERRORS,)),
     "nodes": {
         "validate": {"type": "checked_peer"},
+        "spool": {"type": "spooled_file", "prefix": "in"},
         "fetch": {"type": "fetched_bundle"},
         **_nodes,
         "ack": {"type": "acked_pull"},
-        "failed": {"type": "failed_delivery", "direction": "inbox"},
-        "reply": {"type": "pull_reply"},
+        **_loop_nodes,
     },
-    "edges": chain(START, "validate", "fetch") + _edges + chain("ack", "reply")
-    + chain("failed", "reply") + chain("reply", END),
-    "conditional_edges": [
-        {"from": "fetch", "condition": "delivered",
-         "routes": {"ok": "verify", "default": "failed"}},
-        *_routes,
-    ],
+    "edges": chain(START, "validate", "spool", "fetch", "apply") + _edges
+    + chain("ack", "remove") + chain("failed", "remove") + chain("remove", "tally")
+    + chain("reply", END),
+    "conditional_edges": _routes + _loop_routes,
+    "failure_edges": [{"from": "fetch", "to": "failed", "error_channel": ERRORS}],
 }
 
 FAILURE = {
@@ -128,4 +158,4 @@ FAILURE = {
 }
 
 DEFINITIONS = [EXPORT, IMPORT, PUSH, PULL, FAILURE]
-LOOPING = ("sync_import", "sync_pull")
+LOOPING = ("sync_import", "sync_push", "sync_pull")

@@ -1,9 +1,10 @@
 """Nodes: carry a bundle to a peer (push) or fetch one from it (pull) over HTTP.
 
-Failures do not raise: they come back as ``delivery`` = ``{ok: False, retryable,
-error}`` so that the graph records them on the peer's cursor and the driver decides
-about retrying (``retryable``: the peer could not be reached, timed out, or answered
-429 or 5xx; a refusal — bad token, a bundle it rejected — is not retried).
+A failure raises ``PeerFailure``; its ``retryable`` tells the engine's retry policy on
+these nodes whether to try again (the peer could not be reached, timed out, answered
+429 or 5xx, or sent a bundle that did not verify; a refusal — bad token, a bundle it
+rejected — is not retried). When the attempts are spent, the graph's failure edge
+records the error on the peer's cursor.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodes.bundles import verify_bundle
 from nodes.context import State, Writes
+from nodes.evaluate_contracts.sync_input import max_record_bytes
 from nodes.publish.sync_cursor import INBOX
 from store.cursors import get_cursor
+from store.errors import InvalidInput, StenoError
+from store.migrations import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["CHUNK", "delivered_bundle", "fetched_bundle", "peer_failure"]
+__all__ = ["CHUNK", "PeerFailure", "delivered_bundle", "fetched_bundle", "peer_failure"]
 
 CHUNK = 1 << 16
 PUSH_PATH, PULL_PATH = "/sync/push", "/sync/pull"
@@ -37,15 +42,24 @@ def _chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
-def peer_failure(status: int | None, detail: str) -> dict[str, Any]:
+class PeerFailure(StenoError):
+    """An exchange with a peer that failed; ``retryable``: trying again may help."""
+
+    code = "steno.peer"
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message[:2_000])
+        self.retryable = retryable
+
+
+def peer_failure(status: int | None, detail: str) -> PeerFailure:
     """A failed exchange with a peer, and whether trying again may help."""
     retryable = status is None or status == 429 or status >= 500
     where = "could not be reached" if status is None else f"answered HTTP {status}"
     if status in (401, 403):
         detail = "the peer refused the token (set STENO_SYNC_TOKEN to the peer's " \
                  "STENO_HTTP_TOKEN)"
-    return {"ok": False, "retryable": retryable, "status": status,
-            "error": f"the peer {where}: {detail}"[:2_000]}
+    return PeerFailure(f"the peer {where}: {detail}", retryable=retryable)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -68,20 +82,20 @@ def delivered_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
         response = httpx.post(peer["url"] + PUSH_PATH, content=_chunks(path), headers=headers,
                               timeout=state.ctx.settings.sync_timeout)
     except httpx.HTTPError as ex:
-        return {"delivery": peer_failure(None, f"{type(ex).__name__}: {ex}")}
+        raise peer_failure(None, f"{type(ex).__name__}: {ex}") from None
     if response.status_code != 200:
-        return {"delivery": peer_failure(response.status_code, _detail(response))}
+        raise peer_failure(response.status_code, _detail(response))
     reply = response.json()
     return {"delivery": {"ok": True, "status": 200, "applied": int(reply["applied"]),
                          "duplicates": int(reply["duplicates"])}}
 
 
 def fetched_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """GET the next batch after the inbox cursor from the peer's /sync/pull into
-    ``request.path``."""
+    """GET the next batch after the inbox cursor from the peer's /sync/pull into the
+    spool file, and verify it there: a bundle damaged on the way is fetched again."""
     import httpx  # here, not at import: servers start without the HTTP client loaded
 
-    peer, path = state.get("peer"), Path((state.get("request") or {})["path"])
+    peer, path = state.get("peer"), Path(state.get("spool"))
     with state.ctx.store.read() as conn:
         cursor = get_cursor(conn, str(cfg.get("kind") or INBOX), peer["url"])
     after = cursor.position if cursor is not None else 0
@@ -92,11 +106,17 @@ def fetched_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
                           timeout=state.ctx.settings.sync_timeout) as response:
             if response.status_code != 200:
                 response.read()
-                return {"delivery": peer_failure(response.status_code, _detail(response))}
+                raise peer_failure(response.status_code, _detail(response))
             with open(path, "wb") as fh:
                 for chunk in response.iter_bytes(CHUNK):
                     fh.write(chunk)
     except httpx.HTTPError as ex:
-        return {"delivery": peer_failure(None, f"{type(ex).__name__}: {ex}")}
+        raise peer_failure(None, f"{type(ex).__name__}: {ex}") from None
+    try:
+        manifest = verify_bundle(path, max_line=max_record_bytes(state),
+                                 schema_version=SCHEMA_VERSION)
+    except InvalidInput as ex:  # nothing of it was applied
+        raise PeerFailure(f"the pulled bundle was refused: {ex}", retryable=True) from None
     return {"delivery": {"ok": True, "status": 200, "after": after},
-            "incoming": {"path": str(path), "peer": peer["url"]}}
+            "incoming": {"path": str(path), "peer": peer["url"]},
+            "bundle": manifest.summary()}

@@ -21,7 +21,7 @@ from nodes.publish.bundle_export import write_bundle
 from store.cursors import CursorAdvance, advance_cursor, get_cursor
 
 __all__ = ["INBOX", "OUTBOX", "acked_delivery", "acked_pull", "failed_delivery",
-           "outgoing_bundle"]
+           "failure_text", "outgoing_bundle"]
 
 OUTBOX, INBOX = "outbox:sync", "inbox:sync"
 
@@ -49,10 +49,8 @@ def _advance(state: State, kind: str, name: str, *, through: int | None, applied
 
 
 def outgoing_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """The next batch after the destination's cursor, written to ``request.path``."""
-    peer, path = state.get("peer"), (state.get("request") or {}).get("path")
-    if not isinstance(path, str):
-        raise ValueError("the driver gives the outgoing bundle's path")
+    """The next batch after the destination's cursor, written to the spool file."""
+    peer, path = state.get("peer"), state.get("spool")
     with state.ctx.store.read() as conn:
         cursor = get_cursor(conn, _kind("outbox", cfg), peer["url"])
     after = cursor.position if cursor is not None else 0
@@ -77,9 +75,19 @@ def acked_pull(state: State, cfg: Mapping[str, Any]) -> Writes:
                                duplicates=applied["duplicates"])}
 
 
+def failure_text(state: State, errors: str) -> str:
+    """The message of the last failure in the error channel ``errors``."""
+    node = state.get(errors)[-1]["node"]
+    return (state.errors(node) or [f"{node} failed"])[-1]
+
+
 def failed_delivery(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """Record why a batch did not go through; the cursor stays where it was."""
-    peer, delivery = state.get("peer"), state.get("delivery")
+    """Record why a batch did not go through; the cursor stays where it was. The error
+    is the ``delivery`` a node wrote, or with ``errors`` (a failure edge's error
+    channel) what the failed node raised."""
+    peer = state.get("peer")
     direction = peer.get("direction") or str(cfg.get("direction", "outbox"))
+    error = (failure_text(state, str(cfg["errors"])) if cfg.get("errors")
+             else str(state.get("delivery")["error"]))
     return {"cursor": _advance(state, _kind(direction, cfg), peer["url"], through=None,
-                               error=str(delivery["error"])[:2_000])}
+                               error=error[:2_000])}

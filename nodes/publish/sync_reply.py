@@ -1,4 +1,5 @@
-"""Nodes: the replies of export, import, push and pull (a line of text and the figures)."""
+"""Nodes: the replies of export and import (a line of text and the figures); push and
+pull reply from nodes.publish.sync_batches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 
-__all__ = ["export_reply", "import_reply", "pull_reply", "push_reply"]
+__all__ = ["export_reply", "import_reply"]
 
 
 def _plural(n: int, word: str) -> str:
@@ -44,34 +45,3 @@ def import_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             f"in {_plural(r['sessions'], 'session')} verified; {_applied_text(r)} "
             f"({r['seconds']:.2f} s)")
     return {"reply": {"text": text, **r}}
-
-
-def pull_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    peer, delivery = state.get("peer"), state.get("delivery")
-    if not delivery["ok"]:
-        return {"reply": {"text": f"Pull from {peer['url']} failed: {delivery['error']}",
-                          "ok": False, "retryable": delivery["retryable"], "more": False,
-                          "cursor": state.get("cursor")}}
-    r = _applied(state)
-    text = (f"Pulled {_plural(r['bundle_turns'], 'turn')} from {peer['url']}: "
-            f"{_applied_text(r)}")
-    return {"reply": {"text": text, "ok": True, "more": r["through"] is not None,
-                      "cursor": state.get("cursor"), **r}}
-
-
-def push_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    peer, outgoing, delivery = state.get("peer"), state.get("outgoing"), state.get("delivery")
-    if outgoing["through"] is None:
-        return {"reply": {"text": f"Nothing to push to {peer['url']}: it has every turn",
-                          "ok": True, "more": False, "sent": 0}}
-    if not delivery["ok"]:
-        return {"reply": {"text": f"Push to {peer['url']} failed: {delivery['error']}",
-                          "ok": False, "retryable": delivery["retryable"], "more": False,
-                          "cursor": state.get("cursor")}}
-    text = (f"Pushed {_plural(outgoing['turns'], 'turn')} to {peer['url']} "
-            f"({outgoing['bytes']:,} bytes): {delivery['applied']:,} new there, "
-            f"{delivery['duplicates']:,} already there")
-    return {"reply": {"text": text, "ok": True, "more": True, "sent": outgoing["turns"],
-                      "records": outgoing["turns"] + outgoing["tombstones"],
-                      "applied": delivery["applied"], "duplicates": delivery["duplicates"],
-                      "bytes": outgoing["bytes"], "cursor": state.get("cursor")}}

@@ -190,10 +190,8 @@ RUNS: dict[str, Case] = {
     "sync_export": lambda g, c, s: {"request": {
         "path": str(c.store.data_dir / "out.zst")}},
     "sync_import": lambda g, c, s: bundle(g, c),
-    "sync_push": lambda g, c, s: {"request": {
-        "url": UNREACHABLE, "batch": 2, "path": str(c.store.data_dir / "o.zst")}},
-    "sync_pull": lambda g, c, s: {"request": {
-        "url": UNREACHABLE, "batch": 2, "path": str(c.store.data_dir / "i.zst")}},
+    "sync_push": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
+    "sync_pull": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "sync_failure": lambda g, c, s: {"request": {
         "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
@@ -272,7 +270,8 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "sync_import":
         assert (out["reply"]["applied"], out["reply"]["duplicates"]) == (0, 4 + TURN_LIMIT)
     elif name in ("sync_push", "sync_pull"):
-        assert out["reply"]["ok"] is False and out["reply"]["retryable"] is True
+        assert out["reply"]["ok"] is False and "could not be reached" in out["reply"]["error"]
+        assert [f["retryable"] for f in out["failures"]] == [True]  # the failure edge's
         assert out["cursor"]["position"] == 0 and out["cursor"]["peer"] == UNREACHABLE
     elif name == "sync_failure":
         assert out["cursor"]["kind"] == "inbox:sync" and out["cursor"]["position"] == 0
