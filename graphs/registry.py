@@ -109,6 +109,7 @@ from nodes.publish.bundle_export import exported_bundle
 from nodes.publish.bus_outbox import (
     bus_destination,
     bus_publish_reply,
+    bus_totals,
     outgoing_events,
     published_events,
 )
@@ -190,7 +191,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
         fetched_bundle, acked_pull, checked_delivery_error,
         spooled_file, removed_spool, sync_totals, batches_reply,
-        bus_destination, outgoing_events, published_events, bus_publish_reply,
+        bus_destination, outgoing_events, published_events, bus_totals, bus_publish_reply,
         # moving a store between backends (graphs/migrate)
         checked_migration, migration_plan, migration_page, verified_turns, migration_fields,
         copied_page, migration_reply,
@@ -208,7 +209,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "has_session": lambda s: "yes" if s.get("session_row") is not None else "no",
     "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
     "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
-    "sync_more": lambda s: "more" if s.get("totals")["more"] else "done",
+    "more_batches": lambda s: "more" if s.get("totals")["more"] else "done",
     "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),
@@ -231,6 +232,7 @@ DEFINITIONS: list[dict[str, Any]] = [
 
 # Graphs whose loops may run longer than the engine's default step limit.
 STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
+                               "bus_publish": bus_publish_graph.MAX_STEPS,
                                **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 
 

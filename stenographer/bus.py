@@ -1,8 +1,9 @@
-"""The bus publisher: runs ``bus_publish`` (graphs/bus_publish) batch after batch.
+"""The bus publisher: runs ``bus_publish`` (graphs/bus_publish), which publishes batch
+after batch.
 
-``publish`` drains the outbox once (the CLI, ``stenographer bus publish``): it repeats
-while a batch went through and stops at the first failure, which the graph recorded on
-the ``outbox:bus`` cursor. ``background_publish`` is the scheduler job
+``publish`` drains the outbox once (the CLI, ``stenographer bus publish``): one run of
+the graph, which repeats while a batch went through and stops at the first failure,
+recorded on the ``outbox:bus`` cursor. ``background_publish`` is the scheduler job
 (stenographer.scheduler) that does that every ``STENO_BUS_INTERVAL`` seconds in a server
 process with the bus configured; after a failure (missing, locked, corrupt bus) the
 scheduler backs off instead, doubling up to 30 s, and tries again — forever: the turns
@@ -18,9 +19,7 @@ read the same batch and the second finds every key there.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stenographer.scheduler import Job
@@ -39,38 +38,20 @@ class BusOutcome:
     published: int = 0
     duplicates: int = 0
     error: str | None = None
+    text: str = field(default="", repr=False)
+    lines: list[str] = field(default_factory=list, repr=False)  # one per batch
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def text(self, bus: str) -> str:
-        line = (f"Published to {bus}: {self.batches} batches, {self.published:,} new events, "
-                f"{self.duplicates:,} already there")
-        return line if self.ok else f"{line}; stopped: {self.error}"
+        return {k: v for k, v in self.__dict__.items() if k not in ("text", "lines")}
 
 
-def publish(app: App, *, batch: int | None = None, stop: threading.Event | None = None,
-            report: Callable[[str], None] | None = None) -> BusOutcome:
+def publish(app: App, *, batch: int | None = None) -> BusOutcome:
     """Publish every turn after the bus cursor, batch by batch, until none is left or
-    a batch fails."""
-    request = {"batch": batch or app.settings.bus_batch}
-    outcome = BusOutcome()
-    while stop is None or not stop.is_set():
-        out, _ = app.run("bus_publish", request)
-        reply = out["reply"]
-        if not reply["ok"]:
-            outcome.ok, outcome.error = False, str(reply["text"])
-            return outcome
-        if reply["through"] is None:
-            return outcome
-        outcome.batches += 1
-        outcome.records += int(reply["records"])
-        outcome.published += int(reply["published"])
-        outcome.duplicates += int(reply["duplicates"])
-        if report is not None:
-            report(str(reply["text"]))
-    outcome.ok, outcome.error = False, "stopped before the outbox was drained"
-    return outcome
+    a batch fails: one run of ``bus_publish``."""
+    out, _ = app.run("bus_publish", {"batch": batch or app.settings.bus_batch})
+    reply = out["reply"]
+    return BusOutcome(**{k: reply[k] for k in (
+        "ok", "batches", "records", "published", "duplicates", "error", "text", "lines")})
 
 
 def background_publish(app: App) -> Job:

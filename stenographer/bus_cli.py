@@ -34,15 +34,15 @@ def cmd_bus_publish(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, bus_batch=args.batch)
     app = open_app(settings)
     try:
-        report = None if args.json else (lambda line: print(line, flush=True))
-        outcome = publish(app, report=report)
+        outcome = publish(app)
     finally:
         app.close()
     if args.json:
         print(json.dumps(outcome.as_dict(), indent=2))
     else:
-        print(outcome.text(str(settings.bus_path)),
-              file=sys.stdout if outcome.ok else sys.stderr)
+        for line in outcome.lines:
+            print(line)
+        print(outcome.text, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_ERROR
 
 

@@ -95,7 +95,7 @@ def _batch_loop(direction: str, network: str) -> tuple[dict[str, Any], list[dict
         "tally": {"type": "sync_totals", "direction": direction, "network": network},
         "reply": {"type": "batches_reply", "direction": direction},
     }
-    routes = [{"from": "tally", "condition": "sync_more",
+    routes = [{"from": "tally", "condition": "more_batches",
                "routes": {"more": "spool", "default": "reply"}}]
     return nodes, routes
 

@@ -7,7 +7,8 @@ one bus transaction that inserts the events whose key is not there yet
 (store.bus.Bus.publish), and the cursor moves only after that transaction committed.
 A process that dies between the two re-sends the batch and finds every key there: the
 bus receives each turn once. A failure (missing, locked, corrupt bus) is recorded on
-the cursor and retried by the driver (stenographer.bus); nothing is lost.
+the cursor and ends the run; the scheduler backs off and runs it again (stenographer.bus):
+nothing is lost.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from store.bus_outbox import bus_batch
 from store.cursors import get_cursor
 from store.errors import InvalidInput
 
-__all__ = ["BUS_OUTBOX", "bus_destination", "bus_publish_reply", "outgoing_events",
-           "published_events"]
+__all__ = ["BUS_OUTBOX", "bus_destination", "bus_publish_reply", "bus_totals",
+           "outgoing_events", "published_events"]
 
 BUS_OUTBOX = "outbox:bus"
 MAX_BATCH = 10_000
@@ -65,23 +66,47 @@ def published_events(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"delivery": {"ok": True, "applied": inserted, "duplicates": there}}
 
 
-def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+def _batch_line(state: State) -> str:
     peer, outgoing, delivery = state.get("peer"), state.get("outgoing"), state.get("delivery")
-    if outgoing["through"] is None:
-        return {"reply": {"text": f"Nothing to publish to {peer['url']}: it has every turn",
-                          "ok": True, "more": False, "records": 0, "published": 0,
-                          "duplicates": 0, "through": None}}
-    if not delivery["ok"]:
-        return {"reply": {"text": f"Publishing to {peer['url']} failed: {delivery['error']}",
-                          "ok": False, "retryable": delivery["retryable"], "more": False,
-                          "records": 0, "published": 0, "duplicates": 0,
-                          "through": None, "cursor": state.get("cursor")}}
-    events = outgoing["events"]
-    text = (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
+    passed_over = outgoing["records"] - outgoing["events"]
+    return (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
             f"{peer['url']}: {delivery['applied']:,} new events, "
             f"{delivery['duplicates']:,} already there"
-            + (f", {outgoing['records'] - events} forgotten turns passed over"
-               if outgoing["records"] > events else ""))
-    return {"reply": {"text": text, "ok": True, "more": True, "records": outgoing["records"],
-                      "published": delivery["applied"], "duplicates": delivery["duplicates"],
-                      "through": outgoing["through"], "cursor": state.get("cursor")}}
+            + (f", {passed_over} forgotten turns passed over" if passed_over else ""))
+
+
+def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The run's totals with this batch added; ``more`` while a batch went through.
+    A failed batch ends the run (the scheduler backs off before the next)."""
+    outgoing, delivery = state.get("outgoing"), state.get("delivery")
+    totals = dict(state.get("totals") or {
+        "ok": True, "batches": 0, "records": 0, "published": 0, "duplicates": 0,
+        "error": None, "retryable": False, "through": None, "lines": []})
+    totals["more"] = False
+    if outgoing["through"] is None:  # drained (``delivery`` is a previous batch's)
+        return {"totals": totals}
+    if not delivery["ok"]:
+        totals["ok"], totals["retryable"] = False, bool(delivery["retryable"])
+        totals["error"] = f"Publishing to {state.get('peer')['url']} failed: " \
+                          f"{delivery['error']}"
+        return {"totals": totals}
+    totals["batches"] += 1
+    totals["records"] += int(outgoing["records"])
+    totals["published"] += int(delivery["applied"])
+    totals["duplicates"] += int(delivery["duplicates"])
+    totals["through"], totals["more"] = outgoing["through"], True
+    totals["lines"] = [*totals["lines"], _batch_line(state)]
+    return {"totals": totals}
+
+
+def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """What the run published, in total."""
+    peer, totals = state.get("peer"), state.get("totals")
+    text = (f"Published to {peer['url']}: {totals['batches']} batches, "
+            f"{totals['published']:,} new events, {totals['duplicates']:,} already there")
+    if not totals["ok"]:
+        text += f"; stopped: {totals['error']}"
+    fields = ("ok", "batches", "records", "published", "duplicates", "error", "retryable",
+              "through", "lines")
+    return {"reply": {**{k: totals[k] for k in fields}, "text": text,
+                      "cursor": state.get("cursor")}}

@@ -78,10 +78,8 @@ def publish(graphs: Graphs, p: Process, batch: int = 200) -> dict[str, Any]:
 
 
 def drain(graphs: Graphs, p: Process, batch: int = 200) -> list[dict[str, Any]]:
-    replies = [publish(graphs, p, batch)]
-    while replies[-1]["ok"] and replies[-1]["through"] is not None:
-        replies.append(publish(graphs, p, batch))
-    return replies
+    """One run publishes batch after batch until the outbox is drained."""
+    return [publish(graphs, p, batch)]
 
 
 def events(path: Path) -> list[tuple[str, dict[str, Any], str]]:
@@ -117,7 +115,8 @@ def test_new_turns_are_published_once_each_with_their_payload(graphs: Graphs,
     reply = publish(graphs, process)
     assert reply["ok"] and reply["published"] == 3 and reply["duplicates"] == 0
     assert reply["through"] == 3 and reply["cursor"]["kind"] == "outbox:bus"
-    assert reply["text"].startswith(f"Published turns #1-#3 to {path}: 3 new events")
+    assert reply["lines"] == [f"Published turns #1-#3 to {path}: 3 new events, 0 already there"]
+    assert reply["batches"] == 1 and reply["text"].startswith(f"Published to {path}: 1 batches")
     found = events(path)
     assert [task for task, _, _ in found] == ["s", "t", "s"]
     _, payload, created_at = found[0]
@@ -142,7 +141,7 @@ def test_new_turns_are_published_once_each_with_their_payload(graphs: Graphs,
     assert long["excerpt"] == "x" * 4_000
 
     again = publish(graphs, process)
-    assert again["ok"] and again["through"] is None and again["text"].startswith("Nothing")
+    assert again["ok"] and again["through"] is None and again["batches"] == 0
     assert len(events(path)) == 3
 
 
@@ -156,8 +155,8 @@ def test_a_cursor_behind_the_bus_publishes_nothing_twice(graphs: Graphs, process
     assert drain(graphs, process, batch=2)[-1]["ok"]
     with process.store.write() as conn:
         conn.execute("UPDATE cursors SET position = 1 WHERE kind = 'outbox:bus'")
-    replies = drain(graphs, process, batch=3)
-    assert [(r["published"], r["duplicates"]) for r in replies[:-1]] == [(0, 3), (0, 1)]
+    reply = publish(graphs, process, batch=3)
+    assert (reply["batches"], reply["published"], reply["duplicates"]) == (2, 0, 4)
     assert len(keys(path)) == len(set(keys(path))) == 5
 
 
@@ -307,7 +306,7 @@ def test_forgotten_turns_are_not_published(graphs: Graphs, process: Process, sha
     ingest(graphs, process, "keep this too")
     reply = publish(graphs, process)
     assert reply["published"] == 2 and reply["through"] == 3
-    assert "1 forgotten turns passed over" in reply["text"]
+    assert "1 forgotten turns passed over" in reply["lines"][0]
     assert [p["excerpt"] for _, p, _ in events(path)] == ["keep this", "keep this too"]
 
 
