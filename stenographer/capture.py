@@ -206,11 +206,14 @@ class Capturer:
     def watch(self, find: Callable[[], list[Source]], interval: float,
               on_pass: Callable[[PassReport], None]) -> None:
         """Until ``self.stop`` is set: every ``interval`` seconds, a pass over the files
-        that changed since the last look (all of them on the first)."""
-        stop = self.stop
+        that changed since the last look (all of them on the first): a scheduler job
+        (stenographer.scheduler) run on this thread."""
+        from stenographer.scheduler import Job, Scheduler
+
         seen: dict[str, tuple[int, int, int]] = {}
         retry_at: dict[str, float] = {}
-        while not stop.is_set():
+
+        def tick() -> bool:
             changed: list[tuple[Source, tuple[int, int, int]]] = []
             now = time.monotonic()
             for kind, path in find():
@@ -226,7 +229,7 @@ class Capturer:
                 report = PassReport()
                 started = time.perf_counter()
                 for (kind, path), sig in changed:
-                    if stop.is_set():
+                    if self.stop.is_set():
                         break
                     file_report = self.capture_file(kind, path)
                     report.files.append(file_report)
@@ -237,7 +240,10 @@ class Capturer:
                         retry_at.pop(str(path), None)  # the read is seen next time
                 report.duration_ms = (time.perf_counter() - started) * 1e3
                 on_pass(report)
-            stop.wait(interval)
+            return True  # a file that failed is retried on its own (retry_at)
+
+        job = Job(name="capture", thread="steno-capture", tick=tick, interval=interval)
+        Scheduler(job, stopping=self.stop).run()
 
 
 # --- host hooks -------------------------------------------------------------------------------

@@ -49,19 +49,22 @@ class Job:
 
 
 class Scheduler:
-    """Runs one job's ticks on a daemon thread until ``stop``."""
+    """Runs one job's ticks until ``stop`` (or the ``stopping`` event given is set):
+    on a daemon thread (``start``) or on the calling thread (``run``, a command that
+    only watches)."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, stopping: threading.Event | None = None) -> None:
         self.job = job
         self.failures = 0  # consecutive failed ticks
-        self.stopping = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=job.thread, daemon=True)
+        self.stopping = stopping or threading.Event()
+        self._thread = threading.Thread(target=self.run, name=job.thread, daemon=True)
 
     def start(self) -> Scheduler:
         self._thread.start()
         return self
 
-    def _loop(self) -> None:
+    def run(self) -> None:
+        """Tick, wait, tick again, until stopped."""
         while not self.stopping.is_set():
             try:
                 ok = self.job.tick()
