@@ -6,7 +6,8 @@ graph once (the graph itself loops over batches), then the scheduler waits the j
 interval, or after a failed tick ``backoff(failures)``, and ticks again until
 ``stop``. This is the only loop in the project that decides between graph runs.
 
-``backoff`` is the project's one back-off: the same schedule (doubling from
+``backoff`` is the project's one back-off (store.backoff) with the scheduler's
+constants: the same schedule (doubling from
 ``BACKOFF_FIRST_S`` up to ``BACKOFF_CAP_S``, ± ``BACKOFF_JITTER``) is the engine's retry
 policy on the nodes that talk to a peer (stenographer.app), so several senders never
 retry in step and no wait grows past half a minute.
@@ -14,11 +15,12 @@ retry in step and no wait grows past half a minute.
 
 from __future__ import annotations
 
-import random
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from store.backoff import backoff as delay
 
 __all__ = ["BACKOFF_CAP_S", "BACKOFF_FIRST_S", "BACKOFF_JITTER", "Job", "Scheduler",
            "backoff"]
@@ -29,9 +31,8 @@ BACKOFF_JITTER = 0.25  # a wait is spread by ± this fraction
 
 
 def backoff(attempt: int) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, …)."""
-    base: float = min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2.0 ** (attempt - 1))
-    return base * (1.0 + BACKOFF_JITTER * (2.0 * random.random() - 1.0))
+    """Seconds to wait before retry ``attempt`` (1, 2, …) after a failed tick."""
+    return delay(attempt, first_s=BACKOFF_FIRST_S, cap_s=BACKOFF_CAP_S, jitter=BACKOFF_JITTER)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 import apsw
 
+from store.backoff import backoff
 from store.sql import all_rows, one
 
 __all__ = ["BUS_FILE", "CONSUMER", "PUBLISHED", "SHUTDOWN", "Bus", "BusEvent", "BusHealth",
@@ -343,4 +344,4 @@ class Bus:
                 return
             h.last_error, h.last_error_at = ex.detail, time.time()
             h.failures += 1
-            h.retry_at = self._clock() + min(MAX_RETRY_S, RETRY_S * 2 ** (h.failures - 1))
+            h.retry_at = self._clock() + backoff(h.failures, first_s=RETRY_S, cap_s=MAX_RETRY_S)
