@@ -41,6 +41,7 @@ class _Held:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.by_run: dict[str, list[str]] = {}
+        self.recent: dict[str, dict[str, list[str]]] = {}  # run → channel → tokens
         self._serial = itertools.count()
 
     def _hold(self, run_id: str, value: Any) -> Any:
@@ -52,12 +53,21 @@ class _Held:
         self.by_run.setdefault(run_id, []).append(token)
         return token
 
-    def write(self, run_id: str, channel: str, value: Any, appends: frozenset[str]) -> Any:
+    def write(self, run_id: str, channel: str, value: Any, appends: frozenset[str],
+              flat: bool = False) -> Any:
         """What the engine carries for ``value`` written to ``channel``; ``appends`` are
-        the graph's append channels."""
+        the graph's append channels. In a ``flat`` graph (no subgraph sharing channel
+        names) an overwritten value is let go once it is two writes old, so that a
+        graph looping over batches holds one or two batches, not all of them."""
         if channel in appends and isinstance(value, list):
             return [self._hold(run_id, item) for item in value]
-        return self._hold(run_id, value)
+        token = self._hold(run_id, value)
+        if flat and isinstance(token, str) and token.startswith(_HELD):
+            recent = self.recent.setdefault(run_id, {}).setdefault(channel, [])
+            recent.append(token)
+            if len(recent) > 2:  # the one before stays for a reader in the same step
+                self.values.pop(recent.pop(0), None)
+        return token
 
     def read(self, value: Any) -> Any:
         """The real value behind what the engine returned for a channel."""
@@ -70,6 +80,7 @@ class _Held:
     def release(self, run_id: str) -> None:
         for token in self.by_run.pop(run_id, ()):
             self.values.pop(token, None)
+        self.recent.pop(run_id, None)
 
 
 def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -113,10 +124,10 @@ class _View(_Reader):
 
 class _FnNode(ng.GraphNode):  # type: ignore[misc]
     def __init__(self, graphs: Graphs, name: str, fn: NodeFn, cfg: Mapping[str, Any],
-                 appends: frozenset[str]) -> None:
+                 compiling: tuple[frozenset[str], bool]) -> None:
         super().__init__()
         self.graphs, self.name, self.fn, self.cfg = graphs, name, fn, dict(cfg)
-        self.appends = appends
+        self.appends, self.flat = compiling
 
     def get_name(self) -> str:
         return self.name
@@ -132,7 +143,7 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
                          self.graphs.failed.get(run_id, {}))
             out: Writes = self.fn(view, self.cfg)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
-            return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends))
+            return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
                     for k, v in out.items()]
         except Exception as ex:
             rec["error"] = error_summary(ex)
@@ -156,7 +167,8 @@ class Graphs:
         self.trace_sink = trace_sink
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
-        self._compiling: frozenset[str] | None = None
+        # while a graph compiles: its append channels, and whether it embeds no subgraph
+        self._compiling: tuple[frozenset[str], bool] | None = None
         self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
 
     def node_type(self, type_name: str, fn: NodeFn) -> None:
@@ -165,7 +177,7 @@ class Graphs:
                                                        self._appends_now())
         )
 
-    def _appends_now(self) -> frozenset[str]:
+    def _appends_now(self) -> tuple[frozenset[str], bool]:
         if self._compiling is None:
             raise RuntimeError("graph nodes are built only while a graph compiles")
         return self._compiling
@@ -181,7 +193,9 @@ class Graphs:
         if clash := sorted(appends & {name for name, append in kinds if not append}):
             raise ValueError(f"{definition['name']}: channels {clash} are append channels "
                              "in one part of the graph and overwrite channels in another")
-        self._compiling = appends
+        flat = not any(node.get("type") == "subgraph"
+                       for node in definition.get("nodes", {}).values())
+        self._compiling = (appends, flat)
         try:
             engine = ng.GraphEngine.compile(
                 definition, ng.NodeContext(), registry=self.registry, stderr_notices=False

@@ -448,6 +448,73 @@ def test_bulk_values_cross_the_engine_as_tokens_and_reach_nodes_unchanged(ctx: R
     assert not graphs.held.values and not graphs.held.by_run
 
 
+def test_a_graph_looping_over_batches_holds_two_batches_at_most(ctx: RunContext):
+    """An overwritten value is let go once two writes old, so a loop over many batches
+    does not keep every batch until the run ends; each batch still reaches its node."""
+    held_most = 0
+    sums: list[int] = []
+
+    def batch(state: Any, cfg: Any) -> dict[str, Any]:
+        done = state.get("done") or 0
+        return {"rows": list(range(done * 100, done * 100 + 100))}
+
+    def tally(state: Any, cfg: Any) -> dict[str, Any]:
+        nonlocal held_most
+        held_most = max(held_most, len(graphs.held.values))
+        sums.append(sum(state.get("rows")))
+        return {"done": (state.get("done") or 0) + 1}
+
+    graphs = Graphs()
+    graphs.node_type("batch", batch)
+    graphs.node_type("tally", tally)
+    graphs.condition("left", lambda s: "more" if s.get("done") < 50 else "done")
+    graphs.compile({
+        "schema_version": 1, "name": "batches",
+        "channels": {"request": {}, "rows": {}, "done": {}},
+        "nodes": {"batch": {"type": "batch"}, "tally": {"type": "tally"}},
+        "edges": [{"from": "__start__", "to": "batch"}, {"from": "batch", "to": "tally"}],
+        "conditional_edges": [{"from": "tally", "condition": "left",
+                               "routes": {"more": "batch", "default": "__end__"}}],
+    }, max_steps=1_000)
+    values, _ = graphs.run("batches", {}, ctx)
+    assert sums == [sum(range(i * 100, i * 100 + 100)) for i in range(50)]
+    assert values["rows"] == list(range(4900, 5000)) and held_most <= 2
+    assert not graphs.held.values and not graphs.held.by_run and not graphs.held.recent
+
+
+def test_a_node_reads_the_messages_of_failed_attempts(ctx: RunContext):
+    """The engine's error record has no message: ``state.errors(node)`` has them."""
+    attempts: list[int] = []
+
+    def flaky(state: Any, cfg: Any) -> dict[str, Any]:
+        attempts.append(1)
+        raise ValueError(f"attempt {len(attempts)} failed")
+
+    def handler(state: Any, cfg: Any) -> dict[str, Any]:
+        return {"seen": {"errors": state.errors("flaky"), "record": state.get("failures")}}
+
+    graphs = Graphs()
+    graphs.node_type("flaky", flaky)
+    graphs.node_type("handler", handler)
+    graphs.compile({
+        "schema_version": 1, "name": "flaky",
+        "channels": {"request": {}, "seen": {},
+                     "failures": {"reducer": "append", "initial": []}},
+        "nodes": {"flaky": {"type": "flaky"}, "handler": {"type": "handler"}},
+        "edges": [{"from": "__start__", "to": "flaky"}, {"from": "flaky", "to": "__end__"},
+                  {"from": "handler", "to": "__end__"}],
+        "failure_edges": [{"from": "flaky", "to": "handler", "error_channel": "failures"}],
+    })
+    graphs.retry("flaky", "flaky", 2, 0.001, 0.01, 0.0)
+    values, trace = graphs.run("flaky", {}, ctx)
+    assert values["seen"]["errors"] == ["attempt 1 failed", "attempt 2 failed",
+                                        "attempt 3 failed"]
+    (record,) = values["seen"]["record"]
+    assert (record["node"], record["kind"], record["attempts"]) == ("flaky", "exhausted", 3)
+    assert [s["node"] for s in trace["stages"]] == ["flaky"] * 3 + ["handler"]
+    assert not graphs.failed
+
+
 def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_another():
     graphs = Graphs()
     graphs.node_type("noop", lambda state, cfg: {})
