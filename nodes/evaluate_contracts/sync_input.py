@@ -92,8 +92,8 @@ def checked_peer(state: State, cfg: Mapping[str, Any]) -> Writes:
 
 
 def checked_delivery_error(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """A failure the driver saw outside the graph (e.g. a bundle a peer sent that did
-    not verify), to be recorded on that peer's cursor."""
+    """A failure seen outside the push and pull graphs, to be recorded on that peer's
+    cursor."""
     raw = state.get("request") or {}
     direction = raw.get("direction")
     if direction not in DIRECTIONS:
