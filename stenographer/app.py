@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from stenographer.settings import Settings
 from store.audit import overdue_sessions
 from store.backend import Backend, open_store
 from store.bus import Bus
+from store.errors import StorageFailure, StoreError, partly_done
 
 __all__ = ["App", "open_app"]
 
@@ -39,13 +41,26 @@ class App:
     graphs: Graphs
 
     def run(self, graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Run a named graph on this thread; returns (channel values, stage trace)."""
-        return self.graphs.run(graph, {"request": request}, self.ctx)
+        """Run a named graph on this thread; returns (channel values, stage trace).
+
+        A storage failure says "nothing was stored" only when the run committed nothing
+        before it (e.g. an ingest whose turn was stored and whose compression failed)."""
+        before = self.store.commits()
+        try:
+            return self.graphs.run(graph, {"request": request}, self.ctx)
+        except StorageFailure as ex:
+            told = partly_done(ex) if self.store.commits() != before else ex
+            if told is ex:
+                raise
+            raise told from ex
 
     def finish_compression(self) -> list[int]:
         """Run the compress graph for every session left with a full batch of
         uncompressed turns (a process killed between an ingest and its compression);
-        returns their row ids. Servers call it once at start."""
+        returns their row ids. Servers call it once at start. A read-only store is
+        left as it is: the next writable open finishes them."""
+        if self.store.read_only:
+            return []
         with self.store.read() as conn:
             sessions = overdue_sessions(conn, self.settings.turn_limit)
         for session_row in sessions:
@@ -53,9 +68,15 @@ class App:
         return sessions
 
     def close(self) -> None:
+        """Close the store. Stage traces that cannot be written now (a full disk) are
+        reported on stderr: they never fail the shutdown."""
         if self.ctx.graph_prefetch is not None:
             self.ctx.graph_prefetch.close()
-        self.store.close()
+        try:
+            self.store.close()
+        except StoreError as ex:
+            print(f"stenographer: stage traces of this process not saved: {ex}",
+                  file=sys.stderr)
 
 
 def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None,

@@ -7,6 +7,7 @@ description; it runs one named graph and returns the result with the stage trace
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
     from stenographer.app import App
     from stenographer.scheduler import Scheduler
 
-__all__ = ["main", "mcp", "serve_stdio"]
+__all__ = ["failure_text", "main", "mcp", "serve_stdio"]
+
+_log = logging.getLogger("stenographer.server")
 
 INSTRUCTIONS = """\
 Omega Stenographer is the memory of this work. Call stenographer_ingest_exchange for
@@ -72,6 +75,10 @@ class AppLoader:
         except BaseException as ex:  # reported to every caller, never swallowed
             self._error = ex
         else:
+            if self._app.store.read_only:  # nothing that writes runs in the background
+                print(f"omega-stenographer: {self._app.store.location} is read-only: "
+                      "serving reads; calls that write are refused", file=sys.stderr)
+                return
             try:  # finish a compression that a crash interrupted; never fatal
                 self._app.finish_compression()
             except Exception as ex:
@@ -97,7 +104,7 @@ class AppLoader:
         if not self._ready.is_set():
             await anyio.to_thread.run_sync(self._ready.wait)
         if self._error is not None:
-            raise ToolError(f"the store could not be opened: {self._error}")
+            raise ToolError(_opening_failure(self._error))
         assert self._app is not None
         return self._app
 
@@ -107,6 +114,17 @@ class AppLoader:
             job.stop()
         if self._app is not None:
             self._app.close()
+
+
+def _opening_failure(error: BaseException) -> str:
+    """Why the application could not be opened, for every call that needed it."""
+    from stenographer.settings import SettingsError
+
+    if isinstance(error, SettingsError):
+        return f"the server's settings are not valid: {error}"
+    if isinstance(error, StenoError):  # says which store and why
+        return str(error)
+    return f"the store could not be opened: {type(error).__name__}: {error}"
 
 
 @asynccontextmanager
@@ -150,8 +168,27 @@ async def _run(ctx: Context[AppLoader], graph: str, request: dict[str, Any], *, 
         if inline:
             return app.run(graph, request)
         return await anyio.to_thread.run_sync(app.run, graph, request)
-    except StenoError as ex:
-        raise ToolError(str(ex)) from None
+    except Exception as ex:
+        raise ToolError(failure_text(ex)) from None
+
+
+def failure_text(ex: Exception) -> str:
+    """What a caller is told about a graph run that raised ``ex``: every failure of a
+    tool (or resource) call becomes its error reply here.
+
+    Errors of ours (bad input, not found, a store that cannot do what was asked: full,
+    read-only, damaged, locked) say what happened and what to do; anything else is
+    reported with the graph, stage and run that raised it (the traceback goes to
+    stderr)."""
+    if isinstance(ex, StenoError):
+        return str(ex)
+    _log.error("graph run failed", exc_info=ex)
+    graph, node = getattr(ex, "graph", None) or "?", getattr(ex, "node", None) or "?"
+    trace = getattr(ex, "stage_trace", None) or {}
+    return (f"internal error in the {graph} graph, stage {node}: {type(ex).__name__}: "
+            f"{ex}. Not caused by the call's arguments: `stenographer doctor` and "
+            f"`stenographer audit` check the set-up and the store (stage trace "
+            f"{trace.get('run_id', '?')}).")
 
 
 def _result(text: str, model: Any) -> CallToolResult:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from store.errors import InvalidInput
-from store.rewrite import FileRewrite
-from store.runs import TraceBuffer
-from store.sql import Conn
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and zstandard load with the store, not with the settings
+    from store.rewrite import FileRewrite
+    from store.runs import TraceBuffer
+    from store.sql import Conn
     from store.vectors import VectorCache
 
 __all__ = ["Backend", "is_postgres_url", "open_store"]
@@ -29,6 +29,7 @@ class Backend(Protocol):
     dialect: str  # "sqlite" | "postgresql"
     location: str  # the file path, or the database URL without its password
     data_dir: Path  # where the process keeps its own files (capture locks, the bus)
+    read_only: bool  # opened read-only: every read works, write() and exclusive() refuse
     traces: TraceBuffer
     file_rewrite: FileRewrite  # finishes the rewrite after a forget (store.rewrite)
 
@@ -38,6 +39,8 @@ class Backend(Protocol):
     def read(self) -> AbstractContextManager[Conn]: ...
     def write(self) -> AbstractContextManager[Conn]: ...
     def exclusive(self) -> AbstractContextManager[Conn]: ...
+    def commits(self) -> int:
+        """Write transactions this thread has committed, stage traces aside."""
     def scrubbing(self) -> AbstractContextManager[None]:
         """Writes inside it overwrite what they delete (forgetting)."""
     def close(self) -> None: ...

@@ -3,23 +3,38 @@
 Writers in this process take a lock before ``BEGIN IMMEDIATE`` so they queue in
 memory instead of sleeping in SQLite's busy handler; writers in other processes are
 serialised by SQLite itself (busy timeout). Readers never block writers (WAL).
+
+A file that cannot be written (a read-only file system or file) is opened read-only:
+every read works, ``write()`` and ``exclusive()`` refuse with ``StoreReadOnly``, and
+nothing is written at open (no migration, no journal mode change, no stage traces).
+A failing driver call (full disk, I/O error, damage, a lock held beyond the wait) leaves
+the store as the ``StoreError`` of its condition (``store.errors.storage_failure``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
 import apsw.bestpractice
 
-from store.errors import StoreError
-from store.migrations import migrate
+from store.errors import (
+    Doing,
+    StoreError,
+    StoreReadOnly,
+    Where,
+    failure,
+    read_only_reason,
+    storage_failure,
+)
+from store.migrations import SCHEMA_VERSION, migrate, pending_migrations
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 
@@ -72,10 +87,9 @@ class Store:
         self.busy_timeout_ms = busy_timeout_ms
         self.location = str(self.path)
         self.data_dir = self.path.parent
+        self.where = Where(f"the store {self.path}", self.data_dir, busy_timeout_ms / 1000)
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
-        self.traces = TraceBuffer(self.write)
-        self.file_rewrite = FileRewrite(self)
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -83,7 +97,27 @@ class Store:
         self._all_lock = threading.Lock()
         self._closed = False
         self._create_file()
-        migrate(self.connection())
+        self.read_only, self._uri, self._flags = self._target()
+        try:
+            conn = self.connection()
+            with self._failures("open"):
+                if not self.read_only:
+                    migrate(conn)
+                elif pending := pending_migrations(conn):
+                    raise StoreReadOnly(
+                        f"{self.where.store} needs {pending} schema migration(s) to reach "
+                        f"version {SCHEMA_VERSION}, but it is read-only "
+                        f"({read_only_reason(self.data_dir)}): run any `stenographer` "
+                        "command once where it is writable, then open it here again.",
+                        self.where, "open", "")
+        except BaseException:
+            self._close_connections()
+            raise
+        # A read-only store has no file to keep its runs' traces in: they are dropped.
+        # Trace writes are bookkeeping: they do not count as the calls' commits.
+        self.traces = TraceBuffer(None if self.read_only
+                                  else functools.partial(self._write, counted=False))
+        self.file_rewrite = FileRewrite(self)
 
     @property
     def vectors(self) -> VectorCache:
@@ -99,26 +133,77 @@ class Store:
 
     def _create_file(self) -> None:
         """Owner-only directory and file, created before SQLite opens it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():
-            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
-            os.close(fd)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+        except OSError as ex:
+            raise StoreError(f"cannot create {self.where.store}: {ex.strerror or ex}") from ex
+
+    def _target(self) -> tuple[bool, str, int]:
+        """Whether the store is read-only, and how connections open it: read-write, or
+        read-only when SQLite can only open it so (its file system or the file refuses
+        writes)."""
+        with self._failures("open"):
+            probe = apsw.Connection(str(self.path))
+            try:
+                read_only = probe.readonly("main")
+            finally:
+                probe.close()
+        if not read_only:
+            return False, str(self.path), apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        if Path(f"{self.path}-shm").exists():
+            # A writer may have it open through a writable path: read its log through
+            # the shared-memory index, as any reader does.
+            return True, str(self.path), apsw.SQLITE_OPEN_READONLY
+        wal = Path(f"{self.path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreReadOnly(
+                f"{self.where.store} is read-only ({read_only_reason(self.data_dir)}) and "
+                f"its log {wal} holds changes that SQLite can read only through a "
+                "shared-memory file it cannot create here: open it once where it is "
+                "writable (any `stenographer` command), then open it here again.",
+                self.where, "open", "")
+        # No log and no writer. Reading a WAL-mode file needs the shared-memory file,
+        # which a read-only directory cannot hold: the file is read as immutable.
+        uri = self.path.absolute().as_uri() + "?immutable=1"
+        return True, uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+
+    @contextmanager
+    def _failures(self, doing: Doing) -> Iterator[None]:
+        """A driver error in the block leaves it as the StoreError of its condition."""
+        try:
+            yield
+        except apsw.Error as ex:
+            mapped = storage_failure(ex, self.where, doing)
+            if mapped is None:
+                raise
+            raise mapped from ex
 
     def _open(self) -> apsw.Connection:
         try:
-            conn = apsw.Connection(str(self.path))
+            conn = apsw.Connection(self._uri, flags=self._flags)
         except apsw.Error as ex:
-            raise StoreError(f"cannot open the store {self.path}: {ex}") from ex
-        conn.set_busy_timeout(self.busy_timeout_ms)
-        conn.enable_load_extension(True)
-        conn.load_extension(vec0_path())
-        conn.enable_load_extension(False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA temp_store=MEMORY")
-        conn.execute("PRAGMA secure_delete=FAST")  # forgotten text does not linger in pages
-        conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            raise (storage_failure(ex, self.where, "open")
+                   or StoreError(f"cannot open {self.where.store}: {ex}")) from ex
+        try:
+            with self._failures("open"):
+                conn.set_busy_timeout(self.busy_timeout_ms)
+                conn.enable_load_extension(True)
+                conn.load_extension(vec0_path())
+                conn.enable_load_extension(False)
+                if not self.read_only:  # a read-only store keeps the mode it has
+                    conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous="
+                             f"{'FULL' if self.synchronous == 'full' else 'NORMAL'}")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA temp_store=MEMORY")
+                conn.execute("PRAGMA secure_delete=FAST")  # forgotten text leaves no pages
+                conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def connection(self) -> apsw.Connection:
@@ -133,14 +218,23 @@ class Store:
                 self._all.append(conn)
         return conn
 
-    @contextmanager
-    def write(self) -> Iterator[apsw.Connection]:
+    def write(self) -> AbstractContextManager[apsw.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``): committed on success, else rolled
         back, also when the COMMIT itself fails (a deferred constraint, a full disk):
         SQLite then leaves the transaction open, and every later write of this
         thread would fail to begin."""
-        conn = self.connection()
-        with self._write_lock:
+        return self._write(counted=True)
+
+    def commits(self) -> int:
+        """How many write transactions this thread has committed (stage traces aside):
+        a call that failed tells by it whether it had stored anything before."""
+        count: int = getattr(self._local, "commits", 0)
+        return count
+
+    @contextmanager
+    def _write(self, *, counted: bool) -> Iterator[apsw.Connection]:
+        conn = self._writable("write")
+        with self._write_lock, self._failures("write"):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -149,14 +243,21 @@ class Store:
                 if not conn.get_autocommit():
                     conn.execute("ROLLBACK")
                 raise
+        if counted:
+            self._local.commits = self.commits() + 1
 
     @contextmanager
     def exclusive(self) -> Iterator[apsw.Connection]:
         """This thread's connection with the process's write lock held and no
         transaction open: for statements that cannot run in one (VACUUM, checkpoints)."""
-        conn = self.connection()
-        with self._write_lock:
+        conn = self._writable("rewrite")
+        with self._write_lock, self._failures("rewrite"):
             yield conn
+
+    def _writable(self, doing: Doing) -> apsw.Connection:
+        if self.read_only:
+            raise failure("read_only", self.where, doing)
+        return self.connection()
 
     @contextmanager
     def scrubbing(self) -> Iterator[None]:
@@ -175,16 +276,24 @@ class Store:
         if not conn.get_autocommit():  # nested inside a write on this thread
             yield conn
             return
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
+        with self._failures("read"):
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
 
     def close(self) -> None:
+        """Close every connection; the stage traces still buffered are written first
+        (a StoreError if they cannot be, once the connections are closed)."""
         self.file_rewrite.close()
-        self.traces.close()
-        self._closed = True
+        try:
+            self.traces.close()
+        finally:
+            self._closed = True
+            self._close_connections()
+
+    def _close_connections(self) -> None:
         with self._all_lock:
             conns, self._all = self._all, []
         for conn in conns:

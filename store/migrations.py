@@ -36,6 +36,7 @@ __all__ = [
     "Step",
     "migrate",
     "migrate_postgres",
+    "pending_migrations",
 ]
 
 CREATE_MIGRATIONS_TABLE = """
@@ -596,13 +597,14 @@ RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},
             "postgresql": {s.version: s.name for s in POSTGRESQL_STEPS}}
 
 
-def _current(conn: apsw.Connection) -> bool:
-    """Whether every migration is recorded (read in one snapshot, no lock taken)."""
+def pending_migrations(conn: apsw.Connection) -> int:
+    """How many migrations ``migrate`` would apply, read in one snapshot without a lock
+    or a write (so a store opened read-only can tell whether it is current)."""
     with conn:  # a read transaction: both statements see the same state
         if conn.execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
-            return False
+            return SCHEMA_VERSION
         applied = {row[0] for row in conn.execute(SELECT_APPLIED)}
-    return applied >= set(range(1, SCHEMA_VERSION + 1))
+    return sum(version not in applied for version, _, _ in SQLITE_STEPS)
 
 
 def migrate(conn: apsw.Connection) -> int:
@@ -611,7 +613,7 @@ def migrate(conn: apsw.Connection) -> int:
     A store whose migrations are all recorded is opened without a write transaction:
     every process (a hook's included) opens the store, and a reader must not wait for
     another process's long write to answer."""
-    if _current(conn):
+    if not pending_migrations(conn):
         return SCHEMA_VERSION
     conn.execute(CREATE_MIGRATIONS_TABLE)
     for version, name, step in SQLITE_STEPS:

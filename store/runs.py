@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 PRUNE_EVERY = 64  # prune once every this many saved runs: O(1) amortised per run
+# Traces waiting while the store refuses writes (a full disk): the oldest are dropped.
+MAX_PENDING = 10_000
 
 INSERT_RUN = """
 INSERT INTO runs(run_id, graph, status, started_at, duration_ms, trace)
@@ -142,10 +144,10 @@ class TraceBuffer:
     A run does not pay for a commit of its own trace; a trace reaches the file within
     ``interval`` seconds, or at ``flush()`` (the store calls it on close and before it
     reads traces). A process killed with SIGKILL loses at most that window of traces,
-    never a turn.
+    never a turn. With no ``write`` (a read-only store) traces are not kept.
     """
 
-    def __init__(self, write: Any, interval: float = 0.25) -> None:
+    def __init__(self, write: Any | None, interval: float = 0.25) -> None:
         self._write = write  # Store.write
         self._interval = interval
         self._items: list[tuple[dict[str, Any], float, int]] = []
@@ -156,7 +158,11 @@ class TraceBuffer:
         self._thread: threading.Thread | None = None
 
     def add(self, trace: dict[str, Any], started_at: float, retention: int) -> None:
+        if self._write is None:
+            return
         with self._lock:
+            if len(self._items) >= MAX_PENDING:
+                del self._items[:len(self._items) + 1 - MAX_PENDING]
             self._items.append((trace, started_at, retention))
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -177,7 +183,7 @@ class TraceBuffer:
         with self._flush_lock:
             with self._lock:
                 items, self._items = self._items, []
-            if not items:
+            if not items or self._write is None:
                 return
             try:
                 with self._write() as conn:

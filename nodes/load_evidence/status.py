@@ -38,13 +38,17 @@ def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
         rewrite, rewrite_text = _rewrite(rewrite_status(conn))
         capture, capture_text = capture_summary(conn, state.ctx.store.data_dir)
         delivery, delivery_text = delivery_summary(conn, state.ctx.settings.sync_peer)
+    read_only = state.ctx.store.read_only
     status = {
-        "store": {"path": state.ctx.store.location, **counts, "rewrite": rewrite},
+        "store": {"path": state.ctx.store.location, "read_only": read_only, **counts,
+                  "rewrite": rewrite},
         "capture": capture,
         "delivery": delivery,
     }
     text = (
-        f"Store {status['store']['path']}: {counts['exchanges']} exchanges in "
+        f"Store {status['store']['path']}"
+        f"{' (read-only: calls that write are refused)' if read_only else ''}: "
+        f"{counts['exchanges']} exchanges in "
         f"{counts['sessions']} sessions ({counts['uncompressed']} uncompressed), "
         f"{counts['briefs']} briefs, {counts['milestones']} milestones, "
         f"{counts['database_bytes']:,} bytes{rewrite_text} | {capture_text} | {delivery_text}"

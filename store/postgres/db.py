@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from store.errors import StoreError
+from store.errors import Doing, StoreError, Where, storage_failure
 from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
 from store.postgres.vectors import PgVectorCache
@@ -49,14 +49,18 @@ class PgStore:
     """A PostgreSQL database shared by any number of server processes. Thread-safe."""
 
     dialect = "postgresql"
+    read_only = False
 
     def __init__(self, url: str, *, data_dir: Path, vector_dim: int = 256,
                  pool_max: int = POOL_MAX) -> None:
         self.url = url
         self.location = redact_url(url)
         self.data_dir = data_dir
+        # A lock wait ends at the server's lock_timeout (none by default), not here.
+        self.where = Where(f"the database {self.location}", None, 0)
         self.vectors: VectorCache = PgVectorCache(vector_dim)
-        self.traces = TraceBuffer(self.write)
+        # Trace writes are bookkeeping: they do not count as the calls' commits.
+        self.traces = TraceBuffer(lambda: self._transaction("BEGIN", "write", counted=False))
         self.file_rewrite = FileRewrite(self)
         self._local = threading.local()
         options: dict[str, Any] = {
@@ -68,8 +72,9 @@ class PgStore:
             with psycopg.connect(url, **options) as raw:
                 self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
         except psycopg.Error as ex:
-            raise StoreError(f"cannot open the database {self.location}: "
-                             f"{self._scrub(str(ex).strip())}") from ex
+            raise (storage_failure(ex, self.where, "open")
+                   or StoreError(f"cannot open the database {self.location}: "
+                                 f"{self._scrub(str(ex).strip())}")) from ex
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url, min_size=1, max_size=pool_max, open=True, name="stenographer",
             kwargs=options, timeout=POOL_WAIT_S)
@@ -80,12 +85,13 @@ class PgStore:
         return message.replace(password, "***") if password else message
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[PgConnection]:
+    def _transaction(self, begin: str, doing: Doing, *, counted: bool = False
+                     ) -> Iterator[PgConnection]:
         current: PgConnection | None = getattr(self._local, "conn", None)
         if current is not None:  # nested in this thread's open transaction
             yield current
             return
-        with self._borrowed() as raw:
+        with self._borrowed(doing) as raw:
             conn = PgConnection(raw)
             conn.execute(begin)
             self._local.conn = conn
@@ -98,37 +104,52 @@ class PgStore:
                 raise
             self._local.conn = None
             conn.execute("COMMIT")
+        if counted:
+            self._local.commits = self.commits() + 1
+
+    def commits(self) -> int:
+        """How many write transactions this thread has committed (stage traces aside):
+        a call that failed tells by it whether it had stored anything before."""
+        count: int = getattr(self._local, "commits", 0)
+        return count
 
     @contextmanager
-    def _borrowed(self) -> Iterator[psycopg.Connection[Any]]:
+    def _borrowed(self, doing: Doing) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection; a lost server or an exhausted pool is a StoreError that
-        names the database (without its password)."""
+        names the database (without its password), and so is a storage condition (a
+        full disk, a read-only server, an I/O error, damage, a lock wait that ran out)."""
         try:
             with self._pool.connection() as raw:
                 yield raw
-        except PoolTimeout as ex:
-            raise StoreError(f"no free connection to {self.location} within "
-                             f"{POOL_WAIT_S} s ({POOL_MAX} in use)") from ex
-        except psycopg.OperationalError as ex:
-            raise StoreError(f"the database {self.location} failed: "
-                             f"{self._scrub(str(ex))}") from ex
+        except psycopg.Error as ex:
+            mapped = storage_failure(ex, self.where, doing)
+            if mapped is not None:
+                raise mapped from ex
+            if isinstance(ex, PoolTimeout):
+                raise StoreError(f"no free connection to {self.location} within "
+                                 f"{POOL_WAIT_S} s ({POOL_MAX} in use)") from ex
+            if isinstance(ex, psycopg.OperationalError):
+                raise StoreError(f"the database {self.location} failed: "
+                                 f"{self._scrub(str(ex))}") from ex
+            raise
 
     @contextmanager
     def write(self) -> Iterator[PgConnection]:
         """One write transaction: committed on success, else rolled back."""
-        with self._transaction("BEGIN") as conn:
+        with self._transaction("BEGIN", "write", counted=True) as conn:
             yield conn
 
     @contextmanager
     def read(self) -> Iterator[PgConnection]:
         """A consistent snapshot for several reads."""
-        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn:
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                               "read") as conn:
             yield conn
 
     @contextmanager
     def exclusive(self) -> Iterator[PgConnection]:
         """A connection with no transaction open (maintenance statements)."""
-        with self._borrowed() as raw:
+        with self._borrowed("rewrite") as raw:
             yield PgConnection(raw)
 
     @contextmanager
@@ -138,6 +159,10 @@ class PgStore:
         yield
 
     def close(self) -> None:
+        """Close the pool; the stage traces still buffered are written first (a
+        StoreError if they cannot be, once the pool is closed)."""
         self.file_rewrite.close()
-        self.traces.close()
-        self._pool.close()
+        try:
+            self.traces.close()
+        finally:
+            self._pool.close()

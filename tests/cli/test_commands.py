@@ -163,9 +163,14 @@ def test_unusable_store_exits_2(tmp_path: Path) -> None:
     data_dir.mkdir(mode=0o700)
     (data_dir / "steno.db").write_bytes(b"this is not a database" * 200)
     result = run_cli(data_dir, "status", "--json")
-    assert result.code == 2
-    assert result.json()["error"]["code"] == "steno.store"
-    assert "cannot be used" in result.err
+    assert result.code == 2 and "Traceback" not in result.err
+    error = result.json()["error"]
+    assert error["code"] == "steno.store.corrupt"
+    assert error["message"].startswith(
+        f"the store {data_dir / 'steno.db'} is damaged (file is not a database): the store "
+        "could not be opened. Run `stenographer audit` and `stenographer doctor`; restore "
+        "it from a backup if they fail."), error
+    assert result.err == f"stenographer: {error['message']}\n"
 
 
 def test_data_dir_that_cannot_be_created_exits_2(tmp_path: Path) -> None:
