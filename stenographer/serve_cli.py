@@ -55,7 +55,12 @@ def build_server_parser() -> argparse.ArgumentParser:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from stenographer.cli import EXIT_OK, CliError
+    from stenographer.settings import Settings
 
+    # An invalid setting stops every way of starting the server here (exit 2, naming
+    # it and what is valid), before it serves: a host shows that in its log, where
+    # tool calls that all fail would blame the store.
+    settings = Settings.from_env()
     if not args.http:
         if args.host is not None or args.port is not None:
             raise CliError("--host and --port need --http or --sse (stdio has no address)")
@@ -63,9 +68,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         serve_stdio()
         return EXIT_OK
-    from stenographer.settings import Settings
-
-    settings = Settings.from_env()
     try:
         from stenographer.http import serve_http
     except ModuleNotFoundError as ex:
