@@ -98,7 +98,7 @@ async def http_server(data_dir: Path) -> AsyncIterator[str]:
     stderr_path = data_dir.parent / f"{data_dir.name}-http-stderr.log"
     with stderr_path.open("wb") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "stenographer", "serve", "--http",
-                                 "--port", str(port)], env=env,
+                                 "--port", str(port), "--no-token"], env=env,
                                 cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=stderr)
     try:

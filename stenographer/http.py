@@ -11,12 +11,11 @@ Every request, on every path, passes three checks in this order:
 1. Host and Origin against an allowlist (421 / 403): the loopback names on the bound
    port plus STENO_ALLOWED_HOSTS / STENO_ALLOWED_ORIGINS. Always on: the SDK turns this
    protection off when bound to 0.0.0.0 unless it is given settings, so it is given them.
-2. ``Authorization: Bearer <token>`` when a token is configured (401), on loopback too.
+2. ``Authorization: Bearer <token>`` (401), on loopback too, unless ``--no-token``:
+   the token ``stenographer.http_auth.http_auth`` settles on (configured, else
+   generated into the data directory), which also refuses unsafe bind addresses
+   before anything is bound.
 3. While shutting down, 503 (no new work is accepted).
-
-A bind address other than loopback needs a token and both allowlists, or
-``HttpConfigError`` (a ``SettingsError``: the CLI prints it and exits 2) is raised before
-anything is bound.
 
 Shutdown (SIGINT or SIGTERM): new requests get 503; the tool calls in flight, on every
 transport, finish and deliver their replies (at most ``SHUTDOWN_GRACE_S``); then the
@@ -28,11 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import signal
 import socket
-import stat
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -57,9 +53,17 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from stenographer.http_auth import (
+    TOKEN_FILE,
+    HttpConfigError,
+    http_auth,
+    is_loopback,
+    say,
+    warn_readable,
+)
 from stenographer.inspector.api import inspector_app
 from stenographer.server import AppLoader, mcp
-from stenographer.settings import Settings, SettingsError
+from stenographer.settings import Settings
 from stenographer.sync_http import sync_routes
 
 if TYPE_CHECKING:
@@ -80,38 +84,6 @@ DEFAULT_HTTP_PORT = 8765
 SHUTDOWN_GRACE_S = 30.0  # longest wait for in-flight tool calls after SIGINT/SIGTERM
 STREAMS_GRACE_S = 10  # then the longest wait for open connections to close
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-class HttpConfigError(SettingsError):
-    """The HTTP server cannot start as configured (the CLI exits 2)."""
-
-
-# --- configuration ------------------------------------------------------------------------
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address only accepts connections from this machine."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name other than localhost may resolve anywhere
-        return False
-
-
-def check_bind(settings: Settings, host: str) -> None:
-    """Refuse a non-loopback bind address unless a token and both allowlists are set."""
-    if is_loopback(host):
-        return
-    missing = [name for name, value in (
-        ("a bearer token (STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE)", settings.http_token),
-        ("STENO_ALLOWED_HOSTS (comma-separated host:port)", settings.allowed_hosts),
-        ("STENO_ALLOWED_ORIGINS (comma-separated http(s)://host:port)",
-         settings.allowed_origins),
-    ) if not value]
-    if missing:
-        raise HttpConfigError(
-            f"refusing to serve HTTP on {host}, which is reachable from other machines, "
-            f"without {' and '.join(missing)}. Bind 127.0.0.1 (the default) or set them.")
 
 
 def transport_security(settings: Settings, port: int) -> TransportSecuritySettings:
@@ -203,7 +175,9 @@ class _Guard:
         if refusal is None and not self._authorized(request.headers.get("authorization")):
             refusal = JSONResponse(
                 {"error": "invalid_token",
-                 "error_description": "send Authorization: Bearer <STENO_HTTP_TOKEN>"},
+                 "error_description": "send Authorization: Bearer <token> (the server's "
+                                      "STENO_HTTP_TOKEN, or its data directory's "
+                                      f"{TOKEN_FILE} file)"},
                 status_code=401, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         if refusal is None and self.drain.draining:
             refusal = PlainTextResponse("The server is shutting down.", status_code=503,
@@ -288,8 +262,8 @@ class _SseConnection:
                                       init_options=server.create_initialization_options())
 
 
-def _build(settings: Settings, host: str, port: int) -> tuple[Starlette, _Drain]:
-    check_bind(settings, host)
+def _build(settings: Settings, host: str, port: int, token: str | None
+           ) -> tuple[Starlette, _Drain]:
     security = transport_security(settings, port)
     max_body = _max_body_bytes(settings)
     if TOOL_CALLS not in mcp.middleware:  # once per process; counting is all it does
@@ -321,15 +295,17 @@ def _build(settings: Settings, host: str, port: int) -> tuple[Starlette, _Drain]
         *sync_routes(shared.app),  # export/import between instances (stenographer.sync)
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_Guard, security=security, token=settings.http_token, drain=drain)
+    app.add_middleware(_Guard, security=security, token=token, drain=drain)
     return app, drain
 
 
-def build_http_app(settings: Settings, *, host: str, port: int) -> Starlette:
+def build_http_app(settings: Settings, *, host: str, port: int, no_token: bool = False
+                   ) -> Starlette:
     """The ASGI app for a server bound to ``host``:``port`` (the port goes into the
-    Host/Origin allowlist; 0 allows any port). Raises ``HttpConfigError`` when a
-    non-loopback ``host`` lacks a token or an allowlist. Its lifespan opens the store."""
-    return _build(settings, host, port)[0]
+    Host/Origin allowlist; 0 allows any port), requiring the token ``http_auth`` gives.
+    Raises ``HttpConfigError`` when a non-loopback ``host`` lacks a token or an
+    allowlist. Its lifespan opens the store."""
+    return _build(settings, host, port, http_auth(settings, host, no_token=no_token)[0])[0]
 
 
 # --- serving ----------------------------------------------------------------------------------
@@ -372,10 +348,10 @@ class _Server(uvicorn.Server):
         if self.drain.draining and not self.should_exit:
             if not self.announced:
                 self.announced = True
-                _say(f"shutting down: refusing new requests; {self.drain.in_flight()}")
+                say(f"shutting down: refusing new requests; {self.drain.in_flight()}")
             if self.drain.done():
                 if time.monotonic() >= self.drain.deadline:
-                    _say(f"{self.drain.in_flight()} after {SHUTDOWN_GRACE_S:g} s; "
+                    say(f"{self.drain.in_flight()} after {SHUTDOWN_GRACE_S:g} s; "
                          "closing anyway")
                 self.should_exit = True
         return await super().on_tick(counter)
@@ -383,11 +359,7 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
-            _say(self.banner)
-
-
-def _say(message: str) -> None:
-    print(f"stenographer: {message}", file=sys.stderr, flush=True)
+            say(self.banner)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -406,34 +378,23 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _warn_token_file(settings: Settings) -> None:
-    path = settings.http_token_file
-    if path is None:
-        return
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError:  # read a moment ago by Settings.from_env; nothing to warn about now
-        return
-    if mode & 0o077:
-        _say(f"warning: the token file {path} can be read by other users "
-             f"(mode {mode:04o}); run: chmod 600 {path}")
-
-
 def serve_http(settings: Settings, *, host: str = DEFAULT_HTTP_HOST,
-               port: int = DEFAULT_HTTP_PORT) -> None:
+               port: int = DEFAULT_HTTP_PORT, no_token: bool = False) -> None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully and return.
 
     Raises ``HttpConfigError`` (before binding) when the configuration is refused or the
     address cannot be bound.
     """
-    check_bind(settings, host)
-    _warn_token_file(settings)
+    token, auth_note = http_auth(settings, host, no_token=no_token)
+    if settings.http_token_file is not None:
+        warn_readable(settings.http_token_file)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    app, drain = _build(settings, host, bound)
+    app, drain = _build(settings, host, bound, token)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     base = f"http://{shown}:{bound}"
-    notes = ["bearer token required" if settings.http_token else "no token"]
+    say(auth_note)
+    notes = ["bearer token required" if token else "no token"]
     if not is_loopback(host):
         notes.append("plain HTTP: put TLS in front when crossing a network")
     banner = (f"serving MCP at {base}/mcp (Streamable HTTP) and {base}/sse "

@@ -4,7 +4,8 @@
 ``stenographer serve [OPTIONS]`` parse the same options and run ``cmd_serve``: no
 option serves stdio (what MCP hosts launch); ``--http`` or ``--sse`` (the original
 server's spelling) serves Streamable HTTP at ``/mcp`` and legacy SSE at ``/sse`` on
-loopback by default, with the same checks and bearer token whichever name started it.
+loopback by default, with the same checks and bearer token whichever name started it
+(``--no-token`` serves HTTP without one, on loopback only).
 Anything else is refused at once (exit 2) with a usage line.
 """
 
@@ -21,9 +22,11 @@ __all__ = ["PORT", "add_serve_command", "build_server_parser", "cmd_serve"]
 DESCRIPTION = (
     "Run the Omega Stenographer MCP server. Without options: stdio, what MCP hosts launch "
     "(it exits at end of input, once every request read is answered). With --http (or "
-    "--sse): Streamable HTTP at /mcp plus legacy SSE at /sse, on 127.0.0.1 by default; the "
-    "bearer token comes from STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE, never from the "
-    "command line, and any non-loopback --host requires it.")
+    "--sse): Streamable HTTP at /mcp plus legacy SSE at /sse, on 127.0.0.1 by default, "
+    "requiring a bearer token: STENO_HTTP_TOKEN or STENO_HTTP_TOKEN_FILE (never from the "
+    "command line; any non-loopback --host requires it), else one generated on the first "
+    "start into the owner-only file http_token in the data directory (its path and use "
+    "are printed on stderr).")
 
 PORT = ranged(int, 0, 65535, "", "; 0 picks a free port")  # an argparse type
 
@@ -33,6 +36,9 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
                         help="serve Streamable HTTP and SSE instead of stdio")
     parser.add_argument("--host", help="address to bind with --http (default 127.0.0.1)")
     parser.add_argument("--port", type=PORT, help="port with --http (default 8765)")
+    parser.add_argument("--no-token", action="store_true",
+                        help="with --http on a loopback address: require no token (every "
+                             "local user can then call every tool)")
     parser.set_defaults(fn=cmd_serve)
 
 
@@ -64,6 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.http:
         if args.host is not None or args.port is not None:
             raise CliError("--host and --port need --http or --sse (stdio has no address)")
+        if args.no_token:
+            raise CliError("--no-token needs --http or --sse (stdio has no token)")
         from stenographer.server import serve_stdio
 
         serve_stdio()
@@ -79,5 +87,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         address["host"] = args.host
     if args.port is not None:
         address["port"] = args.port
-    serve_http(settings, **address)
+    serve_http(settings, no_token=args.no_token, **address)
     return EXIT_OK

@@ -38,6 +38,8 @@ __all__ = [
     "DEFAULT_TRACE_RETENTION",
     "DEFAULT_TURN_LIMIT",
     "DEFAULT_VECTOR_DIM",
+    "MIN_TOKEN_CHARS",
+    "TOKEN_RE",
     "Settings",
     "SettingsError",
 ]
@@ -290,7 +292,7 @@ def _secret_patterns(raw: str | None) -> tuple[str, ...]:
 # --- HTTP transport -------------------------------------------------------------------------
 
 MIN_TOKEN_CHARS = 16
-_TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: it travels in an HTTP header
+TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: it travels in an HTTP header
 _HOSTNAME = r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)"
 _HOST_RE = re.compile(rf"{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
 _ORIGIN_RE = re.compile(rf"https?://{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
@@ -336,7 +338,7 @@ def _http_token(env: Mapping[str, str]) -> str | None:
     value, name = _value_or_file(env, "STENO_HTTP_TOKEN", "STENO_HTTP_TOKEN_FILE")
     if not value:
         return None
-    if len(value) < MIN_TOKEN_CHARS or not _TOKEN_RE.fullmatch(value):
+    if len(value) < MIN_TOKEN_CHARS or not TOKEN_RE.fullmatch(value):
         raise SettingsError(
             f"{name} is not valid: use at least {MIN_TOKEN_CHARS} visible ASCII characters "
             "without spaces (e.g. the output of `openssl rand -hex 32`)")
@@ -463,6 +465,6 @@ def _sync_token(env: Mapping[str, str]) -> str | None:
     """The bearer token sent to peers: STENO_SYNC_TOKEN or the file STENO_SYNC_TOKEN_FILE
     names (the peer's STENO_HTTP_TOKEN). Never quoted in an error."""
     value, _ = _value_or_file(env, "STENO_SYNC_TOKEN", "STENO_SYNC_TOKEN_FILE")
-    if value and not _TOKEN_RE.fullmatch(value):
+    if value and not TOKEN_RE.fullmatch(value):
         raise SettingsError("the sync token is not valid: visible ASCII without spaces")
     return value or None

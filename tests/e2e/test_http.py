@@ -5,7 +5,9 @@ initialize handshake.
 
 Covered: the six tools (and a resource) on both transports against one store opened
 once; Host and Origin checks (421 / 403) on every path; the bearer token (401 without it
-or with a wrong one, on every path, loopback included); the refusal to bind a
+or with a wrong one, on every path, loopback included); a token generated into an
+owner-only file of the data directory when none is configured, and `--no-token` (loopback
+only) to serve without one; the refusal to bind a
 non-loopback address without a token and both allowlists (exit 2); the checks kept on
 when bound to 0.0.0.0; and SIGTERM with a tool call in flight on each transport: both
 replies arrive, the process exits 0 and the reopened store holds every acknowledged
@@ -19,6 +21,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -42,7 +45,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from stenographer.http import HttpConfigError, check_bind, is_loopback
+from stenographer.http_auth import TOKEN_FILE, HttpConfigError, check_bind, is_loopback
 from stenographer.settings import Settings, SettingsError
 from tests.e2e.support import (
     GUARD,
@@ -72,9 +75,9 @@ TRANSPORTS = [(t, m) for t in ("http", "sse") for m in ("auto", "legacy")]
 PATHS = ("/mcp", "/sse", "/messages/?session_id=" + "0" * 32, "/inspect/", "/inspect/api/sessions")
 
 
-def serve_command(host: str, port: int) -> list[str]:
+def serve_command(host: str, port: int, *args: str) -> list[str]:
     return [sys.executable, "-m", "stenographer", "serve", "--http", "--host", host,
-            "--port", str(port)]
+            "--port", str(port), *args]
 
 
 # --- the server process ------------------------------------------------------------------------
@@ -131,13 +134,14 @@ class HttpServer:
                                  f"{self.stderr()}") from None
 
 
-def launch(data_dir: Path, *, host: str = "127.0.0.1", **env: str) -> HttpServer:
+def launch(data_dir: Path, *, host: str = "127.0.0.1", args: tuple[str, ...] = (),
+           **env: str) -> HttpServer:
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     stderr_path = data_dir.parent / f"{data_dir.name}-stderr.log"
     with stderr_path.open("wb") as stderr:
         proc = subprocess.Popen(
-            serve_command(host, port),
+            serve_command(host, port, *args),
             env=get_default_environment() | server_env(data_dir, **env), cwd=str(REPO_ROOT),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     return HttpServer(proc, port, data_dir, stderr_path)
@@ -163,8 +167,8 @@ def token_file(directory: Path, mode: int) -> Path:
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """127.0.0.1, no token."""
-    with running(tmp_path_factory.mktemp("http") / "data") as server:
+    """127.0.0.1, no token (--no-token)."""
+    with running(tmp_path_factory.mktemp("http") / "data", args=("--no-token",)) as server:
         yield server
 
 
@@ -363,6 +367,66 @@ async def test_missing_or_wrong_token_gets_401_on_every_path(guarded: HttpServer
         assert r.status_code == 200  # the scheme is case-insensitive (RFC 9110)
 
 
+async def test_without_a_configured_token_one_is_generated_into_an_owner_only_file(
+        tmp_path: Path):
+    data = tmp_path / "data"
+    path = data / TOKEN_FILE
+    with running(data) as server:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        token = path.read_text().strip()
+        assert re.fullmatch(r"[0-9a-f]{64}", token), token
+        async with httpx.AsyncClient(timeout=CALL_TIMEOUT) as http:
+            for url in (server.url("/inspect/api/sessions"), server.url("/sync/pull")):
+                r = await http.get(url)
+                assert r.status_code == 401, (url, r.text)
+                assert TOKEN_FILE in r.json()["error_description"]
+                r = await http.get(url, headers={"Authorization": f"Bearer {token}"})
+                assert r.status_code == 200, (url, r.text)
+        async with connect(server, "http", token=token) as client:
+            await ok(client, STATUS)
+        with anyio.fail_after(CALL_TIMEOUT), pytest.raises((BaseExceptionGroup, MCPError)):
+            async with connect(server, "http"):
+                pass
+    stderr = server.stderr()
+    assert f"bearer token required: generated into {path} (owner-only)" in stderr
+    assert f'curl -H "Authorization: Bearer $(cat {path})"' in stderr
+    assert token not in stderr
+
+    with running(data) as again:  # kept: clients configured once keep working
+        async with connect(again, "http", token=token) as client:
+            await ok(client, STATUS)
+    assert f"bearer token required: read from {path}" in again.stderr()
+    assert path.read_text().strip() == token
+
+
+async def test_no_token_serves_loopback_without_one_and_makes_no_token_file(
+        plain: HttpServer):
+    async with httpx.AsyncClient(timeout=CALL_TIMEOUT) as http:
+        assert (await http.get(plain.url("/inspect/api/sessions"))).status_code == 200
+    assert not (plain.data_dir / TOKEN_FILE).exists()
+    assert "no token (--no-token): every user of this machine can call" in plain.stderr()
+
+
+NO_TOKEN_REFUSALS = [
+    ("0.0.0.0", {"STENO_ALLOWED_HOSTS": "steno.test:1",
+                 "STENO_ALLOWED_ORIGINS": "http://steno.test:1"},
+     "--no-token is refused on 0.0.0.0, which is reachable from other machines"),
+    ("::", {}, "--no-token is refused on ::, which is reachable from other machines"),
+    ("127.0.0.1", {"STENO_HTTP_TOKEN": TOKEN},
+     "--no-token conflicts with the configured bearer token"),
+]
+
+
+@pytest.mark.parametrize(("host", "env", "message"), NO_TOKEN_REFUSALS)
+async def test_no_token_is_refused_off_loopback_and_with_a_configured_token(
+        tmp_path: Path, host: str, env: dict[str, str], message: str):
+    done = await anyio.to_thread.run_sync(
+        lambda: run_to_exit(tmp_path / "data", host, "--no-token", **env))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"stenographer: {message}"), done.stderr
+    assert not (tmp_path / "data" / "steno.db").exists()
+
+
 def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in leaves(inner)]
@@ -387,10 +451,11 @@ async def test_sdk_client_needs_the_token(guarded: HttpServer, transport: str):
 
 # --- bind addresses ---------------------------------------------------------------------------
 
-def run_to_exit(data_dir: Path, host: str, **env: str) -> subprocess.CompletedProcess[str]:
+def run_to_exit(data_dir: Path, host: str, *args: str, **env: str
+                ) -> subprocess.CompletedProcess[str]:
     data_dir.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
-        serve_command(host, free_port()),
+        serve_command(host, free_port(), *args),
         env=get_default_environment() | server_env(data_dir, **env), cwd=str(REPO_ROOT),
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_TIMEOUT)
 
@@ -639,7 +704,7 @@ async def test_sigterm_finishes_calls_in_flight_and_keeps_every_acknowledged_tur
     http: a large ingest over Streamable HTTP whose head has passed every check (the
     server answered 100 Continue) and whose body is sent after the signal.
     """
-    server = launch(tmp_path / "data", STENO_MAX_CONTENT_CHARS="4000000")
+    server = launch(tmp_path / "data", args=("--no-token",), STENO_MAX_CONTENT_CHARS="4000000")
     await anyio.to_thread.run_sync(server.wait_listening)
     acked: dict[int, str] = {}  # exchange id -> run id of its trace
     session = word()
