@@ -103,7 +103,7 @@ class Where:
 
     store: str  # "the store /x/steno.db" or "the database postgresql://u:***@h/db"
     directory: Path | None  # the SQLite file's directory; None for a database server
-    busy_wait_s: float  # how long a writer waits for another process's lock
+    busy_wait_s: float | None  # how long a writer waits for a lock; None: the server's
 
     @property
     def disk(self) -> str:
@@ -224,7 +224,8 @@ def failure(condition: Condition, where: Where, doing: Doing, detail: str = ""
         return StoreCorrupt(f"{where.store} is damaged ({detail}): {outcome}. Run "
                             "`stenographer audit` and `stenographer doctor`; restore it "
                             "from a backup if they fail.", where, doing, detail)
-    return StoreBusy(f"{where.store} stayed locked by another process for more than "
-                     f"{where.busy_wait_s:g} s: {outcome}. Try again once that process "
-                     "(a long forget, graphrag extract, migrate or import) is done.",
-                     where, doing, detail)
+    waited = ("longer than the server's lock_timeout" if where.busy_wait_s is None
+              else f"for more than {where.busy_wait_s:g} s")
+    return StoreBusy(f"{where.store} stayed locked by another process {waited}: "
+                     f"{outcome}. Try again once that process (a long forget, graphrag "
+                     "extract, migrate or import) is done.", where, doing, detail)

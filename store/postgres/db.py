@@ -57,7 +57,7 @@ class PgStore:
         self.location = redact_url(url)
         self.data_dir = data_dir
         # A lock wait ends at the server's lock_timeout (none by default), not here.
-        self.where = Where(f"the database {self.location}", None, 0)
+        self.where = Where(f"the database {self.location}", None, None)
         self.vectors: VectorCache = PgVectorCache(vector_dim)
         # Trace writes are bookkeeping: they do not count as the calls' commits.
         self.traces = TraceBuffer(lambda: self._transaction("BEGIN", "write", counted=False))
