@@ -16,7 +16,7 @@ import pytest
 
 from stenographer.doctor import check_postgres, check_python
 from store.backend import open_store
-from store.postgres.schema import PG_SCHEMA_VERSION
+from store.migrations import POSTGRESQL_STEPS
 from tests.cli.conftest import run_cli
 
 NAMES = ["python", "settings", "sqlite", "sqlite-vec", "data directory", "writable",
@@ -128,7 +128,7 @@ def test_doctor_checks_the_database_version_pgvector_and_schema(
     text = run_cli(fresh, "doctor", STENO_DATABASE_URL=url)
     assert text.code == 0 and "All checks passed." in text.out
     assert "✓ vector extension: pgvector 0.8" in text.out and "is installed" in text.out
-    assert f"✓ migrations: schema version {PG_SCHEMA_VERSION} is current" in text.out
+    assert f"✓ migrations: schema version {len(POSTGRESQL_STEPS)} is current" in text.out
     assert PASSWORD not in text.out + text.err + result.out + result.err
     assert not fresh.exists(), "doctor creates nothing"
 
