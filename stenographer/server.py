@@ -224,8 +224,10 @@ async def get_brief(session_id: SessionId, ctx: Context[AppLoader], max_chars: M
 
     Use it to catch up on a whole session; use stenographer_query_history to find
     specific turns, and stenographer_compact_guard right before compaction. The reply
-    fits max_chars (default 8000); what did not fit is counted at the end. Read-only.
-    An unknown session gives notes that say nothing is recorded.
+    fits max_chars (default 8000): items are kept whole (the newest first), and each
+    section says what it left out, e.g. "… 3 more decisions (#12, #40, #41) left out:
+    raise max_chars". Read-only. An unknown session gives notes that say nothing is
+    recorded.
     """
     out, trace = await _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
     return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))

@@ -32,7 +32,7 @@ TOP_BRIEFS = 3
 PROJECT_DECISIONS = 8  # per previous session, at startup
 ITEM_CHARS = 220
 ASK_CHARS = 300
-NOTE = ("… {omitted} more item(s) left out to stay within {max_chars:,} characters: "
+NOTE = ("… {more} left out to stay within {max_chars:,} characters: "
         "stenographer_query_history finds them")
 
 # Sections in reading order.
@@ -67,7 +67,7 @@ class _Plan:
     left_out: int = 0
 
     def __post_init__(self) -> None:
-        self.budget = Budget(self.max_chars)
+        self.budget = Budget(self.max_chars, NOTE)
 
     def _heading(self, session: int, section: int, shown: int | None) -> str:
         """A section's heading with its count; ``shown`` None: the longest it can be."""

@@ -218,7 +218,7 @@ async def test_get_brief_sections_citations_and_budget(conn: Conn):
 
     small = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 500}))
     assert len(small) <= 500
-    assert "omitted to stay within 500 characters" in small
+    assert "… 1 brief (brief " in small  # what did not fit is named
     assert f"#{ids[-1]}" in small  # the newest turn is what a short budget keeps
 
 
@@ -229,7 +229,7 @@ async def test_get_brief_default_budget_holds_for_long_turns(conn: Conn):
         await ingest(conn, session, f"{i} {long_turn}")
     markdown = text(await conn.ok(NOTES, {"session_id": session}))
     assert len(markdown) <= 8_000
-    assert "more line(s) omitted to stay within 8,000 characters" in markdown
+    assert re.search(r"^… \d+ more .+ \(.+\) left out: raise max_chars$", markdown, re.M)
     big = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 200_000}))
     assert len(big) > len(markdown)
     assert len(brief_headers(big)) == 8
@@ -241,7 +241,85 @@ async def test_get_brief_default_budget_holds_for_long_turns(conn: Conn):
         for tool in (NOTES, GUARD):
             reply = text(await conn.ok(tool, {"session_id": session, "max_chars": budget}))
             assert len(reply) <= budget, (tool, budget)
-            assert f"omitted to stay within {budget:,} characters" in reply
+            assert re.search(r"^… .+ left out(?: to stay within [\d,]+ characters)?: raise "
+                             r"max_chars$", reply, re.M), (tool, budget)
+
+
+HEADING_LEVELS = ((re.compile(r"^## "), 2.0), (re.compile(r"^### "), 3.0),
+                  (re.compile(r"^Turns #\d+"), 3.5), (re.compile(r"^[A-Z][a-z]+:$"), 4.0))
+LEFT_OUT_NOTE = re.compile(
+    r"^… \d[\d,]* .+ \((?:…|#\d+|brief \d+)(?:, (?:…|#\d+|brief \d+))*\) left out: "
+    r"raise max_chars$")
+LEFT_OUT_LINE = re.compile(r"^… \d[\d,]* .+ left out to stay within [\d,]+ characters: "
+                           r"raise max_chars$")
+
+
+def _level(line: str) -> float | None:
+    """How deep a heading or label is (None: an item, a note or a line of text)."""
+    return next((level for pattern, level in HEADING_LEVELS if pattern.match(line)), None)
+
+
+def _sections(markdown: str) -> dict[str, list[str]]:
+    """The lines under each `## ` heading."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in markdown.splitlines()[1:]:
+        if line.startswith("## "):
+            current = line
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return out
+
+
+NOUNS = {"## Milestones": "milestone", "## Compressed briefs": "brief",
+         "## Recent exchanges (uncompressed)": "exchange"}
+
+
+async def test_get_brief_small_budgets_cut_whole_items_and_say_what_was_left_out(conn: Conn):
+    session = word()
+    contents = [f"Decision: adopt the {session} component {i} for stage {i} of the ingest "
+                f"pipeline, with caching and retries" if i % 2 else
+                f"{session} note {i} about wiring the pipeline stages together" for i in range(20)]
+    ids = [r["exchange_id"] for r in await ingest_many(conn, session, contents)]
+    for i in (3, 5, 17, 18):  # two compressed turns, two live ones
+        await conn.ok(MILESTONE, {"session_id": session, "exchange_id": ids[i],
+                                  "label": f"stage {i} reached"})
+    full = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 200_000}))
+    assert "left out" not in full
+    full_lines = set(full.splitlines())
+    full_sections = _sections(full)
+    assert set(full_sections) == set(NOUNS)
+
+    for budget in (500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500, 3_000):
+        markdown = text(await conn.ok(NOTES, {"session_id": session, "max_chars": budget}))
+        assert len(markdown) <= budget
+        lines = markdown.splitlines()
+        for n, line in enumerate(lines):
+            if line.startswith("… "):  # a note of what was left out, in its own words
+                assert LEFT_OUT_NOTE.match(line) or (
+                    LEFT_OUT_LINE.match(line) and n == len(lines) - 1), (budget, line)
+                continue
+            assert line in full_lines, (budget, line)  # whole items, never half of one
+            level = _level(line)
+            if level is not None:  # never an empty heading, never a label alone
+                after = lines[n + 1] if n + 1 < len(lines) else None
+                assert after is not None, (budget, line)
+                deeper = _level(after)
+                assert deeper is None or deeper > level, (budget, line, after)
+        cut = _sections(markdown)
+        for heading, items in full_sections.items():
+            missing = [i for i in items if i.startswith("- ") and i not in lines]
+            if not missing:
+                continue
+            # each section says what it left out: in place, or in the closing line
+            in_place = any(LEFT_OUT_NOTE.match(i) for i in cut.get(heading, []))
+            closing = LEFT_OUT_LINE.match(lines[-1]) and NOUNS[heading] in lines[-1]
+            assert in_place or closing, (budget, heading, markdown)
+    small = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 500}))
+    assert f"- #{ids[-1]} [" in small  # a short budget keeps the newest turn
+    mid = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 1_600}))
+    assert f"- #{ids[18]} **stage 18 reached**" in mid  # and milestones, newest first
 
 
 async def test_get_brief_of_an_unknown_session_says_nothing_is_recorded(conn: Conn):
@@ -277,7 +355,7 @@ async def test_compact_guard_returns_the_brief_whose_turns_match_the_query(conn:
     assert sc["live_exchange_ids"] == live  # type: ignore[index]
     markdown = sc["markdown"]  # type: ignore[index]
     assert text(result) == markdown
-    assert "## Top 1 briefs for 'postgres vacuum'" in markdown
+    assert "## Top 1 brief for 'postgres vacuum'" in markdown
     assert brief_headers(markdown) == {brief_ids[1]: ("B", sources[1])}
     recent = markdown.split("## Recent exchanges (uncompressed)")[1]
     assert [int(i) for i in re.findall(r"^- #(\d+) \[", recent, re.M)] == live
