@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nodes.publish.wording import counted
 from stenographer.sync import backoff
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ class BusOutcome:
         return dict(self.__dict__)
 
     def text(self, bus: str) -> str:
-        line = (f"Published to {bus}: {self.batches} batches, {self.published:,} new events, "
+        line = (f"Published to {bus}: {counted(self.batches, 'batch', 'batches')}, "
+                f"{counted(self.published, 'new event')}, "
                 f"{self.duplicates:,} already there")
         return line if self.ok else f"{line}; stopped: {self.error}"
 

@@ -57,6 +57,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nodes.publish.wording import counted
 from stenographer.inspector.api import inspector_app
 from stenographer.server import AppLoader, mcp
 from stenographer.settings import Settings, SettingsError
@@ -177,7 +178,8 @@ class _Drain:
         self.deadline = time.monotonic() + grace_s
 
     def in_flight(self) -> str:
-        return f"{TOOL_CALLS.active} tool call(s) and {self.requests} request(s) in flight"
+        return (f"{counted(TOOL_CALLS.active, 'tool call')} and "
+                f"{counted(self.requests, 'request')} in flight")
 
     def done(self) -> bool:
         idle = TOOL_CALLS.active == 0 and self.requests == 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodes.publish.wording import counted
 from store.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ class SyncOutcome:
 
     def text(self) -> str:
         verb = "Pushed to" if self.direction == "push" else "Pulled from"
-        line = (f"{verb} {self.peer}: {self.batches} batches, {self.applied:,} new turns "
-                f"stored, {self.duplicates:,} already there")
+        line = (f"{verb} {self.peer}: {counted(self.batches, 'batch', 'batches')}, "
+                f"{counted(self.applied, 'new turn')} stored, {self.duplicates:,} already there")
         if self.retries:
-            line += f", {self.retries} retries"
+            line += f", {counted(self.retries, 'retry', 'retries')}"
         return line if self.ok else f"{line}; stopped: {self.error}"
 
 

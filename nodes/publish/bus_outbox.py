@@ -17,6 +17,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import check_int
+from nodes.publish.wording import counted
 from store.bus import BusUnavailable, OutgoingEvent
 from store.bus_outbox import bus_batch
 from store.cursors import get_cursor
@@ -78,9 +79,9 @@ def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "through": None, "cursor": state.get("cursor")}}
     events = outgoing["events"]
     text = (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
-            f"{peer['url']}: {delivery['applied']:,} new events, "
+            f"{peer['url']}: {counted(delivery['applied'], 'new event')}, "
             f"{delivery['duplicates']:,} already there"
-            + (f", {outgoing['records'] - events} forgotten turns passed over"
+            + (f", {counted(outgoing['records'] - events, 'forgotten turn')} passed over"
                if outgoing["records"] > events else ""))
     return {"reply": {"text": text, "ok": True, "more": True, "records": outgoing["records"],
                       "published": delivery["applied"], "duplicates": delivery["duplicates"],

@@ -6,19 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.publish.wording import counted
 
 __all__ = ["export_reply", "import_reply", "pull_reply", "push_reply"]
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def export_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     e = state.get("exported")
     ratio = f" ({e['bytes'] / e['content_bytes']:.0%} of the text)" if e["content_bytes"] else ""
-    text = (f"Exported {_plural(e['turns'], 'turn')} and {_plural(e['tombstones'], 'tombstone')}"
-            f" of {_plural(e['sessions'], 'session')} to {e['path']}: {e['bytes']:,} bytes"
+    text = (f"Exported {counted(e['turns'], 'turn')} and {counted(e['tombstones'], 'tombstone')}"
+            f" of {counted(e['sessions'], 'session')} to {e['path']}: {e['bytes']:,} bytes"
             f"{ratio} in {e['seconds']:.2f} s")
     return {"reply": {"text": text, **e}}
 
@@ -34,14 +31,14 @@ def _applied(state: State) -> dict[str, Any]:
 
 
 def _applied_text(r: dict[str, Any]) -> str:
-    return (f"{_plural(r['applied'], 'new turn')} stored, {r['duplicates']:,} already here, "
+    return (f"{counted(r['applied'], 'new turn')} stored, {r['duplicates']:,} already here, "
             f"{r['relinked']:,} linked after turns this store wrote meanwhile")
 
 
 def import_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     r = _applied(state)
-    text = (f"Imported {state.get('incoming')['path']}: {_plural(r['bundle_turns'], 'turn')} "
-            f"in {_plural(r['sessions'], 'session')} verified; {_applied_text(r)} "
+    text = (f"Imported {state.get('incoming')['path']}: {counted(r['bundle_turns'], 'turn')} "
+            f"in {counted(r['sessions'], 'session')} verified; {_applied_text(r)} "
             f"({r['seconds']:.2f} s)")
     return {"reply": {"text": text, **r}}
 
@@ -53,7 +50,7 @@ def pull_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "ok": False, "retryable": delivery["retryable"], "more": False,
                           "cursor": state.get("cursor")}}
     r = _applied(state)
-    text = (f"Pulled {_plural(r['bundle_turns'], 'turn')} from {peer['url']}: "
+    text = (f"Pulled {counted(r['bundle_turns'], 'turn')} from {peer['url']}: "
             f"{_applied_text(r)}")
     return {"reply": {"text": text, "ok": True, "more": r["through"] is not None,
                       "cursor": state.get("cursor"), **r}}
@@ -68,7 +65,7 @@ def push_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"reply": {"text": f"Push to {peer['url']} failed: {delivery['error']}",
                           "ok": False, "retryable": delivery["retryable"], "more": False,
                           "cursor": state.get("cursor")}}
-    text = (f"Pushed {_plural(outgoing['turns'], 'turn')} to {peer['url']} "
+    text = (f"Pushed {counted(outgoing['turns'], 'turn')} to {peer['url']} "
             f"({outgoing['bytes']:,} bytes): {delivery['applied']:,} new there, "
             f"{delivery['duplicates']:,} already there")
     return {"reply": {"text": text, "ok": True, "more": True, "sent": outgoing["turns"],

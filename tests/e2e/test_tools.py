@@ -598,6 +598,24 @@ async def test_notes_and_guard_resources_match_the_tools(conn: Conn):
     assert "_No turns recorded in this session yet._" in unknown
 
 
+async def test_counts_read_in_the_singular_when_there_is_one(memory: Conn):
+    session = word()
+    replies = await ingest_many(memory, session, [f"turn {i} of {session}" for i in range(8)])
+    [brief] = replies[-1]["compressed"]
+    await memory.ok(MILESTONE, {"session_id": session, "exchange_id": replies[0]["exchange_id"],
+                                "label": "first"})
+    status = text(await memory.ok(STATUS))
+    assert ": 8 exchanges in 1 session (0 uncompressed), 1 brief, 1 milestone, " in status
+    guard = text(await memory.ok(GUARD, {"session_id": session, "query": "turn", "top_k": 1}))
+    assert "## Top 1 brief for 'turn'" in guard and f"### Brief {brief['id']} " in guard
+    found = text(await memory.ok(SEARCH, {"query": "turn 3", "session_id": session,
+                                          "mode": "keyword", "limit": 1}))
+    assert found.startswith("Found 1 of 8 hits for 'turn 3'")
+    one = text(await memory.ok(SEARCH, {"query": f'"turn 3 of {session}"', "session_id": session,
+                                        "mode": "keyword"}))
+    assert one.startswith("Found 1 of 1 hit for ")
+
+
 # --- capture_status -------------------------------------------------------------------------
 
 async def test_capture_status_reports_store_counts(conn: Conn):
@@ -612,6 +630,7 @@ async def test_capture_status_reports_store_counts(conn: Conn):
     assert after["exchanges"] == before["exchanges"] + 1
     assert after["sessions"] == before["sessions"] + 1
     assert status["store"]["path"] == str(conn.db_path)  # the file, or the database URL
+    plural = "" if after["exchanges"] == 1 else "s"
     assert text(result).startswith(f"Store {status['store']['path']}: "
-                                   f"{after['exchanges']} exchanges")
+                                   f"{after['exchanges']:,} exchange{plural} in ")
     assert "status" in assert_trace(sc["trace"], "status")
