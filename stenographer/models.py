@@ -176,7 +176,9 @@ class MilestoneMarked(BaseModel):
     exchange_id: int
     session_id: str
     label: str
-    brief_id: int | None
+    brief_id: int | None = Field(description="The brief that holds the turn, if compressed.")
+    promoted: bool = Field(default=False, description=(
+        "The brief was tier B and is tier A now that it holds a milestone."))
     trace: TraceOut
 
 

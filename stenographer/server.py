@@ -270,8 +270,11 @@ async def mark_milestone(
     ctx: Context[AppLoader],
 ) -> Annotated[CallToolResult, MilestoneMarked]:
     """Flag a turn as a milestone: tier-A priority, always listed in the running notes,
-    and the brief that holds it is tier A. Marking the same turn again replaces its
-    label. Errors: an exchange id that does not exist or belongs to another session.
+    and the brief that holds it is tier A. A turn already compressed has its brief made
+    again at once, as tier A listing the milestone (the reply ends `(already in brief
+    <id>, now tier A)` when that promoted it). Marking the same turn again replaces its
+    label, in the brief too. Errors: an exchange id that does not exist or belongs to
+    another session.
     """
     out, trace = await _run(ctx, "milestone", {"session_id": session_id,
                                           "exchange_id": exchange_id, "label": label})

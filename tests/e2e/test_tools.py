@@ -411,6 +411,40 @@ async def test_milestone_marked_before_compression_makes_its_brief_tier_a(conn: 
     assert (await conn.counts())["milestones"] >= 1
 
 
+async def test_milestone_marked_after_compression_promotes_its_brief_to_tier_a(conn: Conn):
+    session = word()
+    replies = await ingest_many(conn, session, [f"routine {session} {i}" for i in range(9)])
+    ids = [r["exchange_id"] for r in replies]
+    [brief] = replies[TURN_LIMIT - 1]["compressed"]
+    assert brief["tier"] == "B"  # no decisions, no milestones yet
+    target = ids[3]
+    result = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                       "label": "cutover done"})
+    sc = result.structured_content
+    assert text(result) == (f"Milestone #{target} marked: cutover done "
+                            f"(already in brief {brief['id']}, now tier A)")
+    assert sc["brief_id"] == brief["id"] and sc["promoted"] is True  # type: ignore[index]
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert brief_headers(markdown) == {brief["id"]: ("A", ids[:TURN_LIMIT])}
+    assert f"- #{target} cutover done" in markdown  # the brief lists its milestone
+    guard = text(await conn.ok(GUARD, {"session_id": session, "query": "routine"}))
+    assert brief_headers(guard) == {brief["id"]: ("A", ids[:TURN_LIMIT])}
+
+    again = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                      "label": "cutover finished"})
+    assert text(again).endswith(f"(already in brief {brief['id']})")  # it was tier A
+    assert again.structured_content["promoted"] is False  # type: ignore[index]
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert f"- #{target} cutover finished" in markdown
+    assert "cutover done" not in markdown  # the brief took the new label too
+    live = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": ids[TURN_LIMIT],
+                                     "label": "still live"})
+    assert live.structured_content["promoted"] is False  # type: ignore[index]
+    assert text(live) == f"Milestone #{ids[TURN_LIMIT]} marked: still live"
+    audit = (await conn.ok(AUDIT, {"session_id": session})).structured_content
+    assert audit["passed"] is True, audit  # type: ignore[index]
+
+
 # --- query_history --------------------------------------------------------------------------
 
 async def _dated_session(conn: Conn, token: str, days: int = 9) -> tuple[str, list[dict[str,
