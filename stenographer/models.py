@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -137,6 +137,11 @@ class Hit(BaseModel):
     role: str
     created_at: str
     score: float
+    match: Literal["keyword", "vector", "answer"] = Field(description=(
+        "keyword: the keyword index matched a word of the query in this turn (or its "
+        "neighbours' context or date); vector: only the vector lists ranked it (similar "
+        "spelling or meaning, no word in common); answer: only the score the question "
+        "before it lent it."))
     snippet: str
     decisions: list[str]
     blockers: list[str]
@@ -167,6 +172,9 @@ class NotesResult(BaseModel):
 class GuardResult(BaseModel):
     markdown: str
     brief_ids: list[int]
+    vector_only: list[int] = Field(default_factory=list, description=(
+        "Those of brief_ids whose source turns share no word with the query (ranked by "
+        "vector similarity only)."))
     live_exchange_ids: list[int]
     trace: TraceOut
 

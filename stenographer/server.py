@@ -247,13 +247,17 @@ async def compact_guard(
     """Call right before (or at) context compaction: the live uncompressed turns of the
     session plus the top-K compressed briefs most relevant to `query` (hybrid keyword +
     vector ranking of their source turns; newest briefs when no query), each brief
-    listing its source turn ids. Markdown within max_chars (default 8000). Read-only.
+    listing its source turn ids. When no compressed turn matches a word of the query,
+    the briefing says so: the briefs it returns then only resemble the query in
+    spelling or meaning (marked "vector only", listed in vector_only). Markdown within
+    max_chars (default 8000), items kept whole. Read-only.
 
     Use stenographer_get_brief for the whole running notes instead.
     """
     out, trace = await _run(ctx, "guard", {"session_id": session_id, "query": query,
                                       "top_k": top_k, "max_chars": max_chars})
     model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
+                        vector_only=[b["id"] for b in out["briefs"] if b.get("match") == "vector"],
                         live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
     return _result(out["markdown"], model)
 
@@ -317,10 +321,16 @@ async def query_history(
     score, snippet, extracted decisions and blockers, NAFE flags, and the brief that
     holds it.
 
-    Use it to find specific turns; stenographer_get_brief summarises a session.
-    Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
-    candidates per query); text within 8000 characters. Read-only. Errors: a missing
-    session_id without cross_session, a bad cursor, an invalid time or trace_id.
+    Each hit says why it ranks (`match`): keyword (a word of the query is in the turn,
+    its neighbours' context or its date), vector (only similar spelling or meaning, no
+    word in common; marked "(vector only)") or answer (the turn right after a ranked
+    question). When the keyword index matches no turn, the reply says so in a note
+    ("no turn searched matches a word of the query") and any hybrid hits are all
+    vector-only. Use it to find specific turns; stenographer_get_brief summarises a
+    session. Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
+    candidates per query); text within 8000 characters, hits kept whole. Read-only.
+    Errors: a missing session_id without cross_session, a bad cursor, an invalid time
+    or trace_id.
     """
     out, trace = await _run(ctx, "search", {
         "query": query, "session_id": session_id, "cross_session": cross_session,

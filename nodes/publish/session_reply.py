@@ -13,7 +13,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.publish.budget import Group, Item, fitted
-from nodes.publish.wording import clipped, counted
+from nodes.publish.wording import clipped, counted, plural
 
 __all__ = ["guard_markdown", "notes_markdown"]
 
@@ -63,8 +63,9 @@ def _body_parts(body: list[str]) -> tuple[Item | Group, ...]:
 def _brief_item(b: dict[str, Any]) -> Item:
     """A brief: whole, or at the cut its header and the items of its body that fit."""
     score = f", score {b['score']:.4f}" if b.get("score") is not None else ""
+    vector = ", vector only" if b.get("match") == "vector" else ""
     ids = ", ".join(f"#{i}" for i in b["source_ids"])
-    header = f"### Brief {b['id']} (tier-{b['tier']}{score}) — sources {ids}"
+    header = f"### Brief {b['id']} (tier-{b['tier']}{score}{vector}) — sources {ids}"
     body = b["body"].splitlines()
     return Item((header, *body), "brief", f"brief {b['id']}",
                 inner=lambda: Group((header, *body[:1]), _body_parts(body[1:])))
@@ -107,6 +108,11 @@ def guard_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
     about = (f" for {clipped(query['text'], QUERY_CHARS)!r}" if query["text"]
              else " (newest; no query given)")
     heading = [f"## Top {counted(len(briefs), 'brief')}{about}"]
+    if briefs and query["text"] is not None and not state.get("keyword"):  # no keyword hit
+        heading.append(f"_No compressed turn of this session matches a word of the query: "
+                       f"the {plural(len(briefs), 'brief')} below "
+                       f"{'is' if len(briefs) == 1 else 'are'} ranked by vector similarity "
+                       "only._")
     ranked = Group(tuple(heading), tuple(_brief_item(b) for b in briefs), empty="_none_")
     reserve = _live_reserve(live, 2_000)
     return {"markdown": fitted(state.get("max_chars"), title,

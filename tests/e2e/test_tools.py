@@ -381,6 +381,28 @@ async def test_compact_guard_without_query_returns_the_newest_briefs(conn: Conn)
     assert len(default["markdown"]) <= 8_000  # type: ignore[index]
 
 
+async def test_compact_guard_says_when_no_query_word_matched(conn: Conn):
+    session = word()
+    brief_ids, sources, _ = await _three_topic_briefs(conn, session)
+    sc = (await conn.ok(GUARD, {"session_id": session, "query": "kubernetis certficates",
+                                "top_k": 1})).structured_content
+    assert sc["brief_ids"] == [brief_ids[0]]  # type: ignore[index]  # similar spelling
+    assert sc["vector_only"] == [brief_ids[0]]  # type: ignore[index]
+    markdown = sc["markdown"]  # type: ignore[index]
+    assert ("_No compressed turn of this session matches a word of the query: the brief "
+            "below is ranked by vector similarity only._") in markdown
+    header = next(line for line in markdown.splitlines() if line.startswith("### Brief"))
+    assert header.startswith(f"### Brief {brief_ids[0]} (tier-B, score ")
+    assert ", vector only) — sources " in header
+    assert brief_headers(markdown) == {brief_ids[0]: ("B", sources[0])}
+
+    matched = (await conn.ok(GUARD, {"session_id": session, "query": "postgres vacuum",
+                                     "top_k": 3})).structured_content
+    assert matched["brief_ids"][0] == brief_ids[1]  # type: ignore[index]
+    assert brief_ids[1] not in matched["vector_only"]  # type: ignore[index]
+    assert "ranked by vector similarity only" not in matched["markdown"]  # type: ignore[index]
+
+
 # --- mark_milestone -------------------------------------------------------------------------
 
 async def test_milestone_marked_before_compression_makes_its_brief_tier_a(conn: Conn):
@@ -484,6 +506,9 @@ async def test_query_history_hits_cite_their_provenance(conn: Conn):
             if hit["brief_id"] is not None:
                 line += f" brief {hit['brief_id']}"
             line += f" trace:{hit['trace_id']}"
+            assert hit["match"] == ("vector" if mode == "semantic" else "keyword")
+            if hit["match"] == "vector":  # no word of the query: the reply marks it
+                line += " (vector only)"
             assert line in text(result).splitlines()
         assert text(result).splitlines()[0] == (
             f"Found 9 of 9 hits for {token!r} ({mode}; session {session!r})")
@@ -593,6 +618,45 @@ async def test_search_modes_take_their_own_paths(conn: Conn):
         assert "Note:" not in reply, query
     hits, _, _ = await search('"controller ingress"', "keyword")  # phrase order matters
     assert hits == []
+
+
+NO_WORD = "Note: no turn searched matches a word of the query"
+
+
+async def test_hybrid_search_says_when_no_query_word_matched(conn: Conn):
+    session = word()
+    await ingest(conn, session, "Lunch was pasta with tomato sauce.")
+    target = (await ingest(conn, session, "Set up the kubernetes ingress controller today.")
+              )["exchange_id"]
+
+    # Misspelt: no turn holds a word of the query; the vectors still find the turn by
+    # its character n-grams, and the reply says that this is all it is.
+    result = await conn.ok(SEARCH, {"query": "kubernetis controllr", "session_id": session})
+    sc = result.structured_content
+    assert sc is not None and sc["hits"][0]["exchange_id"] == target
+    assert {h["match"] for h in sc["hits"]} == {"vector"}
+    lines = text(result).splitlines()
+    n = len(sc["hits"])
+    note = (f"{NO_WORD}: the {'hit below is' if n == 1 else 'hits below are'} vector-only "
+            "(similar spelling or meaning, no word in common).")
+    assert lines[1] == note and note.removeprefix("Note: ") in sc["notes"]
+    for h in sc["hits"]:
+        assert any(line.startswith(f"#{h['exchange_id']} [") and line.endswith(" (vector only)")
+                   for line in lines), lines
+
+    matched = (await conn.ok(SEARCH, {"query": "kubernetes", "session_id": session})
+               ).structured_content
+    assert matched is not None
+    assert matched["hits"][0]["exchange_id"] == target
+    assert matched["hits"][0]["match"] == "keyword"
+    assert not any(NO_WORD.removeprefix("Note: ") in n for n in matched["notes"])
+
+    nothing = await conn.ok(SEARCH, {"query": "kubernetes", "session_id": session,
+                                     "mode": "keyword", "role": "system"})
+    assert text(nothing).splitlines()[1] == f"{NO_WORD}: nothing matched."
+    semantic = await conn.ok(SEARCH, {"query": "kubernetis controllr", "session_id": session,
+                                      "mode": "semantic"})
+    assert NO_WORD not in text(semantic)  # the keyword index was not asked
 
 
 # --- resources ------------------------------------------------------------------------------
