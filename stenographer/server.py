@@ -1,4 +1,5 @@
-"""The MCP server: eight tools, three resources, stdio by default.
+"""The MCP server: the tools, three resource templates (and the recent sessions' notes
+listed as resources), stdio by default.
 
 Each tool is thin: its typed signature is the input schema, its docstring the
 description; it runs one named graph and returns the result with the stage trace.
@@ -14,11 +15,16 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.resources import ResourceSecurity
+from mcp.shared.uri_template import UriTemplate
+from mcp.types import Annotations, CallToolResult, Resource, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
+from nodes.publish.wording import counted
+from stenographer import __version__
 from stenographer.models import (
     AuditReport,
     CaptureStatus,
@@ -119,8 +125,46 @@ async def lifespan(server: MCPServer[AppLoader]) -> AsyncIterator[AppLoader]:
         loader.close()
 
 
+NOTES_URI = "omega-stenographer://sessions/{session_id}/notes"
+GUARD_URI = "omega-stenographer://sessions/{session_id}/guard"
+LISTED_SESSIONS = 50  # sessions whose notes resources/list names: the most recently active
+# A session id is a name, not a path: ".." or a leading "/" in it is no traversal.
+SESSION_NAMES = ResourceSecurity(reject_path_traversal=False, reject_absolute_paths=False)
+
+
+async def _session_notes(ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                         ) -> HandlerResult:
+    """resources/list: the fixed resources (there are none), then the notes of the
+    LISTED_SESSIONS most recently active sessions, for hosts that list resources but not
+    templates. The templates stay as they are."""
+    if ctx.method != "resources/list":
+        return await call_next(ctx)
+    result = await call_next(ctx)
+    loader: AppLoader = ctx.lifespan_context
+    try:
+        app = await loader.app()
+        out, _ = app.run("sessions", {"limit": LISTED_SESSIONS})
+    except (ToolError, StenoError):
+        return result  # the store cannot be read now: the tools will say why
+    template = UriTemplate.parse(NOTES_URI)
+    listed = [Resource(
+        uri=template.expand({"session_id": s["session_id"]}),
+        name=f"notes of {s['session_id']}",
+        title=f"Running notes — session {s['session_id']!r}",
+        description=(f"Running notes of session {s['session_id']!r} (as stenographer_get_brief)"
+                     f": {counted(s['turns'], 'turn')}, {counted(s['briefs'], 'brief')}, "
+                     f"{counted(s['milestones'], 'milestone')}; last activity {s['last_at']}"),
+        mime_type="text/markdown",
+        annotations=Annotations(last_modified=s["last_at"]),
+    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["sessions"]]
+    wire = (result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(result, BaseModel) else dict(result or {}))
+    return {**wire, "resources": [*wire.get("resources", []), *listed]}
+
+
 mcp: MCPServer[AppLoader] = StenoServer("omega-stenographer", instructions=INSTRUCTIONS,
-                                      lifespan=lifespan)
+                                       version=__version__, lifespan=lifespan,
+                                       middleware=[_session_notes])
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
     "The conversation this turn belongs to: any stable string of 1-200 characters, "
@@ -457,14 +501,14 @@ async def graph_query(
     return _result(out["text"], model)
 
 
-@mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",
+@mcp.resource(NOTES_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Running notes of a session (as stenographer_get_brief).")
 async def notes_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "notes", {"session_id": session_id})
     return str(out["markdown"])
 
 
-@mcp.resource("omega-stenographer://sessions/{session_id}/guard", mime_type="text/markdown",
+@mcp.resource(GUARD_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Compaction briefing of a session (as stenographer_compact_guard).")
 async def guard_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "guard", {"session_id": session_id})

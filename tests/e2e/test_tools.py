@@ -7,8 +7,10 @@ are read from replies, never assumed.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.e2e.support import (
     INGEST_LINE,
     MILESTONE,
     NOTES,
+    REPO_ROOT,
     SEARCH,
     STATUS,
     TOOLS,
@@ -694,6 +697,57 @@ async def test_notes_and_guard_resources_match_the_tools(conn: Conn):
     assert guard.startswith(f"# Compaction briefing — session {session!r}")
     unknown = await conn.read(f"omega-stenographer://sessions/{word()}/notes")
     assert "_No turns recorded in this session yet._" in unknown
+
+
+# --- server metadata, resource listing, counts in words --------------------------------------
+
+def _package_version() -> str:
+    with (REPO_ROOT / "pyproject.toml").open("rb") as f:
+        declared = str(tomllib.load(f)["project"]["version"])
+    assert importlib.metadata.version("omega-stenographer-mcp") == declared
+    return declared
+
+
+async def test_server_info_reports_the_package_version(conn: Conn):
+    info = conn.client.server_info
+    assert info is not None and info.name == "omega-stenographer"
+    assert info.version == _package_version()
+
+
+NOTES_PREFIX = "omega-stenographer://sessions/"
+
+
+async def test_resources_list_names_the_notes_of_the_recent_sessions(conn: Conn):
+    sessions = [word(), f"{word()} a b/../c:d", word()]  # any session id has a URI
+    for n, session in enumerate(sessions):
+        await ingest_many(conn, session, [f"note {i} of {session}" for i in range(n + 1)])
+    listed = [r for r in (await conn.client.list_resources()).resources
+              if str(r.uri).startswith(NOTES_PREFIX)]
+    assert 3 <= len(listed) <= 50
+    newest_first = listed[:3]  # by last activity: the last session written comes first
+    for n, (resource, session) in enumerate(zip(newest_first, reversed(sessions), strict=True)):
+        turns = len(sessions) - n
+        assert resource.mime_type == "text/markdown"
+        assert resource.name == f"notes of {session}"
+        assert resource.description is not None
+        assert resource.description.startswith(
+            f"Running notes of session {session!r} (as stenographer_get_brief): "
+            f"{turns} turn{'' if turns == 1 else 's'}, 0 briefs, 0 milestones; last activity ")
+        notes = text(await conn.ok(NOTES, {"session_id": session}))
+        assert await conn.read(str(resource.uri)) == notes  # the listed URI reads them
+    templates = (await conn.client.list_resource_templates()).resource_templates
+    assert len(templates) == 3  # the templates stay
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_resources_list_is_bounded_to_the_most_recent_sessions(
+        mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    async with memory_conn(mode, tmp_path, monkeypatch, {}) as conn:
+        sessions = [f"s{i:02d}" for i in range(52)]
+        for session in sessions:
+            await ingest(conn, session, f"a turn of {session}")
+        listed = [str(r.uri) for r in (await conn.client.list_resources()).resources]
+    assert listed == [f"{NOTES_PREFIX}{s}/notes" for s in reversed(sessions[-50:])]
 
 
 async def test_counts_read_in_the_singular_when_there_is_one(memory: Conn):
