@@ -456,7 +456,7 @@ async def forget(
     snapshot of the old pages, the rewrite finishes in the background once it lets go
     (rewrite_pending; capture_status shows it). The forgotten text is never echoed.
 
-    Returns `Forgot N turn(s) ...` or `Nothing forgotten: ...`; the structured result
+    Returns `Forgot N turns in M sessions: ...` or `Nothing forgotten: ...`; the structured result
     lists ids (first 1000), rebuilt and removed briefs. Takes seconds on a large store
     (the rewrite). Errors: confirm missing, no filter, an unknown session, a bad time.
     """
