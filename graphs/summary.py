@@ -24,6 +24,8 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from nodes.publish.wording import plural
+
 __all__ = ["SUMMARY_CHARS", "error_summary", "value_summary"]
 
 SUMMARY_CHARS = 80  # a summary longer than this is cut, ending in "…"
@@ -66,7 +68,7 @@ def _described(value: Any, nested: bool) -> str:
                        ((f.name, getattr(value, f.name)) for f in fields), len(fields),
                        nested)
     if isinstance(value, Collection):
-        return f"[{len(value)} items]" if len(value) else "[]"
+        return f"[{len(value)} {plural(len(value), 'item')}]" if len(value) else "[]"
     return type(value).__name__
 
 
@@ -74,7 +76,8 @@ def _record(name: str, opening: str, closing: str, between: str,
             fields: Iterable[tuple[Any, Any]], count: int, nested: bool) -> str:
     """A record's fields and their summaries; inside another record, its size only."""
     if nested:
-        return f"{name}{opening}{count} fields{closing}" if count else f"{name}{opening}{closing}"
+        return (f"{name}{opening}{count} {plural(count, 'field')}{closing}" if count
+                else f"{name}{opening}{closing}")
     shown = [f"{_key(key)}{between}{_described(value, nested=True)}"
              for key, value in itertools.islice(fields, _FIELDS)]
     return name + opening + ", ".join(shown + ["…"] * (count > _FIELDS)) + closing

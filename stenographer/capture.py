@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from nodes.extract.transcripts import CLAUDE_CODE, CODEX
+from nodes.publish.wording import counted
 from store.errors import InvalidInput, StenoError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class FileReport:
                 "skipped_count": len(self.skipped)}
 
     def line(self) -> str:
-        parts = [f"+{self.captured} turns"]
+        parts = [f"+{counted(self.captured, 'turn')}"]
         if self.duplicates:
             parts.append(f"{self.duplicates} already captured")
         if self.reset:
@@ -85,7 +86,8 @@ class FileReport:
         for skip in self.skipped[:MAX_SKIPS_LISTED]:
             parts.append(f"skipped line {skip['line']}: {skip['reason']}")
         if len(self.skipped) > MAX_SKIPS_LISTED:
-            parts.append(f"… {len(self.skipped) - MAX_SKIPS_LISTED} more skipped lines")
+            more = len(self.skipped) - MAX_SKIPS_LISTED
+            parts.append(f"… {counted(more, 'more skipped line')}")
         if self.error:
             parts.append(f"error: {self.error}")
         return f"  {self.kind} {self.path}: " + "; ".join(parts)
@@ -114,14 +116,11 @@ class PassReport:
 
     def text(self) -> str:
         d = self.as_dict()
-        head = (f"capture: {_n(d['files'], 'file')}, {_n(d['captured'], 'turn')} captured, "
-                f"{d['duplicates']} already captured, {_n(d['skipped'], 'line')} skipped, "
-                f"{_n(d['errors'], 'error')} ({d['duration_ms']:.0f} ms)")
+        head = (f"capture: {counted(d['files'], 'file')}, {counted(d['captured'], 'turn')} "
+                f"captured, {d['duplicates']} already captured, "
+                f"{counted(d['skipped'], 'line')} skipped, {counted(d['errors'], 'error')} "
+                f"({d['duration_ms']:.0f} ms)")
         return "\n".join([head, *(f.line() for f in self.files if _eventful(f))])
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _eventful(f: FileReport) -> bool:

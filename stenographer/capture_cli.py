@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from nodes.extract.transcripts import CLAUDE_CODE, KINDS
+from nodes.publish.wording import counted
 from stenographer.argtypes import ranged
 from stenographer.capture import (
     HOOK_HOSTS,
@@ -143,7 +144,7 @@ def _capture(host: str, payload: dict[str, Any], settings: Settings, verbose: bo
         print(report.text(), file=sys.stderr)
     if report.errors:
         raise HookFailed(next(f.error for f in report.files if f.error) or "capture failed")
-    return f"captured {report.captured} turns from {len(report.files)} file(s)"
+    return f"captured {counted(report.captured, 'turn')} from {counted(len(report.files), 'file')}"
 
 
 class HookFailed(Exception):

@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from stenographer import DISTRIBUTION
+
 __all__ = [
     "CLIENTS",
     "DEFAULT_NAME",
@@ -41,7 +43,6 @@ __all__ = [
     "paste_hint",
 ]
 
-DISTRIBUTION = "omega-stenographer-mcp"
 SERVER_SCRIPT = "omega-stenographer-mcp"
 CLI_SCRIPT = "stenographer"
 # Seconds Claude Code gives each hook (its default is 60): a briefing answers in well

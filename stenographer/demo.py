@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 
+from nodes.publish.wording import counted
+
 __all__ = ["SAMPLE_SESSION", "run_demo"]
 
 SESSION = "demo-checkout-latency"
@@ -69,7 +71,8 @@ async def _drive(data_dir: str) -> None:
             _check(result)
             ids.append(result.structured_content["exchange_id"])
             lines.append(_text(result))
-        _show(f"Ingested {len(SAMPLE_SESSION)} turns of a working session", "\n".join(lines))
+        _show(f"Ingested {counted(len(SAMPLE_SESSION), 'turn')} of a working session",
+              "\n".join(lines))
 
         result = await client.call_tool("stenographer_mark_milestone", {
             "session_id": SESSION, "exchange_id": ids[-1], "label": "latency fix on staging"})

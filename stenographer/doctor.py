@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nodes.publish.wording import counted
 from stenographer.settings import Settings, SettingsError
 
 __all__ = ["CHECK_COUNT", "MIN_FREE_BYTES", "MIN_PGVECTOR", "MIN_POSTGRES", "SUPPORTED_PYTHON",
@@ -368,7 +369,7 @@ def report(checks: list[Check], color: bool = False) -> str:
             lines.append(f"    fix: {c.fix}")
     failed = sum(not c.ok for c in checks)
     lines.append("All checks passed." if not failed else
-                 f"{failed} of {len(checks)} checks failed.")
+                 f"{failed} of {counted(len(checks), 'check')} failed.")
     return "\n".join(lines)
 
 

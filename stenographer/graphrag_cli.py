@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nodes.publish.wording import counted
+
 __all__ = ["add_graphrag_parser"]
 
 EXIT_OK, EXIT_EMPTY = 0, 1
@@ -52,8 +54,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
                 detection = out["detection"]
                 runs.append(trace["run_id"])
     except KeyboardInterrupt:
-        print(f"stenographer: interrupted after {read} turns; the next `graphrag extract` "
-              "resumes from there", file=sys.stderr)
+        print(f"stenographer: interrupted after {counted(read, 'turn')}; the next "
+              "`graphrag extract` resumes from there", file=sys.stderr)
         raise
     finally:
         app.close()
@@ -62,10 +64,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        line = f"Read {read} new turns in {batches} batches."
+        line = f"Read {counted(read, 'new turn')} in {counted(batches, 'batch', 'batches')}."
         if detection:
-            line += (f" Communities: {detection['communities']} over {detection['nodes']} "
-                     f"entities (Louvain, seed {detection['seed']}).")
+            line += (f" Communities: {detection['communities']} over "
+                     f"{counted(detection['nodes'], 'entity', 'entities')} "
+                     f"(Louvain, seed {detection['seed']}).")
         print(line)
     return EXIT_OK
 
@@ -114,8 +117,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         app.close()
     if args.output:
         Path(args.output).write_text(document, encoding="utf-8")
-        print(f"Wrote {out['rows']['entities']} nodes and {out['rows']['edges']} edges to "
-              f"{args.output} ({args.format}).", file=sys.stderr)
+        print(f"Wrote {counted(out['rows']['entities'], 'node')} and "
+              f"{counted(out['rows']['edges'], 'edge')} to {args.output} ({args.format}).",
+              file=sys.stderr)
     else:
         sys.stdout.write(document)
     return EXIT_OK

@@ -53,6 +53,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nodes.publish.wording import counted
 from stenographer.http_auth import (
     TOKEN_FILE,
     HttpConfigError,
@@ -149,7 +150,8 @@ class _Drain:
         self.deadline = time.monotonic() + grace_s
 
     def in_flight(self) -> str:
-        return f"{TOOL_CALLS.active} tool call(s) and {self.requests} request(s) in flight"
+        return (f"{counted(TOOL_CALLS.active, 'tool call')} and "
+                f"{counted(self.requests, 'request')} in flight")
 
     def done(self) -> bool:
         idle = TOOL_CALLS.active == 0 and self.requests == 0

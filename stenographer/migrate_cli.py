@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nodes.publish.wording import counted
 from stenographer.argtypes import ranged
 
 __all__ = ["add_migrate_command", "store_address"]
@@ -122,8 +123,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 Progress(f"migrate to {target.location}", unit="turns") as progress:
             while reply is None or not reply["done"]:
                 if stop.is_set():
-                    print(f"stenographer: interrupted after {turns:,} turns; run the same "
-                          "command again to resume where it stopped", file=sys.stderr)
+                    print(f"stenographer: interrupted after {counted(turns, 'turn')}; run "
+                          "the same command again to resume where it stopped",
+                          file=sys.stderr)
                     return EXIT_INTERRUPTED
                 out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx)
                 reply = out["reply"]
@@ -165,10 +167,12 @@ def _text(result: dict[str, Any], first: dict[str, Any]) -> str:
         head = (f"{result['target']} already holds a complete copy of {result['source']}; "
                 "nothing to copy.")
     else:
-        head = (f"Copied {copied.get('exchanges', 0):,} turns, {copied.get('briefs', 0):,} "
-                f"briefs and {others:,} other rows from {result['source']} to "
+        head = (f"Copied {counted(copied.get('exchanges', 0), 'turn')}, "
+                f"{counted(copied.get('briefs', 0), 'brief')} and "
+                f"{counted(others, 'other row')} from {result['source']} to "
                 f"{result['target']}" + (" (resumed)" if first["resumed"] else "")
-                + f": {result['turns_this_run']:,} turns in {result['seconds']:.1f} s "
+                + f": {counted(result['turns_this_run'], 'turn')} in "
+                f"{result['seconds']:.1f} s "
                 f"({result['turns_per_second']:,.0f} turns/s); content and chain hashes "
                 "verified.")
     if result["audit_error"] is not None:

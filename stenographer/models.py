@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -137,6 +137,11 @@ class Hit(BaseModel):
     role: str
     created_at: str
     score: float
+    match: Literal["keyword", "vector", "answer"] = Field(description=(
+        "keyword: the keyword index matched a word of the query in this turn (or its "
+        "neighbours' context or date); vector: only the vector lists ranked it (similar "
+        "spelling or meaning, no word in common); answer: only the score the question "
+        "before it lent it."))
     snippet: str
     decisions: list[str]
     blockers: list[str]
@@ -167,6 +172,9 @@ class NotesResult(BaseModel):
 class GuardResult(BaseModel):
     markdown: str
     brief_ids: list[int]
+    vector_only: list[int] = Field(default_factory=list, description=(
+        "Those of brief_ids whose source turns share no word with the query (ranked by "
+        "vector similarity only)."))
     live_exchange_ids: list[int]
     trace: TraceOut
 
@@ -176,7 +184,9 @@ class MilestoneMarked(BaseModel):
     exchange_id: int
     session_id: str
     label: str
-    brief_id: int | None
+    brief_id: int | None = Field(description="The brief that holds the turn, if compressed.")
+    promoted: bool = Field(default=False, description=(
+        "The brief was tier B and is tier A now that it holds a milestone."))
     trace: TraceOut
 
 

@@ -22,6 +22,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from nodes.publish.wording import counted
+
 __all__ = ["StenoServer", "argument_errors", "explain_early_request"]
 
 
@@ -50,8 +52,9 @@ class StenoServer(MCPServer[Any]):
 # --- tool arguments ----------------------------------------------------------------------------
 
 def argument_errors(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
-    """``Error executing tool <tool>: N invalid argument(s)``, then one line per argument,
-    in name order: ``<name>: <what is wrong>; valid: <form>. <description>``."""
+    """``Error executing tool <tool>: N invalid arguments`` ("1 invalid argument"), then
+    one line per argument, in name order: ``<name>: <what is wrong>; valid: <form>.
+    <description>``."""
     problems: dict[str, list[str]] = {}
     for item in error.errors(include_url=False):
         loc = item["loc"]
@@ -60,8 +63,7 @@ def argument_errors(tool: str, error: ValidationError, schema: dict[str, Any]) -
                         for part in loc[1:])
         problems.setdefault(name, []).append(where + _problem(item))
     properties = schema.get("properties", {})
-    lines = [f"Error executing tool {tool}: {len(problems)} invalid "
-             f"argument{'s' if len(problems) > 1 else ''}"]
+    lines = [f"Error executing tool {tool}: {counted(len(problems), 'invalid argument')}"]
     for name in sorted(problems):
         line = f"{name}: {'; '.join(dict.fromkeys(problems[name]))}"
         prop = properties.get(name)

@@ -1,4 +1,5 @@
-"""The MCP server: eight tools, three resources, stdio by default.
+"""The MCP server: the tools, three resource templates (and the recent sessions' notes
+listed as resources), stdio by default.
 
 Each tool is thin: its typed signature is the input schema, its docstring the
 description; it runs one named graph and returns the result with the stage trace.
@@ -15,11 +16,16 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.resources import ResourceSecurity
+from mcp.shared.uri_template import UriTemplate
+from mcp.types import Annotations, CallToolResult, Resource, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
+from nodes.publish.wording import counted
+from stenographer import __version__
 from stenographer.models import (
     AuditReport,
     CaptureStatus,
@@ -136,8 +142,46 @@ async def lifespan(server: MCPServer[AppLoader]) -> AsyncIterator[AppLoader]:
         loader.close()
 
 
+NOTES_URI = "omega-stenographer://sessions/{session_id}/notes"
+GUARD_URI = "omega-stenographer://sessions/{session_id}/guard"
+LISTED_SESSIONS = 50  # sessions whose notes resources/list names: the most recently active
+# A session id is a name, not a path: ".." or a leading "/" in it is no traversal.
+SESSION_NAMES = ResourceSecurity(reject_path_traversal=False, reject_absolute_paths=False)
+
+
+async def _session_notes(ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                         ) -> HandlerResult:
+    """resources/list: the fixed resources (there are none), then the notes of the
+    LISTED_SESSIONS most recently active sessions, for hosts that list resources but not
+    templates. The templates stay as they are."""
+    if ctx.method != "resources/list":
+        return await call_next(ctx)
+    result = await call_next(ctx)
+    loader: AppLoader = ctx.lifespan_context
+    try:
+        app = await loader.app()
+        out, _ = app.run("sessions", {"limit": LISTED_SESSIONS})
+    except (ToolError, StenoError):
+        return result  # the store cannot be read now: the tools will say why
+    template = UriTemplate.parse(NOTES_URI)
+    listed = [Resource(
+        uri=template.expand({"session_id": s["session_id"]}),
+        name=f"notes of {s['session_id']}",
+        title=f"Running notes — session {s['session_id']!r}",
+        description=(f"Running notes of session {s['session_id']!r} (as stenographer_get_brief)"
+                     f": {counted(s['turns'], 'turn')}, {counted(s['briefs'], 'brief')}, "
+                     f"{counted(s['milestones'], 'milestone')}; last activity {s['last_at']}"),
+        mime_type="text/markdown",
+        annotations=Annotations(last_modified=s["last_at"]),
+    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["sessions"]]
+    wire = (result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(result, BaseModel) else dict(result or {}))
+    return {**wire, "resources": [*wire.get("resources", []), *listed]}
+
+
 mcp: MCPServer[AppLoader] = StenoServer("omega-stenographer", instructions=INSTRUCTIONS,
-                                      lifespan=lifespan)
+                                       version=__version__, lifespan=lifespan,
+                                       middleware=[_session_notes])
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
     "The conversation this turn belongs to: any stable string of 1-200 characters, "
@@ -260,8 +304,10 @@ async def get_brief(session_id: SessionId, ctx: Context[AppLoader], max_chars: M
 
     Use it to catch up on a whole session; use stenographer_query_history to find
     specific turns, and stenographer_compact_guard right before compaction. The reply
-    fits max_chars (default 8000); what did not fit is counted at the end. Read-only.
-    An unknown session gives notes that say nothing is recorded.
+    fits max_chars (default 8000): items are kept whole (the newest first), and each
+    section says what it left out, e.g. "… 3 more decisions (#12, #40, #41) left out:
+    raise max_chars". Read-only. An unknown session gives notes that say nothing is
+    recorded.
     """
     out, trace = await _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
     return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))
@@ -281,13 +327,17 @@ async def compact_guard(
     """Call right before (or at) context compaction: the live uncompressed turns of the
     session plus the top-K compressed briefs most relevant to `query` (hybrid keyword +
     vector ranking of their source turns; newest briefs when no query), each brief
-    listing its source turn ids. Markdown within max_chars (default 8000). Read-only.
+    listing its source turn ids. When no compressed turn matches a word of the query,
+    the briefing says so: the briefs it returns then only resemble the query in
+    spelling or meaning (marked "vector only", listed in vector_only). Markdown within
+    max_chars (default 8000), items kept whole. Read-only.
 
     Use stenographer_get_brief for the whole running notes instead.
     """
     out, trace = await _run(ctx, "guard", {"session_id": session_id, "query": query,
                                       "top_k": top_k, "max_chars": max_chars})
     model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
+                        vector_only=[b["id"] for b in out["briefs"] if b.get("match") == "vector"],
                         live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
     return _result(out["markdown"], model)
 
@@ -304,8 +354,11 @@ async def mark_milestone(
     ctx: Context[AppLoader],
 ) -> Annotated[CallToolResult, MilestoneMarked]:
     """Flag a turn as a milestone: tier-A priority, always listed in the running notes,
-    and the brief that holds it is tier A. Marking the same turn again replaces its
-    label. Errors: an exchange id that does not exist or belongs to another session.
+    and the brief that holds it is tier A. A turn already compressed has its brief made
+    again at once, as tier A listing the milestone (the reply ends `(already in brief
+    <id>, now tier A)` when that promoted it). Marking the same turn again replaces its
+    label, in the brief too. Errors: an exchange id that does not exist or belongs to
+    another session.
     """
     out, trace = await _run(ctx, "milestone", {"session_id": session_id,
                                           "exchange_id": exchange_id, "label": label})
@@ -348,10 +401,16 @@ async def query_history(
     score, snippet, extracted decisions and blockers, NAFE flags, and the brief that
     holds it.
 
-    Use it to find specific turns; stenographer_get_brief summarises a session.
-    Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
-    candidates per query); text within 8000 characters. Read-only. Errors: a missing
-    session_id without cross_session, a bad cursor, an invalid time or trace_id.
+    Each hit says why it ranks (`match`): keyword (a word of the query is in the turn,
+    its neighbours' context or its date), vector (only similar spelling or meaning, no
+    word in common; marked "(vector only)") or answer (the turn right after a ranked
+    question). When the keyword index matches no turn, the reply says so in a note
+    ("no turn searched matches a word of the query") and any hybrid hits are all
+    vector-only. Use it to find specific turns; stenographer_get_brief summarises a
+    session. Returns up to `limit` hits and `next_cursor` for more (at most 200 ranked
+    candidates per query); text within 8000 characters, hits kept whole. Read-only.
+    Errors: a missing session_id without cross_session, a bad cursor, an invalid time
+    or trace_id.
     """
     out, trace = await _run(ctx, "search", {
         "query": query, "session_id": session_id, "cross_session": cross_session,
@@ -433,7 +492,7 @@ async def forget(
     snapshot of the old pages, the rewrite finishes in the background once it lets go
     (rewrite_pending; capture_status shows it). The forgotten text is never echoed.
 
-    Returns `Forgot N turn(s) ...` or `Nothing forgotten: ...`; the structured result
+    Returns `Forgot N turns in M sessions: ...` or `Nothing forgotten: ...`; the structured result
     lists ids (first 1000), rebuilt and removed briefs. Takes seconds on a large store
     (the rewrite). Errors: confirm missing, no filter, an unknown session, a bad time.
     """
@@ -478,14 +537,14 @@ async def graph_query(
     return _result(out["text"], model)
 
 
-@mcp.resource("omega-stenographer://sessions/{session_id}/notes", mime_type="text/markdown",
+@mcp.resource(NOTES_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Running notes of a session (as stenographer_get_brief).")
 async def notes_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "notes", {"session_id": session_id})
     return str(out["markdown"])
 
 
-@mcp.resource("omega-stenographer://sessions/{session_id}/guard", mime_type="text/markdown",
+@mcp.resource(GUARD_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Compaction briefing of a session (as stenographer_compact_guard).")
 async def guard_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "guard", {"session_id": session_id})

@@ -64,6 +64,10 @@ class Dialect(Protocol):
     def lock_turn_writers(self, conn: Conn) -> None:
         """Make every other turn writer wait until this write transaction ends."""
 
+    def lock_turn(self, conn: Conn, exchange_id: int) -> None:
+        """Wait for a write that holds the turn (a compression claiming it) to end, and
+        hold the turn until this write transaction ends."""
+
     def locked_count(self, conn: Conn, key: str) -> int:
         """The integer ``meta`` value of ``key`` (0: no such row), which no other writer
         changes before this write transaction ends."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from store.dialect import dialect
 from store.sql import Conn, all_rows, first
 
 __all__ = [
@@ -41,9 +42,12 @@ def mark_milestone(conn: Conn, session_id: int, exchange_id: int, label: str,
                    now: float) -> int | None:
     """Flag a turn (marking it again replaces the label); return its brief id, if any.
 
-    Call inside a write.
+    Call inside a write. A compression that claims the turn at the same time either
+    committed before the brief is read here (its brief id is returned) or reads the
+    label after this write committed (``nodes.publish.brief.claimed_brief``).
     """
     conn.execute(UPSERT_MILESTONE, (exchange_id, session_id, label, now))
+    dialect(conn).lock_turn(conn, exchange_id)  # a claim in progress ends first
     row = first(conn, SELECT_BRIEF_OF, (exchange_id,))
     return None if row is None or row[0] is None else int(row[0])
 

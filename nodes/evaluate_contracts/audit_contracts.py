@@ -13,6 +13,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.load_evidence.audit_evidence import PASSES
+from nodes.publish.wording import counted
 from store.provenance import GENESIS, chain_hash
 
 __all__ = ["CONTRACTS", "MAX_DETAILS", "MAX_IDS", "audit_findings", "empty_findings"]
@@ -106,10 +107,10 @@ def _turns(records: list[list[Any]], findings: Findings, carry: dict[str, Any],
         if brief_id is not None and (sources != 1 or not own):
             _flag(findings, "compressed_once", ident,
                   f"#{ident} is compressed into brief {brief_id} but is a source of "
-                  f"{sources} brief(s)" + ("" if own else ", not of its own"))
+                  f"{counted(sources, 'brief')}" + ("" if own else ", not of its own"))
         elif brief_id is None and sources:
             _flag(findings, "compressed_once", ident,
-                  f"#{ident} is uncompressed but a source of {sources} brief(s)")
+                  f"#{ident} is uncompressed but a source of {counted(sources, 'brief')}")
         carry = {**carry, "hash": chain or "", "head": head, "last": ident}
     if done:
         _close_session(findings, carry)
@@ -162,10 +163,10 @@ def _milestones(records: list[list[Any]], findings: Findings) -> None:
 def _forgotten(records: list[list[Any]], findings: Findings) -> None:
     for ident, entity_rows, edge_rows, origins, flags in records:
         findings["forgotten_derived"]["checked"] += 1
-        left = [f"{n} {what}" for n, what in ((entity_rows, "graph entity row(s)"),
-                                              (edge_rows, "graph edge row(s)"),
-                                              (origins, "sync origin row(s)"),
-                                              (flags, "NAFE flag(s)")) if n]
+        left = [counted(n, what) for n, what in ((entity_rows, "graph entity row"),
+                                                 (edge_rows, "graph edge row"),
+                                                 (origins, "sync origin row"),
+                                                 (flags, "NAFE flag")) if n]
         if left:
             _flag(findings, "forgotten_derived", ident,
                   f"forgotten turn #{ident} is still cited by " + ", ".join(left)
@@ -184,7 +185,8 @@ def _compression(records: list[list[Any]], findings: Findings, first: bool,
         entry["ids"].extend(ids[: MAX_IDS - len(entry["ids"])])
         if len(entry["details"]) < MAX_DETAILS:
             entry["details"].append(
-                f"session {session} holds {live} uncompressed turns (limit {turn_limit}); "
+                f"session {session} holds {counted(live, 'uncompressed turn')} "
+                f"(limit {turn_limit}); "
                 "a compression was interrupted: the next ingest of the session or a "
                 "server start finishes it")
 
@@ -196,7 +198,8 @@ def _runs(records: list[list[Any]], findings: Findings) -> None:
             entry = findings["trace_retention"]
             entry["violations"] += count - allowed
             entry["ids"].extend(seqs)
-            entry["details"].append(f"{count} traces stored; at most {allowed} expected")
+            entry["details"].append(f"{counted(count, 'trace')} stored; at most {allowed} "
+                                    "expected")
 
 
 def audit_findings(state: State, cfg: Mapping[str, Any]) -> Writes:

@@ -2,6 +2,7 @@
 
 Tier A when the batch holds decisions or milestones: the brief lists them (and the
 blockers), each citing its turn. Tier B otherwise: a verbatim excerpt of each turn.
+Cut to its length like a reply to its budget (nodes.publish.budget): whole lines.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
+from nodes.publish.budget import Group, Item, fitted
 
 __all__ = ["MAX_BRIEF_CHARS", "brief_draft", "brief_text"]
 
 MAX_BRIEF_CHARS = 1_500
 _LINE_CHARS = 160  # a decision, blocker or milestone line
 _EXCERPT_CHARS = 72  # a tier-B excerpt: enough to recognise the turn, which stays stored
+LEFT_IN_TURNS = "the source turns hold them"  # what a brief cut to its length says
 
 
 def _clip(text: str, limit: int = _LINE_CHARS) -> str:
@@ -25,7 +28,8 @@ def _clip(text: str, limit: int = _LINE_CHARS) -> str:
 
 
 def brief_text(batch: list[dict[str, Any]]) -> tuple[str, str]:
-    """(tier, body) for a batch of turns, oldest first."""
+    """(tier, body) for a batch of turns, oldest first. A body longer than
+    MAX_BRIEF_CHARS keeps whole lines and says what it left out (the turns hold it)."""
     first, last = batch[0], batch[-1]
     head = (
         f"Turns #{first['id']}–#{last['id']} ({len(batch)}), "
@@ -34,23 +38,22 @@ def brief_text(batch: list[dict[str, Any]]) -> tuple[str, str]:
     milestones = [(t["id"], t["milestone"]) for t in batch if t["milestone"]]
     decisions = [(t["id"], d) for t in batch for d in t["decisions"]]
     blockers = [(t["id"], b) for t in batch for b in t["blockers"]]
-    lines = [head]
     tier = "A" if milestones or decisions else "B"
+    parts: list[Item | Group] = []
     if tier == "A":
-        for title, items in (("Milestones", milestones), ("Decisions", decisions),
-                             ("Blockers", blockers)):
+        for title, noun, items in (("Milestones", "milestone", milestones),
+                                   ("Decisions", "decision", decisions),
+                                   ("Blockers", "blocker", blockers)):
             if items:
-                lines.append(f"{title}:")
-                lines.extend(f"- #{i} {_clip(text)}" for i, text in items)
+                parts.append(Group((f"{title}:",), tuple(
+                    Item((f"- #{i} {_clip(text)}",), noun, f"#{i}") for i, text in items)))
     else:
-        lines.extend(f"- #{t['id']} [{t['role']}] {_clip(t['excerpt'], _EXCERPT_CHARS)}"
-                     for t in batch)
+        parts += [Item((f"- #{t['id']} [{t['role']}] {_clip(t['excerpt'], _EXCERPT_CHARS)}",),
+                       "excerpt", f"#{t['id']}") for t in batch]
         if blockers:
-            lines.append("Blockers: " + ", ".join(f"#{i}" for i, _ in blockers))
-    body = "\n".join(lines)
-    if len(body) > MAX_BRIEF_CHARS:
-        body = body[: MAX_BRIEF_CHARS - 1] + "…"
-    return tier, body
+            parts.append(Item(("Blockers: " + ", ".join(f"#{i}" for i, _ in blockers),),
+                              "list of blockers", f"#{blockers[0][0]}", "lists of blockers"))
+    return tier, fitted(MAX_BRIEF_CHARS, [head], [(Group((), tuple(parts)), 0)], LEFT_IN_TURNS)
 
 
 def brief_draft(state: State, cfg: Mapping[str, Any]) -> Writes:

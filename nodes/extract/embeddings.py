@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nodes.extract.embedding_config import EmbeddingConfig
+from nodes.publish.wording import counted
 from store.errors import StenoError
 
 __all__ = [
@@ -110,8 +111,8 @@ def _vectors(config: EmbeddingConfig, body: Any, count: int) -> list[list[float]
             data = sorted(body["data"], key=lambda item: int(item["index"]))
             raw = [item["embedding"] for item in data]
         if not isinstance(raw, list) or len(raw) != count:
-            raise ValueError(f"{len(raw) if isinstance(raw, list) else 'no'} vectors for "
-                             f"{count} texts")
+            got = counted(len(raw), "vector") if isinstance(raw, list) else "no vectors"
+            raise ValueError(f"{got} for {counted(count, 'text')}")
         for vec in raw:
             if not isinstance(vec, list) or not vec or not all(
                     isinstance(x, (int, float)) and not isinstance(x, bool) for x in vec):
@@ -155,7 +156,7 @@ def _post(client: _Client, texts: Sequence[str], timeout_s: float, retries: int
                                      f"{problem}{hint}", permanent=bad_input)
         if attempt >= retries:
             raise EmbeddingError(f"the embedding provider at {config.url} failed after "
-                                 f"{attempt + 1} attempt(s): {problem}")
+                                 f"{counted(attempt + 1, 'attempt')}: {problem}")
         time.sleep(_BACKOFF_S * 2**attempt)
         attempt += 1
 

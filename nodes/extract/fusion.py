@@ -14,13 +14,13 @@ lost 1-4 points to score fusion, which keeps how far apart the keyword scores ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.embedding_config import embedding_config
 
-__all__ = ["VECTOR_WEIGHT", "fused", "fused_hits"]
+__all__ = ["VECTOR_WEIGHT", "fused", "fused_hits", "hit_match", "listed_ids"]
 
 VECTOR_WEIGHT = 0.3
 
@@ -61,3 +61,21 @@ def fused_hits(state: State, cfg: Mapping[str, Any]) -> Writes:
         state.get("keyword") or [], state.get("semantic") or [], state.get("provider") or [],
         vector_weight=float(cfg.get("vector_weight", VECTOR_WEIGHT)),
         provider_weight=config.weight if config is not None else 0.0)}
+
+
+def listed_ids(*lists: Sequence[Sequence[Any]] | None) -> set[int]:
+    """The exchange ids of candidate lists ([[id, score]])."""
+    return {int(i) for hits in lists for i, _ in hits or ()}
+
+
+def hit_match(exchange_ids: Iterable[int], keyword_ids: Collection[int],
+              similar_ids: Collection[int]) -> str:
+    """Why a hit (a turn, or a brief by its source turns) is ranked: "keyword" (the
+    keyword index matched a word of the query in it, in its neighbours' context or in
+    its date), else "vector" (only the vector lists ranked it: similar spelling or
+    meaning, no word in common), else "answer" (only the share of the score that the
+    question before it lent it)."""
+    ids = set(exchange_ids)
+    if not ids.isdisjoint(keyword_ids):
+        return "keyword"
+    return "vector" if not ids.isdisjoint(similar_ids) else "answer"

@@ -14,6 +14,7 @@ from typing import Any
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from nodes.publish.bus_outbox import BUS_OUTBOX
+from nodes.publish.wording import counted
 from store.cursors import get_cursor
 from store.shutdowns import count_shutdown_turns
 from store.sync import pending_after
@@ -31,8 +32,8 @@ def _state_text(bus: dict[str, Any]) -> str:
     if bus["state"] == "missing":
         return f"bus: none at {bus['path']}"
     if bus["state"] == "ok":
-        return (f"bus: ok at {bus['path']}, {bus['pending_shutdowns']} shutdown events "
-                f"unacknowledged, {bus['recorded_shutdowns']} recorded")
+        return (f"bus: ok at {bus['path']}, {counted(bus['pending_shutdowns'], 'shutdown event')}"
+                f" unacknowledged, {bus['recorded_shutdowns']} recorded")
     retry = bus["process"]["retry_in_s"]
     return (f"bus: {bus['state']} at {bus['path']} ({bus['detail']}); ingest goes on "
             "without it" + (f", next try in {retry:.0f} s" if retry else ""))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes.evaluate_contracts.inputs import iso
+from nodes.publish.wording import counted
 from store.capture_lock import lock_holder
 from store.cursors import cursor_totals, recent_cursors
 from store.hook_log import hook_log
@@ -97,8 +98,8 @@ def _text(c: dict[str, Any]) -> str:
     who = c["watcher"] or c["running"]
     parts = [f"{who['mode']} pid {who['pid']} since {who['since']}" if who else
              "no watcher running"]
-    parts.append(f"{c['files']} files, {c['captured']} turns captured, "
-                 f"{c['duplicates']} already captured, {c['skipped']} lines skipped")
+    parts.append(f"{counted(c['files'], 'file')}, {counted(c['captured'], 'turn')} captured, "
+                 f"{c['duplicates']} already captured, {counted(c['skipped'], 'line')} skipped")
     if c["last_success_at"]:
         parts.append(f"last success {c['last_success_at']}")
     if c["last_error"]:

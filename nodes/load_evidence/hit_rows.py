@@ -8,6 +8,7 @@ from typing import Any
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.query_input import encode_cursor
+from nodes.extract.fusion import hit_match, listed_ids
 from nodes.extract.nafe import SIGNATURES
 from nodes.extract.terms import content_words
 from store.exchanges import exchanges_by_ids
@@ -40,6 +41,8 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
         rows = exchanges_by_ids(conn, [i for i, _ in page])
         flags = flags_by_exchange(conn, [i for i, _ in page])
     terms = content_words(query["text"] or "")
+    keyword_ids = listed_ids(state.get("keyword"))
+    similar_ids = listed_ids(state.get("semantic"), state.get("provider"))
     hits = []
     for exchange_id, score in page:
         ex = rows.get(exchange_id)
@@ -51,6 +54,7 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
             "role": ex.role,
             "created_at": iso(ex.created_at),
             "score": score,
+            "match": hit_match((ex.id,), keyword_ids, similar_ids),
             "snippet": snippet(ex.content, terms),
             "decisions": ex.decisions,
             "blockers": ex.blockers,

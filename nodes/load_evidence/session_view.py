@@ -7,6 +7,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
+from nodes.extract.fusion import hit_match, listed_ids
 from store.briefs import Brief, briefs_by_ids, session_briefs
 from store.exchanges import Exchange, brief_ids, recent_turns
 from store.milestones import session_milestones
@@ -26,11 +27,14 @@ def _turn(ex: Exchange) -> dict[str, Any]:
             "decisions": ex.decisions, "blockers": ex.blockers}
 
 
-def _brief(b: Brief, score: float | None = None) -> dict[str, Any]:
+def _brief(b: Brief, score: float | None = None,
+           lists: tuple[set[int], set[int]] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"id": b.id, "tier": b.tier, "created_at": iso(b.created_at),
                            "body": b.body, "source_ids": list(b.source_ids)}
     if score is not None:
         out["score"] = round(score, 8)
+    if lists is not None:  # ranked for a query: why (a word of it, vectors only, ...)
+        out["match"] = hit_match(b.source_ids, *lists)
     return out
 
 
@@ -59,6 +63,9 @@ def guard_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
     row, top_k = query["session_row"], query["limit"]
     if row is None:
         return {"briefs": [], "live": []}
+    lists = None if query["text"] is None else (
+        listed_ids(state.get("keyword")),
+        listed_ids(state.get("semantic"), state.get("provider")))
     with state.ctx.store.read() as conn:
         live = recent_turns(conn, row, MAX_ITEMS)
         ranked: list[tuple[Brief, float | None]]
@@ -66,7 +73,8 @@ def guard_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
             ranked = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
         else:
             ranked = _rank_briefs(conn, state.get("ranked") or [], top_k)
-    return {"briefs": [_brief(b, s) for b, s in ranked], "live": [_turn(t) for t in live]}
+    return {"briefs": [_brief(b, s, lists) for b, s in ranked],
+            "live": [_turn(t) for t in live]}
 
 
 def _rank_briefs(conn: Any, ranked: list[list[Any]], top_k: int

@@ -9,6 +9,7 @@ from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import iso
 from nodes.load_evidence.capture_status import capture_summary
 from nodes.load_evidence.delivery_status import delivery_summary
+from nodes.publish.wording import counted
 from store.errors import InvalidInput, NotFound
 from store.rewrite import rewrite_status
 from store.runs import load_trace, recent_runs
@@ -48,9 +49,9 @@ def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
     text = (
         f"Store {status['store']['path']}"
         f"{' (read-only: calls that write are refused)' if read_only else ''}: "
-        f"{counts['exchanges']} exchanges in "
-        f"{counts['sessions']} sessions ({counts['uncompressed']} uncompressed), "
-        f"{counts['briefs']} briefs, {counts['milestones']} milestones, "
+        f"{counted(counts['exchanges'], 'exchange')} in "
+        f"{counted(counts['sessions'], 'session')} ({counts['uncompressed']} uncompressed), "
+        f"{counted(counts['briefs'], 'brief')}, {counted(counts['milestones'], 'milestone')}, "
         f"{counts['database_bytes']:,} bytes{rewrite_text} | {capture_text} | {delivery_text}"
     )
     return {"status": status, "text": text}

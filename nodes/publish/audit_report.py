@@ -7,6 +7,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.audit_contracts import CONTRACTS, empty_findings
+from nodes.publish.wording import counted
 
 __all__ = ["audit_report"]
 
@@ -23,8 +24,8 @@ def audit_report(state: State, cfg: Mapping[str, Any]) -> Writes:
     failed = [c for c in contracts if not c["passed"]]
     lines = [
         f"Audit of the {scope}: " + (
-            f"all {len(contracts)} contracts hold" if passed
-            else f"{len(failed)} of {len(contracts)} contracts violated"),
+            f"all {counted(len(contracts), 'contract')} hold" if passed
+            else f"{len(failed)} of {counted(len(contracts), 'contract')} violated"),
     ]
     for c in contracts:
         mark = "ok  " if c["passed"] else "FAIL"
@@ -32,8 +33,8 @@ def audit_report(state: State, cfg: Mapping[str, Any]) -> Writes:
         if not c["passed"]:
             shown = ", ".join(f"#{i}" for i in c["ids"][:20])
             more = "…" if len(c["ids"]) > 20 or c["violations"] > len(c["ids"]) else ""
-            line += f", {c['violations']:,} violation(s)" + (f": {shown}{more}" if shown
-                                                             else "")
+            line += f", {counted(c['violations'], 'violation')}" + (
+                f": {shown}{more}" if shown else "")
         lines.append(line)
         lines.extend(f"     {d}" for d in c["details"][:3] if not c["passed"])
     return {"report": {"passed": passed, "scope": scope, "session_id": audit["session"],

@@ -1,4 +1,8 @@
-"""Node: claim the batch's turns for a new brief, atomically; note whether to go again."""
+"""Node: claim the batch's turns for a new brief, atomically; note whether to go again.
+
+Also the one way a stored brief is made again from its source turns (``rebuilt_brief``):
+when a milestone is marked on one of them, or some of them were forgotten.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.extract.brief import brief_text
+from nodes.load_evidence.compression import batch_records
 from store.briefs import BriefDraft, ClaimLost, claim_brief
 from store.exchanges import count_live
+from store.forget import brief_sources_of, delete_brief, rewrite_brief
+from store.milestones import milestone_ids
+from store.sql import Conn
 
-__all__ = ["MAX_ROUNDS", "claimed_brief"]
+__all__ = ["MAX_ROUNDS", "claimed_brief", "rebuilt_brief"]
 
 MAX_ROUNDS = 64  # one compression run never loops longer than this
+
+
+def rebuilt_brief(conn: Conn, brief_id: int) -> str | None:
+    """Write a brief's tier and text again from its stored source turns and their
+    current milestone labels, as compression would make it now; None when no source
+    turn is left (the brief is deleted). Call inside a write."""
+    turns = brief_sources_of(conn, brief_id)
+    if not turns:
+        delete_brief(conn, brief_id)
+        return None
+    tier, body = brief_text(batch_records(turns, milestone_ids(conn, [t.id for t in turns])))
+    rewrite_brief(conn, brief_id, tier, body, [t.id for t in turns])
+    return tier
 
 
 def claimed_brief(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -33,8 +55,15 @@ def claimed_brief(state: State, cfg: Mapping[str, Any]) -> Writes:
     try:
         with state.ctx.store.write() as conn:
             brief_id = claim_brief(conn, new)
+            tier = draft["tier"]
+            # A milestone marked since the batch was read is seen here: the claim holds
+            # the turns (their rows, on PostgreSQL), and marking reads a turn's brief
+            # under the same lock (store.milestones.mark_milestone).
+            labels = milestone_ids(conn, [t["id"] for t in batch])
+            if labels != {t["id"]: t["milestone"] for t in batch if t["milestone"]}:
+                tier = rebuilt_brief(conn, brief_id) or tier
             more = count_live(conn, session_row) >= limit
-        made.append({"id": brief_id, "tier": draft["tier"], "turns": len(batch)})
+        made.append({"id": brief_id, "tier": tier, "turns": len(batch)})
     except ClaimLost:
         more = True  # someone else compressed; look again at what is left
     return {"briefs": made, "rounds": rounds, "again": more and rounds < MAX_ROUNDS}

@@ -23,6 +23,7 @@ from typing import Any
 from nodes.context import State, Writes
 from nodes.extract.secrets import redact
 from nodes.publish.budget import Budget
+from nodes.publish.wording import counted
 
 __all__ = ["NEWEST_DECISIONS", "TOP_BRIEFS", "briefing_markdown"]
 
@@ -32,7 +33,7 @@ TOP_BRIEFS = 3
 PROJECT_DECISIONS = 8  # per previous session, at startup
 ITEM_CHARS = 220
 ASK_CHARS = 300
-NOTE = ("… {omitted} more item(s) left out to stay within {max_chars:,} characters: "
+NOTE = ("… {more} left out to stay within {max_chars:,} characters: "
         "stenographer_query_history finds them")
 
 # Sections in reading order.
@@ -67,7 +68,7 @@ class _Plan:
     left_out: int = 0
 
     def __post_init__(self) -> None:
-        self.budget = Budget(self.max_chars)
+        self.budget = Budget(self.max_chars, NOTE)
 
     def _heading(self, session: int, section: int, shown: int | None) -> str:
         """A section's heading with its count; ``shown`` None: the longest it can be."""
@@ -183,7 +184,8 @@ def _head(state: State, sessions: list[dict[str, Any]]) -> list[str]:
         s = sessions[0]
         when = {"compact": "after compaction", "resume": "resumed"}.get(source, source)
         return [f"# Stenographer briefing: session {s['session']} ({when})",
-                f"{s['turns']} turns recorded {s['created_at']} – {s['last_at']}; no model "
+                f"{counted(s['turns'], 'turn')} recorded {s['created_at']} – {s['last_at']}; "
+                "no model "
                 "wrote this, every line is extracted from the record. Each #id is a stored "
                 "turn: stenographer_query_history (session_id "
                 f"{s['session']!r}) shows it in full."]
@@ -204,7 +206,7 @@ def briefing_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
     kinds = [_signal_items(n, s, plan) for n, s in enumerate(sessions)]
     if not one:
         headed = [plan.offer(_Item(n, HEAD, 1, [f"## Session {s['session']} (last active "
-                                                f"{s['last_at']}, {s['turns']} turns)"]))
+                                                f"{s['last_at']}, {counted(s['turns'], 'turn')})"]))
                   for n, s in enumerate(sessions)]
         for kind, limit in (("open", None), ("milestones", None), ("asked", 1),
                             ("decisions", PROJECT_DECISIONS)):

@@ -18,6 +18,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import check_int
+from nodes.publish.wording import counted
 from store.bus import BusUnavailable, OutgoingEvent
 from store.bus_outbox import bus_batch
 from store.cursors import get_cursor
@@ -70,9 +71,9 @@ def _batch_line(state: State) -> str:
     peer, outgoing, delivery = state.get("peer"), state.get("outgoing"), state.get("delivery")
     passed_over = outgoing["records"] - outgoing["events"]
     return (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
-            f"{peer['url']}: {delivery['applied']:,} new events, "
+            f"{peer['url']}: {counted(delivery['applied'], 'new event')}, "
             f"{delivery['duplicates']:,} already there"
-            + (f", {passed_over} forgotten turns passed over" if passed_over else ""))
+            + (f", {counted(passed_over, 'forgotten turn')} passed over" if passed_over else ""))
 
 
 def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -102,8 +103,9 @@ def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
 def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     """What the run published, in total."""
     peer, totals = state.get("peer"), state.get("totals")
-    text = (f"Published to {peer['url']}: {totals['batches']} batches, "
-            f"{totals['published']:,} new events, {totals['duplicates']:,} already there")
+    text = (f"Published to {peer['url']}: {counted(totals['batches'], 'batch', 'batches')}, "
+            f"{counted(totals['published'], 'new event')}, "
+            f"{totals['duplicates']:,} already there")
     if not totals["ok"]:
         text += f"; stopped: {totals['error']}"
     fields = ("ok", "batches", "records", "published", "duplicates", "error", "retryable",

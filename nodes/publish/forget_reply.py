@@ -6,21 +6,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.publish.wording import counted
 
 __all__ = ["forget_reply"]
 
 
 def _graph_part(graph: Mapping[str, Any]) -> str:
     """What forgetting did to the GraphRAG graph ('' when no read turn was forgotten)."""
-    removed = (f"{graph['entities_removed']} entit(ies) and {graph['edges_removed']} "
-               "edge(s) removed")
+    removed = (f"{counted(graph['entities_removed'], 'entity', 'entities')} and "
+               f"{counted(graph['edges_removed'], 'edge')} removed")
     if graph["reset"]:
         return (f"GraphRAG graph reset ({removed}; part of an affected session was passed "
                 "over by --since): run `graphrag extract` to rebuild it")
     if not graph["sessions_rederived"]:
         return ""
-    return (f"GraphRAG graph re-derived without them in {graph['sessions_rederived']} "
-            f"session(s) ({removed}); communities cleared until the next `graphrag extract`")
+    return (f"GraphRAG graph re-derived without them in "
+            f"{counted(graph['sessions_rederived'], 'session')} ({removed}); communities "
+            "cleared until the next `graphrag extract`")
 
 
 def _rewrite_part(scrubbed: Mapping[str, Any], dialect: str, vacuum: bool) -> str:
@@ -47,10 +49,12 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     if not count:
         text = "Nothing forgotten: no stored turn matches"
         if gone["milestones_removed"]:
-            text += f" (removed {gone['milestones_removed']} milestone label(s) holding the text)"
+            labels = counted(gone["milestones_removed"], "milestone label")
+            text += f" (removed {labels} holding the text)"
     else:
         shown = ", ".join(f"#{i}" for i in gone["ids"][:20])
-        text = (f"Forgot {count} turn(s) in {gone['sessions']} session(s): {shown}"
+        text = (f"Forgot {counted(count, 'turn')} in {counted(gone['sessions'], 'session')}: "
+                f"{shown}"
                 + ("…" if count > 20 else ""))
         parts = []
         if gone["briefs_rebuilt"]:
@@ -58,7 +62,7 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         if gone["briefs_removed"]:
             parts.append("briefs removed " + ", ".join(map(str, gone["briefs_removed"])))
         if gone["milestones_removed"]:
-            parts.append(f"{gone['milestones_removed']} milestone(s) removed")
+            parts.append(f"{counted(gone['milestones_removed'], 'milestone')} removed")
         if graph_part := _graph_part(gone["graph"]):
             parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")

@@ -18,26 +18,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
-from nodes.extract.brief import brief_text
 from nodes.extract.redaction import redacted_text
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
-from nodes.load_evidence.compression import batch_records
+from nodes.publish.brief import rebuilt_brief
 from nodes.publish.forgotten_graph import forget_graph
 from store.forget import (
     Forgotten,
     Selection,
-    brief_sources_of,
-    delete_brief,
     drop_caches,
     following_turns,
     forget_turns,
     preceding_contents,
     reindex_turn,
-    rewrite_brief,
     selected_turns,
 )
-from store.milestones import milestone_ids
 from store.neighbours import NEIGHBOUR_CHARS
 from store.rewrite import mark_rewrite_pending
 from store.search import dated_terms
@@ -51,15 +46,10 @@ MAX_LISTED = 1_000  # forgotten ids listed in the reply (all are counted and tom
 def _rebuild_briefs(conn: Conn, briefs: list[int]) -> tuple[list[int], list[int]]:
     rebuilt, removed = [], []
     for brief_id in briefs:
-        turns = brief_sources_of(conn, brief_id)
-        if not turns:
-            delete_brief(conn, brief_id)
+        if rebuilt_brief(conn, brief_id) is None:
             removed.append(brief_id)
-            continue
-        labels = milestone_ids(conn, [t.id for t in turns])
-        tier, body = brief_text(batch_records(turns, labels))
-        rewrite_brief(conn, brief_id, tier, body, [t.id for t in turns])
-        rebuilt.append(brief_id)
+        else:
+            rebuilt.append(brief_id)
     return rebuilt, removed
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from nodes.context import State, Writes, bulk_allocations
+from nodes.publish.wording import counted
 from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
 
@@ -49,8 +50,9 @@ def published_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
 def graph_reset(state: State, cfg: Mapping[str, Any]) -> Writes:
     with state.ctx.store.write() as conn:
         removed = reset_graph(conn)
-    return {"removed": removed, "text": f"GraphRAG graph reset: {removed['entities']} "
-            f"entities and {removed['edges']} edges removed; the turns are untouched."}
+    return {"removed": removed, "text": (
+        f"GraphRAG graph reset: {counted(removed['entities'], 'entity', 'entities')} and "
+        f"{counted(removed['edges'], 'edge')} removed; the turns are untouched.")}
 
 
 def graph_stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -67,7 +69,8 @@ def graph_stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     if s["detection"]:
         d = s["detection"]
         lines.append(f"detection: {d['algorithm']} seed {d['seed']} resolution "
-                     f"{d['resolution']}, {d['nodes']} entities, {d['louvain_ms']} ms")
+                     f"{d['resolution']}, {counted(d['nodes'], 'entity', 'entities')}, "
+                     f"{d['louvain_ms']} ms")
     return {"text": "\n".join(lines)}
 
 
@@ -75,19 +78,20 @@ def communities_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     rows = state.get("communities")
     if not rows:
         return {"text": "No communities yet (run `stenographer graphrag extract`)."}
-    lines = [f"#{c['id']} ({c['size']} entities): {', '.join(c['top_entities'])}"
-             for c in rows]
+    lines = [f"#{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
+             f"{', '.join(c['top_entities'])}" for c in rows]
     return {"text": "\n".join(lines)}
 
 
 def community_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     c = state.get("community")
-    lines = [f"Community #{c['id']} ({c['size']} entities): {c['label']}", "", "Entities:"]
+    lines = [f"Community #{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
+             f"{c['label']}", "", "Entities:"]
     lines += [f"- {e['label']} [{e['kind']}] centrality {e['centrality']:.4f}, "
-              f"{e['turns']} turns (e.g. #{', #'.join(map(str, e['turn_ids'][:3]))})"
+              f"{counted(e['turns'], 'turn')} (e.g. #{', #'.join(map(str, e['turn_ids'][:3]))})"
               for e in c["entities"]]
     lines += ["", "Strongest relations:"]
-    lines += [f"- {r['source']} —{r['kind']}→ {r['target']} ({r['turns']} turns: "
+    lines += [f"- {r['source']} —{r['kind']}→ {r['target']} ({counted(r['turns'], 'turn')}: "
               f"#{', #'.join(map(str, r['turn_ids']))})" for r in c["relations"]]
     lines += ["", "Representative sentences:"]
     lines += [f"- #{s['exchange_id']} [{s['session_id']}] {s['text']}"

@@ -14,6 +14,7 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.extract.nafe import SIGNATURES
+from nodes.publish.wording import plural
 
 __all__ = ["ingest_reply"]
 
@@ -42,7 +43,8 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
             + f"; trace:{rec['trace_id']})"
         )
         for b in briefs:
-            text += f" | Compressed {b['turns']} turns → brief {b['id']} (tier-{b['tier']})"
+            text += (f" | Compressed {b['turns']} {plural(b['turns'], 'turn')} → brief {b['id']} "
+                     f"(tier-{b['tier']})")
     shutdowns = state.get("shutdowns") or []
     for s in (s for s in shutdowns if s["new"]):  # else only its receipt was late
         text += (f" | CLAEG terminal shutdown from {s['source']} at {s['at']} → "

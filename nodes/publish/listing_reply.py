@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.publish.wording import counted
 
 __all__ = ["human_bytes", "sessions_text", "stats_text"]
 
@@ -45,7 +46,7 @@ def stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     lines = [
         f"Store {st['path']}",
         "  " + ", ".join(f"{k} {v:,}" for k, v in counts.items()),
-        f"  size {human_bytes(size['database_bytes'])} in {size['page_count']:,} pages of "
+        f"  size {human_bytes(size['database_bytes'])} in {counted(size['page_count'], 'page')} of "
         f"{size['page_size']:,} B ({size['free_pages']:,} free); WAL "
         f"{human_bytes(size['wal_bytes'])}",
         f"  schema version {schema['version']} (this build expects {schema['expected']}): "

@@ -1,4 +1,4 @@
-"""Node: flag a turn as a milestone."""
+"""Node: flag a turn as a milestone; the brief that holds it, if any, lists it (tier A)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.publish.brief import rebuilt_brief
+from store.briefs import briefs_by_ids
 from store.milestones import mark_milestone
 
 __all__ = ["marked_milestone"]
 
 
 def marked_milestone(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Mark the turn; when it is already compressed, make its brief again as compression
+    would make it now (tier A, listing the milestone with its label), in the same
+    transaction."""
     m = state.get("milestone")
+    promoted = False
     with state.ctx.store.write() as conn:
         brief_id = mark_milestone(conn, m["session_row"], m["exchange_id"], m["label"],
                                   time.time())
-    note = "" if brief_id is None else f" (already in brief {brief_id})"
+        if brief_id is not None:
+            before = briefs_by_ids(conn, [brief_id])[brief_id].tier
+            promoted = rebuilt_brief(conn, brief_id) == "A" and before != "A"
+    note = ""
+    if brief_id is not None:
+        note = f" (already in brief {brief_id}{', now tier A' if promoted else ''})"
     return {"reply": {
         "text": f"Milestone #{m['exchange_id']} marked: {m['label']}{note}",
         "exchange_id": m["exchange_id"], "session_id": m["session"], "label": m["label"],
-        "brief_id": brief_id,
+        "brief_id": brief_id, "promoted": promoted,
     }}

@@ -1,4 +1,9 @@
-"""Node: the text of a search reply, every hit citing its provenance."""
+"""Node: the text of a search reply, every hit citing its provenance.
+
+When the keyword index matched no turn for the query, the reply says so: whatever the
+vector lists found then shares no word with the query, only similar spelling or
+meaning, and each such hit is marked "vector only".
+"""
 
 from __future__ import annotations
 
@@ -6,33 +11,49 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
-from nodes.publish.budget import Budget
+from nodes.publish.budget import Group, Item, fitted
+from nodes.publish.wording import clipped, counted, plural
 
-__all__ = ["search_reply"]
+__all__ = ["no_word_note", "search_reply"]
+
+HIT_ADVICE = "the structured result lists every hit of the page"
+QUERY_CHARS = 200  # of the query, in the first line
+_MARKS = {"keyword": "", "vector": " (vector only)", "answer": " (answer to a ranked question)"}
+
+
+def no_word_note(hits: int) -> str:
+    """What a search reply says when the keyword index matched no turn."""
+    found = (f"the {plural(hits, 'hit')} below {'is' if hits == 1 else 'are'} vector-only "
+             "(similar spelling or meaning, no word in common)." if hits else "nothing matched.")
+    return f"no turn searched matches a word of the query: {found}"
+
+
+def _hit(h: Mapping[str, Any]) -> Item:
+    where = f" brief {h['brief_id']}" if h["brief_id"] is not None else ""
+    trace = f" trace:{h['trace_id']}" if h.get("trace_id") else ""
+    flags = f" ⚠ NAFE:{','.join(h['flags'])}" if h.get("flags") else ""
+    lines = [f"#{h['exchange_id']} [{h['role']}] {h['session_id']} {h['created_at']}"
+             f" score {h['score']:.4f}{where}{trace}{flags}{_MARKS[h['match']]}",
+             f"  {h['snippet']}",
+             *(f"  decision: {d}" for d in h["decisions"][:3]),
+             *(f"  blocker: {b}" for b in h["blockers"][:3])]
+    return Item(tuple(lines), "hit", f"#{h['exchange_id']}")
 
 
 def search_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     query, hits = state.get("query"), state.get("hits") or []
     req = state.get("request") or {}
     scope = "all sessions" if req.get("cross_session") else f"session {req.get('session_id')!r}"
-    budget = Budget(state.ctx.settings.max_chars)
-    budget.add(f"Found {len(hits)} of {state.get('total') or 0} hits for {query['text']!r} "
-               f"({query['mode']}; {scope})")
-    for note in state.get("notes") or []:
-        budget.add(f"Note: {note}")
+    notes = list(state.get("notes") or [])
+    added = []
+    if query["mode"] != "semantic" and not query["unknown_session"] and not state.get("keyword"):
+        added.append(no_word_note(len(hits)))  # the keyword index was asked and found nothing
+    title = [f"Found {len(hits)} of {counted(state.get('total') or 0, 'hit')} for "
+             f"{clipped(query['text'], QUERY_CHARS)!r} ({query['mode']}; {scope})",
+             *(f"Note: {note}" for note in [*notes, *added])]
     if query["unknown_session"]:
-        budget.add("Note: no turns have been recorded in this session.")
-    for h in hits:
-        where = f" brief {h['brief_id']}" if h["brief_id"] is not None else ""
-        trace = f" trace:{h['trace_id']}" if h.get("trace_id") else ""
-        flags = f" ⚠ NAFE:{','.join(h['flags'])}" if h.get("flags") else ""
-        budget.add(f"#{h['exchange_id']} [{h['role']}] {h['session_id']} {h['created_at']}"
-                   f" score {h['score']:.4f}{where}{trace}{flags}")
-        budget.add(f"  {h['snippet']}")
-        for d in h["decisions"][:3]:
-            budget.add(f"  decision: {d}")
-        for b in h["blockers"][:3]:
-            budget.add(f"  blocker: {b}")
-    if state.get("next_cursor"):
-        budget.add("More hits: pass next_cursor as cursor.")
-    return {"text": budget.text()}
+        title.append("Note: no turns have been recorded in this session.")
+    more = ("More hits: pass next_cursor as cursor.",) if state.get("next_cursor") else ()
+    page = Group((), tuple(_hit(h) for h in hits), closing=more)
+    return {"text": fitted(state.ctx.settings.max_chars, title, [(page, 0)], HIT_ADVICE),
+            "notes": added}

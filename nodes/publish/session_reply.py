@@ -1,95 +1,119 @@
-"""Nodes: running notes and the compaction briefing as Markdown within a budget."""
+"""Nodes: running notes and the compaction briefing as Markdown within a budget.
+
+Each section is a group of whole items (nodes.publish.budget): a milestone, a flag, a
+brief, a turn. A brief that does not fit whole shows its header and the milestones,
+decisions, blockers or excerpts that fit, and says what it left out.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
-from nodes.publish.budget import Budget
+from nodes.publish.budget import Group, Item, fitted
+from nodes.publish.wording import clipped, counted, plural
 
 __all__ = ["guard_markdown", "notes_markdown"]
 
+LIVE_RESERVE = 1_500  # at most this much of the budget is kept for the newest turns
+QUERY_CHARS = 120  # of the query, in the briefing's heading
 
-def _flat(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _live_lines(budget: Budget, live: list[dict[str, Any]], reserve: int = 0) -> None:
-    budget.add("## Recent exchanges (uncompressed)")
-    if not live:
-        budget.add("_none_")
-    # Newest last, but when the budget is short keep the newest: fill from the end.
-    lines = [f"- #{t['id']} [{t['role']}] {t['created_at']}: {_flat(t['content'], 300)}"
-             for t in live]
-    kept: list[str] = []
-    room = budget.max_chars - 80 - budget.used - reserve
-    for line in reversed(lines):
-        if len(line) + 1 > room:
-            budget.omitted += 1
-            continue
-        kept.append(line)
-        room -= len(line) + 1
-    for line in reversed(kept):
-        budget.add(line)
+# The lists of a tier-A brief body (nodes.extract.brief), by their label.
+_LABELLED = {"Milestones:": "milestone", "Decisions:": "decision", "Blockers:": "blocker"}
+_CITED = re.compile(r"^- (#\d+)")
 
 
-def _brief_lines(budget: Budget, briefs: list[dict[str, Any]], reserve: int) -> None:
-    for b in briefs:
-        score = f", score {b['score']:.4f}" if b.get("score") is not None else ""
-        ids = ", ".join(f"#{i}" for i in b["source_ids"])
-        budget.add(f"### Brief {b['id']} (tier-{b['tier']}{score}) — sources {ids}",
-                   reserve=reserve)
-        for line in b["body"].splitlines():
-            budget.add(line, reserve=reserve)
+def _live_section(live: list[dict[str, Any]]) -> Group:
+    items = tuple(Item((f"- #{t['id']} [{t['role']}] {t['created_at']}: "
+                        f"{clipped(t['content'], 300)}",), "exchange", f"#{t['id']}")
+                  for t in live)
+    return Group(("## Recent exchanges (uncompressed)",), items, newest_last=True,
+                 empty="_none_")
+
+
+def _body_parts(body: list[str]) -> tuple[Item | Group, ...]:
+    """A stored brief body, after its head line, as items: each cited line, and each
+    labelled list (tier A) as a group that is never shown without one of its lines."""
+    parts: list[Item | Group] = []
+    label: str | None = None
+    listed: list[Item] = []
+
+    def close() -> None:
+        if label is not None:
+            parts.append(Group((label,), tuple(listed)))
+
+    for line in body:
+        cited = _CITED.match(line)
+        if line in _LABELLED:
+            close()
+            label, listed = line, []
+        elif label is not None and cited:
+            listed.append(Item((line,), _LABELLED[label], cited[1]))
+        else:
+            close()
+            label = None
+            ref = cited[1] if cited else "…"
+            parts.append(Item((line,), "excerpt" if cited else "line", ref))
+    close()
+    return tuple(parts)
+
+
+def _brief_item(b: dict[str, Any]) -> Item:
+    """A brief: whole, or at the cut its header and the items of its body that fit."""
+    score = f", score {b['score']:.4f}" if b.get("score") is not None else ""
+    vector = ", vector only" if b.get("match") == "vector" else ""
+    ids = ", ".join(f"#{i}" for i in b["source_ids"])
+    header = f"### Brief {b['id']} (tier-{b['tier']}{score}{vector}) — sources {ids}"
+    body = b["body"].splitlines()
+    return Item((header, *body), "brief", f"brief {b['id']}",
+                inner=lambda: Group((header, *body[:1]), _body_parts(body[1:])))
+
+
+def _live_reserve(live: list[dict[str, Any]], cap: int) -> int:
+    """Room kept for the newest turns while the sections above them are filled."""
+    return min(cap, sum(len(t["content"]) for t in live[-5:]) + 200)
 
 
 def notes_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
     session, live = state.get("session"), state.get("live") or []
-    budget = Budget(state.get("max_chars"))
-    budget.add(f"# Running notes — session {session!r}")
+    title = [f"# Running notes — session {session!r}"]
+    max_chars = state.get("max_chars")
     if state.get("session_row") is None:
-        budget.add("_No turns recorded in this session yet._")
-        return {"markdown": budget.text()}
-    # Live turns are the most recent context; keep room for a few of them.
-    reserve = min(1_500, sum(len(t["content"]) for t in live[-5:]) + 200)
-    budget.add("## Milestones", reserve=reserve)
-    milestones = state.get("milestones") or []
-    if not milestones:
-        budget.add("_none_", reserve=reserve)
-    for m in milestones:
-        where = f" (brief {m['brief_id']})" if m["brief_id"] else ""
-        budget.add(f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]{where}: "
-                   f"{_flat(m['excerpt'], 160)}", reserve=reserve)
-    flags = state.get("flags") or []
-    if flags:  # only when there are any: most sessions have none
-        budget.add("## Reasoning-drift flags (NAFE, heuristic — not blockers)", reserve=reserve)
-        for f in flags:
-            budget.add(f"- #{f['exchange_id']} {f['signature']}: “{_flat(f['span'], 120)}”",
-                       reserve=reserve)
-    budget.add("## Compressed briefs", reserve=reserve)
-    briefs = state.get("briefs") or []
-    if not briefs:
-        budget.add("_none_", reserve=reserve)
-    _brief_lines(budget, briefs, reserve)
-    _live_lines(budget, live)
-    return {"markdown": budget.text()}
+        return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
+    reserve = _live_reserve(live, LIVE_RESERVE)
+    milestones = Group(("## Milestones",), tuple(
+        Item((f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]"
+              + (f" (brief {m['brief_id']})" if m["brief_id"] else "")
+              + f": {clipped(m['excerpt'], 160)}",), "milestone", f"#{m['exchange_id']}")
+        for m in state.get("milestones") or []), newest_last=True, empty="_none_")
+    flags = Group(("## Reasoning-drift flags (NAFE, heuristic — not blockers)",), tuple(
+        Item((f"- #{f['exchange_id']} {f['signature']}: “{clipped(f['span'], 120)}”",),
+             "NAFE flag", f"#{f['exchange_id']}")
+        for f in state.get("flags") or []), newest_last=True)  # no heading when none
+    briefs = Group(("## Compressed briefs",), tuple(
+        _brief_item(b) for b in state.get("briefs") or []), newest_last=True, empty="_none_")
+    sections = [(milestones, reserve), (flags, reserve), (briefs, reserve),
+                (_live_section(live), 0)]
+    return {"markdown": fitted(max_chars, title, sections)}
 
 
 def guard_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
     query, live = state.get("query"), state.get("live") or []
-    budget = Budget(state.get("max_chars"))
-    about = f" for {query['text']!r}" if query["text"] else " (newest; no query given)"
-    budget.add(f"# Compaction briefing — session {state.get('session')!r}")
+    title = [f"# Compaction briefing — session {state.get('session')!r}"]
     if query["session_row"] is None:
-        budget.add("_No turns recorded in this session yet._")
-        return {"markdown": budget.text()}
-    reserve = min(2_000, sum(len(t["content"]) for t in live[-5:]) + 200)
+        return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
     briefs = state.get("briefs") or []
-    budget.add(f"## Top {len(briefs)} briefs{about}", reserve=reserve)
-    if not briefs:
-        budget.add("_none_", reserve=reserve)
-    _brief_lines(budget, briefs, reserve)
-    _live_lines(budget, live)
-    return {"markdown": budget.text()}
+    about = (f" for {clipped(query['text'], QUERY_CHARS)!r}" if query["text"]
+             else " (newest; no query given)")
+    heading = [f"## Top {counted(len(briefs), 'brief')}{about}"]
+    if briefs and query["text"] is not None and not state.get("keyword"):  # no keyword hit
+        heading.append(f"_No compressed turn of this session matches a word of the query: "
+                       f"the {plural(len(briefs), 'brief')} below "
+                       f"{'is' if len(briefs) == 1 else 'are'} ranked by vector similarity "
+                       "only._")
+    ranked = Group(tuple(heading), tuple(_brief_item(b) for b in briefs), empty="_none_")
+    reserve = _live_reserve(live, 2_000)
+    return {"markdown": fitted(state.get("max_chars"), title,
+                               [(ranked, reserve), (_live_section(live), 0)])}

@@ -15,14 +15,11 @@ from typing import Any
 
 from nodes.context import State, Writes
 from nodes.publish.sync_cursor import failure_text
+from nodes.publish.wording import counted
 
 __all__ = ["batches_reply", "removed_spool", "spooled_file", "sync_totals"]
 
 ERRORS = "failures"  # the error channel of the sync graphs' failure edges
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def spooled_file(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -47,7 +44,7 @@ def _batch(state: State, direction: str) -> tuple[dict[str, int], str] | None:
         outgoing, delivery = state.get("outgoing"), state.get("delivery")
         if outgoing["through"] is None:
             return None
-        line = (f"Pushed {_plural(outgoing['turns'], 'turn')} to {peer['url']} "
+        line = (f"Pushed {counted(outgoing['turns'], 'turn')} to {peer['url']} "
                 f"({outgoing['bytes']:,} bytes): {delivery['applied']:,} new there, "
                 f"{delivery['duplicates']:,} already there")
         return {"records": outgoing["turns"] + outgoing["tombstones"],
@@ -55,8 +52,8 @@ def _batch(state: State, direction: str) -> tuple[dict[str, int], str] | None:
     bundle, applied = state.get("bundle"), state.get("applied")
     if bundle["through"] is None:
         return None
-    line = (f"Pulled {_plural(bundle['turns'], 'turn')} from {peer['url']}: "
-            f"{_plural(applied['applied'], 'new turn')} stored, {applied['duplicates']:,} "
+    line = (f"Pulled {counted(bundle['turns'], 'turn')} from {peer['url']}: "
+            f"{counted(applied['applied'], 'new turn')} stored, {applied['duplicates']:,} "
             f"already here, {applied['relinked']:,} linked after turns this store wrote "
             "meanwhile")
     return {"records": bundle["turns"], "applied": applied["applied"],
@@ -95,10 +92,11 @@ def batches_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     direction, totals = str(cfg["direction"]), state.get("totals")
     peer = str((state.get("request") or {}).get("url") or "").rstrip("/")
     verb = "Pushed to" if direction == "push" else "Pulled from"
-    text = (f"{verb} {peer}: {totals['batches']} batches, {totals['applied']:,} new turns "
-            f"stored, {totals['duplicates']:,} already there")
+    text = (f"{verb} {peer}: {counted(totals['batches'], 'batch', 'batches')}, "
+            f"{counted(totals['applied'], 'new turn')} stored, "
+            f"{totals['duplicates']:,} already there")
     if totals["retries"]:
-        text += f", {totals['retries']} retries"
+        text += f", {counted(totals['retries'], 'retry', 'retries')}"
     if not totals["ok"]:
         text += f"; stopped: {totals['error']}"
     fields = ("ok", "batches", "records", "applied", "duplicates", "retries", "error")

@@ -7,19 +7,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodes.context import State, Writes
+from nodes.publish.wording import counted
 
 __all__ = ["export_reply", "import_reply"]
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def export_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     e = state.get("exported")
     ratio = f" ({e['bytes'] / e['content_bytes']:.0%} of the text)" if e["content_bytes"] else ""
-    text = (f"Exported {_plural(e['turns'], 'turn')} and {_plural(e['tombstones'], 'tombstone')}"
-            f" of {_plural(e['sessions'], 'session')} to {e['path']}: {e['bytes']:,} bytes"
+    text = (f"Exported {counted(e['turns'], 'turn')} and {counted(e['tombstones'], 'tombstone')}"
+            f" of {counted(e['sessions'], 'session')} to {e['path']}: {e['bytes']:,} bytes"
             f"{ratio} in {e['seconds']:.2f} s")
     return {"reply": {"text": text, **e}}
 
@@ -35,13 +32,13 @@ def _applied(state: State) -> dict[str, Any]:
 
 
 def _applied_text(r: dict[str, Any]) -> str:
-    return (f"{_plural(r['applied'], 'new turn')} stored, {r['duplicates']:,} already here, "
+    return (f"{counted(r['applied'], 'new turn')} stored, {r['duplicates']:,} already here, "
             f"{r['relinked']:,} linked after turns this store wrote meanwhile")
 
 
 def import_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     r = _applied(state)
-    text = (f"Imported {state.get('incoming')['path']}: {_plural(r['bundle_turns'], 'turn')} "
-            f"in {_plural(r['sessions'], 'session')} verified; {_applied_text(r)} "
+    text = (f"Imported {state.get('incoming')['path']}: {counted(r['bundle_turns'], 'turn')} "
+            f"in {counted(r['sessions'], 'session')} verified; {_applied_text(r)} "
             f"({r['seconds']:.2f} s)")
     return {"reply": {"text": text, **r}}

@@ -42,6 +42,7 @@ VECTOR_COLUMNS = ("rowid", "session_id", "embedding")
 SELECT_VECTORS = "SELECT rowid, embedding::text FROM exchange_vectors WHERE {ids}"
 
 LOCK_TURNS = "SELECT pg_advisory_xact_lock(5501)"  # an arbitrary key: the turn writers' lock
+LOCK_TURN = "SELECT 1 FROM exchanges WHERE id = ? FOR UPDATE"  # the row a claim updates
 # The counter's row exists (at 0) and is locked until the write commits.
 INSERT_COUNT = "INSERT INTO meta(key, value) VALUES (?, '0') ON CONFLICT(key) DO NOTHING"
 LOCK_COUNT = "SELECT value FROM meta WHERE key = ? FOR UPDATE"
@@ -132,6 +133,9 @@ class PgDialect:
 
     def lock_turn_writers(self, conn: Conn) -> None:
         conn.execute(LOCK_TURNS)
+
+    def lock_turn(self, conn: Conn, exchange_id: int) -> None:
+        conn.execute(LOCK_TURN, (exchange_id,))
 
     def locked_count(self, conn: Conn, key: str) -> int:
         conn.execute(INSERT_COUNT, (key,))

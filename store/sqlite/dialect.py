@@ -109,6 +109,9 @@ class SqliteDialect:
     def lock_turn_writers(self, conn: Conn) -> None:
         pass  # the write transaction already holds the file's one write lock
 
+    def lock_turn(self, conn: Conn, exchange_id: int) -> None:
+        pass  # the write transaction already holds the file's one write lock
+
     def locked_count(self, conn: Conn, key: str) -> int:
         row = first(conn, SELECT_META, (key,))  # the write lock excludes other writers
         return int(row[0]) if row is not None else 0

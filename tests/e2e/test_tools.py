@@ -7,8 +7,10 @@ are read from replies, never assumed.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.e2e.support import (
     INGEST_LINE,
     MILESTONE,
     NOTES,
+    REPO_ROOT,
     SEARCH,
     STATUS,
     TOOLS,
@@ -218,7 +221,7 @@ async def test_get_brief_sections_citations_and_budget(conn: Conn):
 
     small = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 500}))
     assert len(small) <= 500
-    assert "omitted to stay within 500 characters" in small
+    assert "… 1 brief (brief " in small  # what did not fit is named
     assert f"#{ids[-1]}" in small  # the newest turn is what a short budget keeps
 
 
@@ -229,7 +232,7 @@ async def test_get_brief_default_budget_holds_for_long_turns(conn: Conn):
         await ingest(conn, session, f"{i} {long_turn}")
     markdown = text(await conn.ok(NOTES, {"session_id": session}))
     assert len(markdown) <= 8_000
-    assert "more line(s) omitted to stay within 8,000 characters" in markdown
+    assert re.search(r"^… \d+ more .+ \(.+\) left out: raise max_chars$", markdown, re.M)
     big = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 200_000}))
     assert len(big) > len(markdown)
     assert len(brief_headers(big)) == 8
@@ -241,7 +244,85 @@ async def test_get_brief_default_budget_holds_for_long_turns(conn: Conn):
         for tool in (NOTES, GUARD):
             reply = text(await conn.ok(tool, {"session_id": session, "max_chars": budget}))
             assert len(reply) <= budget, (tool, budget)
-            assert f"omitted to stay within {budget:,} characters" in reply
+            assert re.search(r"^… .+ left out(?: to stay within [\d,]+ characters)?: raise "
+                             r"max_chars$", reply, re.M), (tool, budget)
+
+
+HEADING_LEVELS = ((re.compile(r"^## "), 2.0), (re.compile(r"^### "), 3.0),
+                  (re.compile(r"^Turns #\d+"), 3.5), (re.compile(r"^[A-Z][a-z]+:$"), 4.0))
+LEFT_OUT_NOTE = re.compile(
+    r"^… \d[\d,]* .+ \((?:…|#\d+|brief \d+)(?:, (?:…|#\d+|brief \d+))*\) left out: "
+    r"raise max_chars$")
+LEFT_OUT_LINE = re.compile(r"^… \d[\d,]* .+ left out to stay within [\d,]+ characters: "
+                           r"raise max_chars$")
+
+
+def _level(line: str) -> float | None:
+    """How deep a heading or label is (None: an item, a note or a line of text)."""
+    return next((level for pattern, level in HEADING_LEVELS if pattern.match(line)), None)
+
+
+def _sections(markdown: str) -> dict[str, list[str]]:
+    """The lines under each `## ` heading."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in markdown.splitlines()[1:]:
+        if line.startswith("## "):
+            current = line
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return out
+
+
+NOUNS = {"## Milestones": "milestone", "## Compressed briefs": "brief",
+         "## Recent exchanges (uncompressed)": "exchange"}
+
+
+async def test_get_brief_small_budgets_cut_whole_items_and_say_what_was_left_out(conn: Conn):
+    session = word()
+    contents = [f"Decision: adopt the {session} component {i} for stage {i} of the ingest "
+                f"pipeline, with caching and retries" if i % 2 else
+                f"{session} note {i} about wiring the pipeline stages together" for i in range(20)]
+    ids = [r["exchange_id"] for r in await ingest_many(conn, session, contents)]
+    for i in (3, 5, 17, 18):  # two compressed turns, two live ones
+        await conn.ok(MILESTONE, {"session_id": session, "exchange_id": ids[i],
+                                  "label": f"stage {i} reached"})
+    full = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 200_000}))
+    assert "left out" not in full
+    full_lines = set(full.splitlines())
+    full_sections = _sections(full)
+    assert set(full_sections) == set(NOUNS)
+
+    for budget in (500, 650, 800, 1_000, 1_300, 1_600, 2_000, 2_500, 3_000):
+        markdown = text(await conn.ok(NOTES, {"session_id": session, "max_chars": budget}))
+        assert len(markdown) <= budget
+        lines = markdown.splitlines()
+        for n, line in enumerate(lines):
+            if line.startswith("… "):  # a note of what was left out, in its own words
+                assert LEFT_OUT_NOTE.match(line) or (
+                    LEFT_OUT_LINE.match(line) and n == len(lines) - 1), (budget, line)
+                continue
+            assert line in full_lines, (budget, line)  # whole items, never half of one
+            level = _level(line)
+            if level is not None:  # never an empty heading, never a label alone
+                after = lines[n + 1] if n + 1 < len(lines) else None
+                assert after is not None, (budget, line)
+                deeper = _level(after)
+                assert deeper is None or deeper > level, (budget, line, after)
+        cut = _sections(markdown)
+        for heading, items in full_sections.items():
+            missing = [i for i in items if i.startswith("- ") and i not in lines]
+            if not missing:
+                continue
+            # each section says what it left out: in place, or in the closing line
+            in_place = any(LEFT_OUT_NOTE.match(i) for i in cut.get(heading, []))
+            closing = LEFT_OUT_LINE.match(lines[-1]) and NOUNS[heading] in lines[-1]
+            assert in_place or closing, (budget, heading, markdown)
+    small = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 500}))
+    assert f"- #{ids[-1]} [" in small  # a short budget keeps the newest turn
+    mid = text(await conn.ok(NOTES, {"session_id": session, "max_chars": 1_600}))
+    assert f"- #{ids[18]} **stage 18 reached**" in mid  # and milestones, newest first
 
 
 async def test_get_brief_of_an_unknown_session_says_nothing_is_recorded(conn: Conn):
@@ -277,7 +358,7 @@ async def test_compact_guard_returns_the_brief_whose_turns_match_the_query(conn:
     assert sc["live_exchange_ids"] == live  # type: ignore[index]
     markdown = sc["markdown"]  # type: ignore[index]
     assert text(result) == markdown
-    assert "## Top 1 briefs for 'postgres vacuum'" in markdown
+    assert "## Top 1 brief for 'postgres vacuum'" in markdown
     assert brief_headers(markdown) == {brief_ids[1]: ("B", sources[1])}
     recent = markdown.split("## Recent exchanges (uncompressed)")[1]
     assert [int(i) for i in re.findall(r"^- #(\d+) \[", recent, re.M)] == live
@@ -301,6 +382,28 @@ async def test_compact_guard_without_query_returns_the_newest_briefs(conn: Conn)
     default = (await conn.ok(GUARD, {"session_id": session})).structured_content
     assert default["brief_ids"] == brief_ids[::-1]  # type: ignore[index]  # top_k 5 > 3
     assert len(default["markdown"]) <= 8_000  # type: ignore[index]
+
+
+async def test_compact_guard_says_when_no_query_word_matched(conn: Conn):
+    session = word()
+    brief_ids, sources, _ = await _three_topic_briefs(conn, session)
+    sc = (await conn.ok(GUARD, {"session_id": session, "query": "kubernetis certficates",
+                                "top_k": 1})).structured_content
+    assert sc["brief_ids"] == [brief_ids[0]]  # type: ignore[index]  # similar spelling
+    assert sc["vector_only"] == [brief_ids[0]]  # type: ignore[index]
+    markdown = sc["markdown"]  # type: ignore[index]
+    assert ("_No compressed turn of this session matches a word of the query: the brief "
+            "below is ranked by vector similarity only._") in markdown
+    header = next(line for line in markdown.splitlines() if line.startswith("### Brief"))
+    assert header.startswith(f"### Brief {brief_ids[0]} (tier-B, score ")
+    assert ", vector only) — sources " in header
+    assert brief_headers(markdown) == {brief_ids[0]: ("B", sources[0])}
+
+    matched = (await conn.ok(GUARD, {"session_id": session, "query": "postgres vacuum",
+                                     "top_k": 3})).structured_content
+    assert matched["brief_ids"][0] == brief_ids[1]  # type: ignore[index]
+    assert brief_ids[1] not in matched["vector_only"]  # type: ignore[index]
+    assert "ranked by vector similarity only" not in matched["markdown"]  # type: ignore[index]
 
 
 # --- mark_milestone -------------------------------------------------------------------------
@@ -331,6 +434,40 @@ async def test_milestone_marked_before_compression_makes_its_brief_tier_a(conn: 
     markdown = text(await conn.ok(NOTES, {"session_id": session}))
     assert "**schema v2 released**" in markdown and "**schema v2 shipped**" not in markdown
     assert (await conn.counts())["milestones"] >= 1
+
+
+async def test_milestone_marked_after_compression_promotes_its_brief_to_tier_a(conn: Conn):
+    session = word()
+    replies = await ingest_many(conn, session, [f"routine {session} {i}" for i in range(9)])
+    ids = [r["exchange_id"] for r in replies]
+    [brief] = replies[TURN_LIMIT - 1]["compressed"]
+    assert brief["tier"] == "B"  # no decisions, no milestones yet
+    target = ids[3]
+    result = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                       "label": "cutover done"})
+    sc = result.structured_content
+    assert text(result) == (f"Milestone #{target} marked: cutover done "
+                            f"(already in brief {brief['id']}, now tier A)")
+    assert sc["brief_id"] == brief["id"] and sc["promoted"] is True  # type: ignore[index]
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert brief_headers(markdown) == {brief["id"]: ("A", ids[:TURN_LIMIT])}
+    assert f"- #{target} cutover done" in markdown  # the brief lists its milestone
+    guard = text(await conn.ok(GUARD, {"session_id": session, "query": "routine"}))
+    assert brief_headers(guard) == {brief["id"]: ("A", ids[:TURN_LIMIT])}
+
+    again = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": target,
+                                      "label": "cutover finished"})
+    assert text(again).endswith(f"(already in brief {brief['id']})")  # it was tier A
+    assert again.structured_content["promoted"] is False  # type: ignore[index]
+    markdown = text(await conn.ok(NOTES, {"session_id": session}))
+    assert f"- #{target} cutover finished" in markdown
+    assert "cutover done" not in markdown  # the brief took the new label too
+    live = await conn.ok(MILESTONE, {"session_id": session, "exchange_id": ids[TURN_LIMIT],
+                                     "label": "still live"})
+    assert live.structured_content["promoted"] is False  # type: ignore[index]
+    assert text(live) == f"Milestone #{ids[TURN_LIMIT]} marked: still live"
+    audit = (await conn.ok(AUDIT, {"session_id": session})).structured_content
+    assert audit["passed"] is True, audit  # type: ignore[index]
 
 
 # --- query_history --------------------------------------------------------------------------
@@ -372,6 +509,9 @@ async def test_query_history_hits_cite_their_provenance(conn: Conn):
             if hit["brief_id"] is not None:
                 line += f" brief {hit['brief_id']}"
             line += f" trace:{hit['trace_id']}"
+            assert hit["match"] == ("vector" if mode == "semantic" else "keyword")
+            if hit["match"] == "vector":  # no word of the query: the reply marks it
+                line += " (vector only)"
             assert line in text(result).splitlines()
         assert text(result).splitlines()[0] == (
             f"Found 9 of 9 hits for {token!r} ({mode}; session {session!r})")
@@ -483,6 +623,45 @@ async def test_search_modes_take_their_own_paths(conn: Conn):
     assert hits == []
 
 
+NO_WORD = "Note: no turn searched matches a word of the query"
+
+
+async def test_hybrid_search_says_when_no_query_word_matched(conn: Conn):
+    session = word()
+    await ingest(conn, session, "Lunch was pasta with tomato sauce.")
+    target = (await ingest(conn, session, "Set up the kubernetes ingress controller today.")
+              )["exchange_id"]
+
+    # Misspelt: no turn holds a word of the query; the vectors still find the turn by
+    # its character n-grams, and the reply says that this is all it is.
+    result = await conn.ok(SEARCH, {"query": "kubernetis controllr", "session_id": session})
+    sc = result.structured_content
+    assert sc is not None and sc["hits"][0]["exchange_id"] == target
+    assert {h["match"] for h in sc["hits"]} == {"vector"}
+    lines = text(result).splitlines()
+    n = len(sc["hits"])
+    note = (f"{NO_WORD}: the {'hit below is' if n == 1 else 'hits below are'} vector-only "
+            "(similar spelling or meaning, no word in common).")
+    assert lines[1] == note and note.removeprefix("Note: ") in sc["notes"]
+    for h in sc["hits"]:
+        assert any(line.startswith(f"#{h['exchange_id']} [") and line.endswith(" (vector only)")
+                   for line in lines), lines
+
+    matched = (await conn.ok(SEARCH, {"query": "kubernetes", "session_id": session})
+               ).structured_content
+    assert matched is not None
+    assert matched["hits"][0]["exchange_id"] == target
+    assert matched["hits"][0]["match"] == "keyword"
+    assert not any(NO_WORD.removeprefix("Note: ") in n for n in matched["notes"])
+
+    nothing = await conn.ok(SEARCH, {"query": "kubernetes", "session_id": session,
+                                     "mode": "keyword", "role": "system"})
+    assert text(nothing).splitlines()[1] == f"{NO_WORD}: nothing matched."
+    semantic = await conn.ok(SEARCH, {"query": "kubernetis controllr", "session_id": session,
+                                      "mode": "semantic"})
+    assert NO_WORD not in text(semantic)  # the keyword index was not asked
+
+
 # --- resources ------------------------------------------------------------------------------
 
 async def read_run(conn: Conn, run_id: str) -> str:
@@ -520,6 +699,75 @@ async def test_notes_and_guard_resources_match_the_tools(conn: Conn):
     assert "_No turns recorded in this session yet._" in unknown
 
 
+# --- server metadata, resource listing, counts in words --------------------------------------
+
+def _package_version() -> str:
+    with (REPO_ROOT / "pyproject.toml").open("rb") as f:
+        declared = str(tomllib.load(f)["project"]["version"])
+    assert importlib.metadata.version("omega-stenographer-mcp") == declared
+    return declared
+
+
+async def test_server_info_reports_the_package_version(conn: Conn):
+    info = conn.client.server_info
+    assert info is not None and info.name == "omega-stenographer"
+    assert info.version == _package_version()
+
+
+NOTES_PREFIX = "omega-stenographer://sessions/"
+
+
+async def test_resources_list_names_the_notes_of_the_recent_sessions(conn: Conn):
+    sessions = [word(), f"{word()} a b/../c:d", word()]  # any session id has a URI
+    for n, session in enumerate(sessions):
+        await ingest_many(conn, session, [f"note {i} of {session}" for i in range(n + 1)])
+    listed = [r for r in (await conn.client.list_resources()).resources
+              if str(r.uri).startswith(NOTES_PREFIX)]
+    assert 3 <= len(listed) <= 50
+    newest_first = listed[:3]  # by last activity: the last session written comes first
+    for n, (resource, session) in enumerate(zip(newest_first, reversed(sessions), strict=True)):
+        turns = len(sessions) - n
+        assert resource.mime_type == "text/markdown"
+        assert resource.name == f"notes of {session}"
+        assert resource.description is not None
+        assert resource.description.startswith(
+            f"Running notes of session {session!r} (as stenographer_get_brief): "
+            f"{turns} turn{'' if turns == 1 else 's'}, 0 briefs, 0 milestones; last activity ")
+        notes = text(await conn.ok(NOTES, {"session_id": session}))
+        assert await conn.read(str(resource.uri)) == notes  # the listed URI reads them
+    templates = (await conn.client.list_resource_templates()).resource_templates
+    assert len(templates) == 3  # the templates stay
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_resources_list_is_bounded_to_the_most_recent_sessions(
+        mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    async with memory_conn(mode, tmp_path, monkeypatch, {}) as conn:
+        sessions = [f"s{i:02d}" for i in range(52)]
+        for session in sessions:
+            await ingest(conn, session, f"a turn of {session}")
+        listed = [str(r.uri) for r in (await conn.client.list_resources()).resources]
+    assert listed == [f"{NOTES_PREFIX}{s}/notes" for s in reversed(sessions[-50:])]
+
+
+async def test_counts_read_in_the_singular_when_there_is_one(memory: Conn):
+    session = word()
+    replies = await ingest_many(memory, session, [f"turn {i} of {session}" for i in range(8)])
+    [brief] = replies[-1]["compressed"]
+    await memory.ok(MILESTONE, {"session_id": session, "exchange_id": replies[0]["exchange_id"],
+                                "label": "first"})
+    status = text(await memory.ok(STATUS))
+    assert ": 8 exchanges in 1 session (0 uncompressed), 1 brief, 1 milestone, " in status
+    guard = text(await memory.ok(GUARD, {"session_id": session, "query": "turn", "top_k": 1}))
+    assert "## Top 1 brief for 'turn'" in guard and f"### Brief {brief['id']} " in guard
+    found = text(await memory.ok(SEARCH, {"query": "turn 3", "session_id": session,
+                                          "mode": "keyword", "limit": 1}))
+    assert found.startswith("Found 1 of 8 hits for 'turn 3'")
+    one = text(await memory.ok(SEARCH, {"query": f'"turn 3 of {session}"', "session_id": session,
+                                        "mode": "keyword"}))
+    assert one.startswith("Found 1 of 1 hit for ")
+
+
 # --- capture_status -------------------------------------------------------------------------
 
 async def test_capture_status_reports_store_counts(conn: Conn):
@@ -534,6 +782,7 @@ async def test_capture_status_reports_store_counts(conn: Conn):
     assert after["exchanges"] == before["exchanges"] + 1
     assert after["sessions"] == before["sessions"] + 1
     assert status["store"]["path"] == str(conn.db_path)  # the file, or the database URL
+    plural = "" if after["exchanges"] == 1 else "s"
     assert text(result).startswith(f"Store {status['store']['path']}: "
-                                   f"{after['exchanges']} exchanges")
+                                   f"{after['exchanges']:,} exchange{plural} in ")
     assert "status" in assert_trace(sc["trace"], "status")

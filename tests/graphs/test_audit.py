@@ -141,7 +141,7 @@ def test_duplicating_a_brief_source_is_named_by_compressed_once(app: App, raw: C
                      "SELECT ?, id, content_hash FROM exchanges WHERE id = ?", (other, target))
     report = audit(app)
     assert failures(report) == {"compressed_once": [target]}
-    assert any("is a source of 2 brief(s)" in d for c in report["contracts"]
+    assert any("is a source of 2 briefs" in d for c in report["contracts"]
                for d in c["details"])
 
 

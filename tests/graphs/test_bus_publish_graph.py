@@ -306,7 +306,7 @@ def test_forgotten_turns_are_not_published(graphs: Graphs, process: Process, sha
     ingest(graphs, process, "keep this too")
     reply = publish(graphs, process)
     assert reply["published"] == 2 and reply["through"] == 3
-    assert "1 forgotten turns passed over" in reply["lines"][0]
+    assert "1 forgotten turn passed over" in reply["lines"][0]
     assert [p["excerpt"] for _, p, _ in events(path)] == ["keep this", "keep this too"]
 
 

@@ -99,11 +99,11 @@ class Batch:
     (None, "null"), (True, "true"), (42, "42"), (0.25, "0.25"),
     (MARKER, f"str[{len(MARKER)}]"), (MARKER.encode(), f"bytes[{len(MARKER)}]"),
     ([], "[]"), ([MARKER, MARKER], "[2 items]"), ((1, 2, 3), "[3 items]"),
-    ({MARKER}, "[1 items]"), ({}, "{}"),
-    ({"id": 7, "text": MARKER, "tags": [MARKER]}, "{id: 7, text: str[21], tags: [1 items]}"),
+    ({MARKER}, "[1 item]"), ({}, "{}"),
+    ({"id": 7, "text": MARKER, "tags": [MARKER]}, "{id: 7, text: str[21], tags: [1 item]}"),
     ({"graph": {"a": 1, "b": 2}, "empty": {}}, "{graph: {2 fields}, empty: {}}"),
     ({MARKER: 1, "two words": 2, 3: 4}, "{str[21]: 1, str[9]: 2, 3: 4}"),
-    (Batch(30, {MARKER: 1}), "Batch(turns_read=30, names={1 fields})"),
+    (Batch(30, {MARKER: 1}), "Batch(turns_read=30, names={1 field})"),
     (object(), "object"),
 ])
 def test_a_value_is_summarised_by_its_kind(value: Any, summary: str):

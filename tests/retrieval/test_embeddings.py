@@ -21,6 +21,7 @@ import pytest
 
 from nodes.extract.embedding_config import EmbeddingConfig
 from nodes.extract.embeddings import EmbeddingError, embed, reset_clients
+from nodes.publish.search_reply import no_word_note
 from stenographer.app import App, open_app
 from stenographer.settings import Settings, SettingsError
 from tests.conftest import REPO_ROOT
@@ -145,7 +146,9 @@ def test_the_provider_finds_what_shares_no_word(tmp_path: Path, wire: str):
             assert ids(search(app, "automobile", mode="keyword")) == []
             result = search(app, "automobile")
             assert ids(result)[:1] == [turns["car"]]
-            assert result["notes"] == []
+            # No error; no turn holds the word, which the reply says of these hits.
+            assert result["notes"] == [no_word_note(len(result["hits"]))]
+            assert {h["match"] for h in result["hits"]} == {"vector"}
             assert {"backlog", "provider"} <= set(result["nodes"])
             assert ids(search(app, "automobile", mode="semantic"))[:1] == [turns["car"]]
             # The backlog went out once, in one batch; then only query vectors.
@@ -243,7 +246,7 @@ def test_a_refused_text_is_skipped_the_others_are_embedded(tmp_path: Path):
             refused = ingest(app, "s", "REFUSED text about a dog.")
             later = ingest(app, "s", "The dog sleeps.")
             result = search(app, "puppy")
-            assert result["notes"] == []
+            assert result["notes"] == [no_word_note(len(result["hits"]))]
             with app.store.read() as conn:
                 stored = {r[0] for r in conn.execute("SELECT exchange_id FROM provider_vectors")}
             assert stored == {ok, later}
