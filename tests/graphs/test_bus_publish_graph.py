@@ -116,7 +116,7 @@ def test_new_turns_are_published_once_each_with_their_payload(graphs: Graphs,
     assert reply["ok"] and reply["published"] == 3 and reply["duplicates"] == 0
     assert reply["through"] == 3 and reply["cursor"]["kind"] == "outbox:bus"
     assert reply["lines"] == [f"Published turns #1-#3 to {path}: 3 new events, 0 already there"]
-    assert reply["batches"] == 1 and reply["text"].startswith(f"Published to {path}: 1 batches")
+    assert reply["batches"] == 1 and reply["text"].startswith(f"Published to {path}: 1 batch,")
     found = events(path)
     assert [task for task, _, _ in found] == ["s", "t", "s"]
     _, payload, created_at = found[0]
