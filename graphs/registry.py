@@ -17,6 +17,7 @@ from graphs import (
     migrate,
     milestone,
     notes,
+    recover,
     search,
     status,
     trace,
@@ -100,7 +101,7 @@ from nodes.load_evidence.neighbours import previous_turns
 from nodes.load_evidence.session_view import guard_evidence, notes_evidence
 from nodes.load_evidence.status import capture_status, recent_traces, stored_trace
 from nodes.load_evidence.store_stats import store_stats
-from nodes.load_evidence.sync_compression import overdue_session
+from nodes.load_evidence.sync_compression import overdue_session, recovered_session
 from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.audit_report import audit_report
 from nodes.publish.brief import claimed_brief
@@ -188,6 +189,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_cursor_step, advanced_cursor,
         checked_export, exported_bundle, export_reply,
         checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
+        recovered_session,
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
         fetched_bundle, acked_pull, checked_delivery_error,
         spooled_file, removed_spool, sync_totals, batches_reply,
@@ -228,11 +230,13 @@ DEFINITIONS: list[dict[str, Any]] = [
     bus_publish_graph.DEFINITION,
     migrate.DEFINITION,
     briefing_graph.DEFINITION,
+    recover.DEFINITION,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.
 STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "bus_publish": bus_publish_graph.MAX_STEPS,
+                               "recover": recover.MAX_STEPS,
                                **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 
 

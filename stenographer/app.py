@@ -13,7 +13,6 @@ from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.scheduler import BACKOFF_CAP_S, BACKOFF_FIRST_S, BACKOFF_JITTER
 from stenographer.settings import Settings
-from store.audit import overdue_sessions
 from store.backend import Backend, open_store
 from store.bus import Bus
 from store.errors import StorageFailure, StoreError, partly_done
@@ -55,17 +54,14 @@ class App:
             raise told from ex
 
     def finish_compression(self) -> list[int]:
-        """Run the compress graph for every session left with a full batch of
+        """Run the ``recover`` graph: compress every session left with a full batch of
         uncompressed turns (a process killed between an ingest and its compression);
         returns their row ids. Servers call it once at start. A read-only store is
         left as it is: the next writable open finishes them."""
         if self.store.read_only:
             return []
-        with self.store.read() as conn:
-            sessions = overdue_sessions(conn, self.settings.turn_limit)
-        for session_row in sessions:
-            self.graphs.run("compress", {"session_row": session_row}, self.ctx)
-        return sessions
+        out, _ = self.run("recover", {})
+        return [int(row) for row in out["recovered"]]
 
     def close(self) -> None:
         """Close the store. Stage traces that cannot be written now (a full disk) are

@@ -1,5 +1,6 @@
-"""Node: the next session that an import left holding a full batch of uncompressed
-turns (the compress nodes then fold it, as after an ingest)."""
+"""Nodes: the next session that an import (or a process killed between an ingest and
+its compression) left holding a full batch of uncompressed turns (the compress nodes
+then fold it, as after an ingest), and the list of the sessions so found."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from nodes.context import State, Writes
 from nodes.publish.brief import MAX_ROUNDS
 from store.sync import next_overdue
 
-__all__ = ["overdue_session"]
+__all__ = ["overdue_session", "recovered_session"]
 
 
 def overdue_session(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -26,3 +27,10 @@ def overdue_session(state: State, cfg: Mapping[str, Any]) -> Writes:
     visited = int(state.get("sessions_compressed") or 0) + (1 if current is not None else 0)
     return {"session_row": found, "after_session": found if found is not None else after,
             "rounds": 0, "briefs": [], "sessions_compressed": visited}
+
+
+def recovered_session(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Adds the session ``overdue_session`` found to ``recovered`` (once: a session left
+    at its round limit is visited again)."""
+    found = state.get("session_row")
+    return {"recovered": [] if found in (state.get("recovered") or []) else [found]}

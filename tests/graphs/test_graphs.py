@@ -197,6 +197,7 @@ RUNS: dict[str, Case] = {
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
     "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
+    "recover": lambda g, c, s: {"request": {}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -286,6 +287,8 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["scope"] == "session" and out["query"]["text"]
         assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
         assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in out["briefing"]
+    elif name == "recover":  # session c holds TURN_LIMIT uncompressed turns
+        assert len(out["recovered"]) == 1 and out["sessions_compressed"] == 1
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 
