@@ -123,6 +123,7 @@ from nodes.publish.graph_publish import (
     communities_text,
     community_text,
     exported_graph,
+    extraction_tally,
     graph_query_text,
     graph_reset,
     graph_stats_text,
@@ -179,7 +180,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         shutdown_event, acknowledged_shutdown, bus_status,
         # GraphRAG (graphs/graphrag)
         checked_graph_batch, graph_batch_turns, graph_records, graph_batch_contract,
-        published_graph_batch, whole_graph_evidence, detected_communities,
+        published_graph_batch, extraction_tally, whole_graph_evidence, detected_communities,
         published_communities, checked_graph_query, graph_seeds, graph_neighbourhood,
         ranked_neighbourhood, graph_support, graph_query_text, graph_stats, graph_stats_text,
         community_list, communities_text, checked_community_ref, community_evidence,
@@ -213,6 +214,9 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
     "more_batches": lambda s: "more" if s.get("totals")["more"] else "done",
     "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
+    "turns_pending": lambda s: ("more" if s.get("published")["turns"]
+                                and s.get("published")["remaining"] else "done"),
+    "communities_stale": lambda s: "stale" if s.get("stats")["stale"] else "fresh",
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),
     **BRIEFING_CONDITIONS,  # briefing_scope, and has_query (the guard's too)
@@ -237,6 +241,7 @@ DEFINITIONS: list[dict[str, Any]] = [
 STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "bus_publish": bus_publish_graph.MAX_STEPS,
                                "recover": recover.MAX_STEPS,
+                               "graphrag_extract": graphrag_graphs.MAX_STEPS,
                                **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 
 

@@ -11,7 +11,15 @@ of a channel value into or out of the engine is a deep JSON copy, so lists, dict
 long strings (a turn's content, candidate lists, hit pages) stay in a per-run table and
 the engine carries a short token for each. Nodes and route conditions read the real
 values through the adapter; they never see a token. An append channel's list is held
-element by element, so the engine's append reducer still concatenates.
+element by element, so the engine's append reducer still concatenates. A graph that
+loops (pages, batches) overwrites the same channels on every pass: a value a top-level
+node overwrites is released at once, so a long loop holds one pass's values, not all.
+Values written inside an embedded subgraph are released with the run (its channels
+may hand a value on to the parent's).
+
+A caller may observe a run as it goes: ``observe(stage, writes)`` is called after each
+stage that succeeded, with its trace record and the values it wrote (a command's
+progress bar advances per batch of a looping graph this way).
 """
 
 from __future__ import annotations
@@ -27,10 +35,11 @@ import neograph_engine as ng
 from graphs.summary import error_summary, value_summary
 from nodes.context import NodeFn, RunContext, Writes
 
-__all__ = ["Graphs", "Trace"]
+__all__ = ["Graphs", "Observer", "Trace"]
 
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
+Observer = Callable[[dict[str, Any], Writes], None]
 _HELD = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
 _SHORT = 64  # strings up to this length cross the engine as they are
 
@@ -143,8 +152,12 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
                          self.graphs.failed.get(run_id, {}))
             out: Writes = self.fn(view, self.cfg)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
-            return [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
-                    for k, v in out.items()]
+            writes = [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
+                      for k, v in out.items()]
+            observe = self.graphs.observers.get(run_id)
+            if observe is not None:
+                observe(rec, out)
+            return writes
         except Exception as ex:
             rec["error"] = error_summary(ex)
             self.graphs.failed.setdefault(run_id, {}).setdefault(self.name, []).append(str(ex))
@@ -164,6 +177,7 @@ class Graphs:
         self.stages: dict[str, list[dict[str, Any]]] = {}
         self.contexts: dict[str, RunContext] = {}
         self.failed: dict[str, dict[str, list[str]]] = {}  # run → node → messages
+        self.observers: dict[str, Observer] = {}
         self.trace_sink = trace_sink
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
@@ -222,9 +236,10 @@ class Graphs:
         policy.jitter_pct = jitter
         self.engines[graph].set_node_retry_policy(node, policy)
 
-    def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext
-            ) -> tuple[dict[str, Any], Trace]:
+    def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext,
+            observe: Observer | None = None) -> tuple[dict[str, Any], Trace]:
         """Run a compiled graph; return its channel values and the stage trace.
+        ``observe``, when given, is called after each stage that succeeded.
 
         A failing run re-raises the node's exception with ``graph``, ``node`` and
         ``stage_trace`` attached; its trace is persisted like any other.
@@ -232,6 +247,8 @@ class Graphs:
         engine = self.engines[graph]
         run_id = uuid.uuid4().hex
         self.contexts[run_id] = ctx
+        if observe is not None:
+            self.observers[run_id] = observe
         wall, started = time.time(), time.perf_counter()
         status, error = "Failed", None
         try:
@@ -250,6 +267,7 @@ class Graphs:
         finally:
             self.contexts.pop(run_id, None)
             self.failed.pop(run_id, None)
+            self.observers.pop(run_id, None)
             self.held.release(run_id)
             trace: Trace = {
                 "run_id": run_id,

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.runner import Graphs
+from graphs.runner import Graphs, Observer
 from graphs.sync import NETWORK
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
@@ -39,14 +39,16 @@ class App:
     ctx: RunContext
     graphs: Graphs
 
-    def run(self, graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def run(self, graph: str, request: dict[str, Any], observe: Observer | None = None
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run a named graph on this thread; returns (channel values, stage trace).
+        ``observe(stage, writes)`` is called after each stage (a progress bar).
 
         A storage failure says "nothing was stored" only when the run committed nothing
         before it (e.g. an ingest whose turn was stored and whose compression failed)."""
         before = self.store.commits()
         try:
-            return self.graphs.run(graph, {"request": request}, self.ctx)
+            return self.graphs.run(graph, {"request": request}, self.ctx, observe)
         except StorageFailure as ex:
             told = partly_done(ex) if self.store.commits() != before else ex
             if told is ex:

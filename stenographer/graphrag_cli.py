@@ -1,8 +1,9 @@
 """`stenographer graphrag ...`: build and read the knowledge graph on the host.
 
-``extract`` runs the ``graphrag_batch`` graph until no turn is pending (each batch
-commits with its cursors, so Ctrl-C loses at most the batch in flight and the next run
-resumes), then ``graphrag_communities``. The other subcommands run one graph each.
+Each subcommand runs one graph. ``extract`` runs ``graphrag_extract``, which loops over
+batches until no turn is pending (each batch commits with its cursors, so Ctrl-C loses
+at most the batch in flight and the next run resumes) and then finds communities when
+they are stale; its progress bar advances as each batch is published.
 """
 
 from __future__ import annotations
@@ -29,42 +30,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from stenographer.progress import Progress
 
     app = open_app()
+    read = 0
     try:
         request = {"batch_size": args.batch_size, "session_id": args.session,
                    "since": args.since}
-        batches, read, runs = 0, 0, []
         with Progress("graphrag extract", total=None, unit="turns") as progress:
-            while True:  # Ctrl-C rolls back the batch in flight only (see module docstring)
-                out, trace = app.run("graphrag_batch", request)
-                published = out["published"]
-                runs.append(trace["run_id"])
-                if published["turns"] == 0:
-                    break
-                batches += 1
-                read += published["turns"]
-                progress.total = read + published["remaining"]
-                progress.advance(published["turns"])
-                if published["remaining"] == 0:
-                    break
-            stale = app.run("graphrag_stats", {})[0]["stats"]["stale"]
-            detection = None
-            if stale:
-                progress.label = "graphrag communities"
-                out, trace = app.run("graphrag_communities", {})
-                detection = out["detection"]
-                runs.append(trace["run_id"])
+
+            def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
+                nonlocal read
+                published, stats = writes.get("published"), writes.get("stats")
+                if published is not None and published["turns"]:
+                    read += published["turns"]
+                    progress.total = read + published["remaining"]
+                    progress.advance(published["turns"])
+                elif stats is not None and stats["stale"]:
+                    progress.label = "graphrag communities"
+
+            out, trace = app.run("graphrag_extract", request, observe)
     except KeyboardInterrupt:
         print(f"stenographer: interrupted after {counted(read, 'turn')}; the next "
               "`graphrag extract` resumes from there", file=sys.stderr)
         raise
     finally:
         app.close()
-    result = {"turns_read": read, "batches": batches, "detection": detection,
-              "run_ids": runs[-3:]}
+    tally = out["tally"]
+    detection = out.get("detection")
+    result = {"turns_read": tally["turns_read"], "batches": tally["batches"],
+              "detection": detection, "run_ids": [trace["run_id"]]}
     if args.json:
         _print_json(result)
     else:
-        line = f"Read {counted(read, 'new turn')} in {counted(batches, 'batch', 'batches')}."
+        line = (f"Read {counted(tally['turns_read'], 'new turn')} in "
+                f"{counted(tally['batches'], 'batch', 'batches')}.")
         if detection:
             line += (f" Communities: {detection['communities']} over "
                      f"{counted(detection['nodes'], 'entity', 'entities')} "

@@ -4,10 +4,14 @@ graphrag_batch        validate → load the next pending turns (per-session curs
                       the turn before each session's first (and, for a worker process
                       to extract meanwhile, the batch after) → extract entities,
                       co-occurrences and typed relations → check provenance → publish
-                      the batch and move the cursors (one transaction). The command
-                      runs it until nothing is pending, then:
+                      the batch and move the cursors (one transaction)
 graphrag_communities  load the whole graph → seeded Louvain communities and PageRank
                       centrality (the seed is written to the trace) → publish
+graphrag_extract      (`stenographer graphrag extract`) validate → the batch stages above,
+                      then count the batch; again from load while turns are pending →
+                      the graph's counts → when the communities are stale, the
+                      communities stages above. Each batch commits with its cursors, so
+                      an interrupted run loses at most the batch in flight.
 graph_query           validate → the entities the query names → their neighbourhood
                       (hops) → personalised PageRank → supporting turns → reply
                       (stenographer_graph_query)
@@ -18,35 +22,64 @@ graphrag_reset        the operator's reads and the reset (`stenographer graphrag
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
 __all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS", "EXPORT",
-           "QUERY", "RESET", "STATS"]
+           "EXTRACT", "MAX_STEPS", "QUERY", "RESET", "STATS"]
+
+# A whole extraction loops once per batch (6 steps each): a store of millions of turns
+# read in small batches stays far below this.
+MAX_STEPS = 10_000_000
+
+_BATCH_CHANNELS = ("batch_request", "batch", "pending", "window", "skipped", "lookahead",
+                   "lookahead_window", "extracted", "extracted_in", "records", "provenance",
+                   "published")
+_BATCH_NODES = {
+    "validate": {"type": "checked_graph_batch"},
+    "load": {"type": "graph_batch_turns"},
+    "extract": {"type": "graph_records"},
+    "contract": {"type": "graph_batch_contract"},
+    "publish": {"type": "published_graph_batch"},
+}
+_COMMUNITY_CHANNELS = ("graph", "graph_entities", "graph_edges", "seed", "detection", "ranks",
+                       "communities", "communities_written")
+_COMMUNITY_NODES = {
+    "load": {"type": "whole_graph_evidence"},
+    "detect": {"type": "detected_communities"},
+    "publish": {"type": "published_communities"},
+}
 
 BATCH = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_batch",
-    "channels": channels("request", "batch_request", "batch", "pending", "window", "skipped",
-                         "lookahead", "lookahead_window", "extracted", "extracted_in", "records",
-                         "provenance", "published"),
-    "nodes": {
-        "validate": {"type": "checked_graph_batch"},
-        "load": {"type": "graph_batch_turns"},
-        "extract": {"type": "graph_records"},
-        "contract": {"type": "graph_batch_contract"},
-        "publish": {"type": "published_graph_batch"},
-    },
+    "channels": channels("request", *_BATCH_CHANNELS),
+    "nodes": _BATCH_NODES,
     "edges": chain(START, "validate", "load", "extract", "contract", "publish", END),
 }
 
 COMMUNITIES = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_communities",
-    "channels": channels("request", "graph", "graph_entities", "graph_edges", "seed",
-                         "detection", "ranks", "communities", "communities_written"),
-    "nodes": {
-        "load": {"type": "whole_graph_evidence"},
-        "detect": {"type": "detected_communities"},
-        "publish": {"type": "published_communities"},
-    },
+    "channels": channels("request", *_COMMUNITY_CHANNELS),
+    "nodes": _COMMUNITY_NODES,
     "edges": chain(START, "load", "detect", "publish", END),
+}
+
+EXTRACT = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_extract",
+    "channels": channels("request", *_BATCH_CHANNELS, "tally", "stats", *_COMMUNITY_CHANNELS),
+    "nodes": {
+        **_BATCH_NODES,
+        "tally": {"type": "extraction_tally"},
+        "stats": {"type": "graph_stats"},
+        **{f"{name}_communities": node for name, node in _COMMUNITY_NODES.items()},
+    },
+    "edges": chain(START, "validate", "load", "extract", "contract", "publish", "tally")
+    + chain("load_communities", "detect_communities", "publish_communities", END),
+    "conditional_edges": [
+        {"from": "tally", "condition": "turns_pending",
+         "routes": {"more": "load", "default": "stats"}},
+        {"from": "stats", "condition": "communities_stale",
+         "routes": {"stale": "load_communities", "default": END}},
+    ],
 }
 
 QUERY = {
@@ -122,4 +155,4 @@ RESET = {
     "edges": chain(START, "reset", END),
 }
 
-DEFINITIONS = [BATCH, COMMUNITIES, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]
+DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]

@@ -19,6 +19,7 @@ __all__ = [
     "communities_text",
     "community_text",
     "exported_graph",
+    "extraction_tally",
     "graph_query_text",
     "graph_reset",
     "graph_stats_text",
@@ -38,6 +39,15 @@ def published_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
                           "entities": written["entities"], "edges": written["edges"],
                           "turns_read_total": written["turns_read"]}}
+
+
+def extraction_tally(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The batches and turns an extraction has published so far (a batch that found no
+    pending turn is not counted)."""
+    turns = state.get("published")["turns"]
+    tally = state.get("tally") or {"batches": 0, "turns_read": 0}
+    return {"tally": {"batches": tally["batches"] + (1 if turns else 0),
+                      "turns_read": tally["turns_read"] + turns}}
 
 
 def published_communities(state: State, cfg: Mapping[str, Any]) -> Writes:

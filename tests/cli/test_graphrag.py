@@ -35,8 +35,11 @@ def test_extract_stats_communities_export_query_reset(store_copy: Path, tmp_path
     report = first.json()
     assert report["turns_read"] == TURNS and report["batches"] == 3
     assert report["detection"]["seed"] == 42
-    second_batch = run_cli(store_copy, "trace", report["run_ids"][0], "--json")
-    assert "worker process" in second_batch.out, second_batch.out  # its extract stage
+    run = run_cli(store_copy, "trace", report["run_ids"][0], "--json").json()
+    # One run: each batch's extract stage; a trace records a string's length only
+    # ("this process" for the first batch, "worker process" for the next).
+    where = [s["writes"]["extracted_in"] for s in run["stages"] if s["node"] == "extract"]
+    assert where == ["str[12]", "str[14]", "str[14]"], where
     again = run_cli(store_copy, "graphrag", "extract", "--json").json()
     assert again["turns_read"] == 0 and again["detection"] is None  # nothing new
 
@@ -106,21 +109,27 @@ def test_the_progress_line_shows_rate_and_time_left():
 
 def test_an_interrupted_batch_leaves_nothing_and_the_next_run_reads_it_again(
         store_copy: Path, monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C during the second batch's write: the first batch stays, the second is
+    rolled back, and the next extraction reads from there."""
     app = open_app(Settings(data_dir=store_copy))
     try:
         real = nodes.publish.graph_publish.write_batch
+        calls = []
 
         def interrupted(conn, records):  # type: ignore[no-untyped-def]
-            real(conn, records)  # everything written, then Ctrl-C before the commit
-            raise KeyboardInterrupt
+            written = real(conn, records)  # the second: all written, then Ctrl-C
+            calls.append(records)          # before the commit
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return written
 
         monkeypatch.setattr(nodes.publish.graph_publish, "write_batch", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            app.run("graphrag_batch", {"batch_size": 4})
+            app.run("graphrag_extract", {"batch_size": 4})
         monkeypatch.undo()
         stats = app.run("graphrag_stats", {})[0]["stats"]
-        assert stats["entities"] == stats["turns_read"] == 0 and stats["pending"] == TURNS
-        out, _ = app.run("graphrag_batch", {"batch_size": 4})
-        assert out["published"]["turns"] == 4 and out["published"]["remaining"] == TURNS - 4
+        assert stats["turns_read"] == 4 and stats["pending"] == TURNS - 4
+        out, _ = app.run("graphrag_extract", {"batch_size": 4})
+        assert out["tally"]["turns_read"] == TURNS - 4 and out["stats"]["pending"] == 0
     finally:
         app.close()

@@ -177,6 +177,7 @@ RUNS: dict[str, Case] = {
                                            "reason": "test"}},
     "graphrag_batch": lambda g, c, s: {"request": {"batch_size": 100}},
     "graphrag_communities": lambda g, c, s: {"request": {}},
+    "graphrag_extract": lambda g, c, s: {"request": {"batch_size": 2}},
     "graph_query": lambda g, c, s: {"request": {"query": "SQLite", "cross_session": True}},
     "graphrag_stats": lambda g, c, s: {"request": {}},
     "graphrag_community_list": lambda g, c, s: {"request": {"limit": 5}},
@@ -246,6 +247,9 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["count"] == 1 and out["reply"]["briefs_rebuilt"] == [1]
     elif name == "graphrag_batch":
         assert out["published"]["turns"] == 4 + TURN_LIMIT
+    elif name == "graphrag_extract":  # 2 turns a batch, then the communities
+        assert out["tally"] == {"batches": 4, "turns_read": 4 + TURN_LIMIT}
+        assert out["stats"]["pending"] == 0 and out["detection"]["seed"] == 42
     elif name == "graphrag_communities":
         assert out["detection"]["seed"] == 42
     elif name == "graph_query":
@@ -516,6 +520,35 @@ def test_a_node_reads_the_messages_of_failed_attempts(ctx: RunContext):
     assert (record["node"], record["kind"], record["attempts"]) == ("flaky", "exhausted", 3)
     assert [s["node"] for s in trace["stages"]] == ["flaky"] * 3 + ["handler"]
     assert not graphs.failed
+
+
+def test_a_loop_holds_one_pass_of_values_and_the_observer_sees_each_stage(ctx: RunContext):
+    """A looping graph overwrites its channels on every pass: the runner keeps at most
+    the two latest values of each, and calls the observer after every stage with its writes."""
+    held_sizes: list[int] = []
+    graphs = Graphs()
+
+    def page(state: Any, cfg: Any) -> dict[str, Any]:
+        held_sizes.append(len(graphs.held.values))
+        n = (state.get("n") or 0) + 1
+        return {"rows": [n] * 100, "n": n}
+
+    graphs.node_type("page", page)
+    graphs.condition("more", lambda s: "more" if s.get("n") < 50 else "done")
+    graphs.compile({
+        "schema_version": 1, "name": "pages", "channels": {"rows": {}, "n": {}},
+        "nodes": {"page": {"type": "page"}},
+        "edges": [{"from": "__start__", "to": "page"}],
+        "conditional_edges": [{"from": "page", "condition": "more",
+                               "routes": {"more": "page", "default": "__end__"}}],
+    })
+    seen: list[tuple[str, int]] = []
+    values, trace = graphs.run("pages", {}, ctx,
+                               lambda stage, writes: seen.append((stage["node"], writes["n"])))
+    assert values["rows"] == [50] * 100 and len(trace["stages"]) == 50
+    assert seen == [("page", n) for n in range(1, 51)]
+    assert max(held_sizes) <= 2
+    assert not graphs.held.values and not graphs.held.recent and not graphs.observers
 
 
 def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_another():
