@@ -213,7 +213,9 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "has_outgoing": lambda s: "yes" if s.get("outgoing")["through"] is not None else "no",
     "delivered": lambda s: "ok" if s.get("delivery")["ok"] else "failed",
     "more_batches": lambda s: "more" if s.get("totals")["more"] else "done",
-    "copy_left": lambda s: "copy" if s.get("progress")["table"] is not None else "done",
+    "copy_left": lambda s: ("copy" if s.get("progress")["table"] is not None
+                            and not s.get("stopped") else "done"),
+    "copy_done": lambda s: "done" if s.get("reply")["done"] else "stopped",
     "turns_pending": lambda s: ("more" if s.get("published")["turns"]
                                 and s.get("published")["remaining"] else "done"),
     "communities_stale": lambda s: "stale" if s.get("stats")["stale"] else "fresh",
@@ -241,6 +243,7 @@ DEFINITIONS: list[dict[str, Any]] = [
 STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "bus_publish": bus_publish_graph.MAX_STEPS,
                                "recover": recover.MAX_STEPS,
+                               "migrate": migrate.MAX_STEPS,
                                "graphrag_extract": graphrag_graphs.MAX_STEPS,
                                **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 

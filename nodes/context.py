@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class RunContext:
     secret_patterns: tuple[re.Pattern[str], ...] = ()  # STENO_SECRET_PATTERNS, compiled
     bus: Bus | None = None  # the coordination bus (VERITAS_SHARED_DIR); None: off
     source: Backend | None = None  # migrate: the store copied from (``store`` is the target)
+    stop: threading.Event | None = None  # migrate: set by Ctrl-C; the copy stops between pages
     # GraphRAG: the next batch extracted in a worker process (None: all in this process)
     graph_prefetch: BatchPrefetch | None = None
 

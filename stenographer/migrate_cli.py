@@ -1,14 +1,15 @@
 """`stenographer migrate`: copy the whole store to SQLite or PostgreSQL, then audit it.
 
-The command opens both stores and runs the ``migrate`` graph (one page per run) until
-the copy is done, then ``contract_audit`` on the target. Each page commits with the
-copy's progress in the target, so a killed process or a lost connection loses at most
-the page in flight: the same command resumes where it stopped.
+The command opens both stores and runs the ``migrate`` graph once: it copies page after
+page until the copy is done, then audits the target. Each page commits with the copy's
+progress in the target, so a killed process or a lost connection loses at most the page
+in flight: the same command resumes where it stopped.
 
-Ctrl-C (SIGINT) or SIGTERM lets the page in flight commit and stops before the next:
-an exception thrown into the middle of a transaction could leave it open (a Ctrl-C
-between its BEGIN and its ``with`` block) and hang the stores' closing. A second one
-ends the process at once; the database rolls the page back, as after SIGKILL.
+Ctrl-C (SIGINT) or SIGTERM sets the run's stop flag: the page in flight commits and the
+graph's plan stage stops before the next. An exception thrown into the middle of a
+transaction could leave it open (a Ctrl-C between its BEGIN and its ``with`` block) and
+hang the stores' closing. A second one ends the process at once; the database rolls the
+page back, as after SIGKILL.
 """
 
 from __future__ import annotations
@@ -116,61 +117,69 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from nodes.context import RunContext
 
     graphs = compiled()
-    ctx = RunContext(store=target, settings=settings, source=source)
-    started, turns, reply, first = time.monotonic(), 0, None, None
+    started, turns, seconds = time.monotonic(), 0, 0.0
+    reply: dict[str, Any] | None = None
+    audit: dict[str, Any] | None = None
+    audit_error: str | None = None
     try:
         with _stop_between_pages() as stop, \
                 Progress(f"migrate to {target.location}", unit="turns") as progress:
-            while reply is None or not reply["done"]:
-                if stop.is_set():
-                    print(f"stenographer: interrupted after {counted(turns, 'turn')}; run "
-                          "the same command again to resume where it stopped",
-                          file=sys.stderr)
-                    return EXIT_INTERRUPTED
-                out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx)
-                reply = out["reply"]
-                first = first or reply
-                progress.total = reply["total"].get("exchanges") or None
-                progress.advance(reply["turns"], label=f"migrate: {reply['table'] or 'done'}")
-                turns += reply["turns"]
-        seconds = time.monotonic() - started
-        audit, audit_error = None, None
-        try:
-            with Progress("audit of the target"):
-                out, _ = graphs.run("contract_audit", {"request": {}},
-                                    RunContext(store=target, settings=settings))
-            audit = out["report"]
-        except Exception as ex:  # the copy stands; say why the audit did not run
-            audit_error = f"{type(ex).__name__}: {ex}"
+
+            def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
+                nonlocal turns, reply, seconds
+                if "written" in writes:  # a page was copied
+                    written = writes["written"]
+                    progress.total = writes["progress"]["total"].get("exchanges") or None
+                    progress.advance(written["turns"], label=f"migrate: {written['table']}")
+                    turns += written["turns"]
+                elif "reply" in writes:
+                    reply = writes["reply"]
+                    seconds = time.monotonic() - started
+                    if reply["done"]:
+                        progress.total, progress.label = None, "audit of the target"
+
+            ctx = RunContext(store=target, settings=settings, source=source, stop=stop)
+            try:
+                out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx,
+                                    observe)
+                audit = out.get("report")
+            except Exception as ex:
+                if reply is None or not reply["done"]:
+                    raise
+                audit_error = f"{type(ex).__name__}: {ex}"  # the copy stands
+        assert reply is not None
+        if not reply["done"]:
+            print(f"stenographer: interrupted after {counted(turns, 'turn')}; run the same "
+                  "command again to resume where it stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
     finally:
         target.close()
         source.close()
-    assert reply is not None and first is not None
     result = {"source": reply["source"], "target": reply["target"],
-              "resumed": first["resumed"], "copied": reply["copied"], "total": reply["total"],
+              "resumed": reply["resumed"], "copied": reply["copied"], "total": reply["total"],
               "turns_this_run": turns, "seconds": round(seconds, 3),
               "turns_per_second": round(_rate(turns, seconds), 1),
               "audit": audit, "audit_error": audit_error}
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(_text(result, first))
+        print(_text(result, reply))
     if audit_error is not None:
         return EXIT_ERROR
     return EXIT_OK if audit is not None and audit["passed"] else EXIT_EMPTY
 
 
-def _text(result: dict[str, Any], first: dict[str, Any]) -> str:
+def _text(result: dict[str, Any], reply: dict[str, Any]) -> str:
     copied = result["copied"]
     others = sum(n for table, n in copied.items() if table not in ("exchanges", "briefs"))
-    if first["table"] is None and not result["turns_this_run"] and first["resumed"]:
+    if reply["table"] is None and not result["turns_this_run"] and reply["resumed"]:
         head = (f"{result['target']} already holds a complete copy of {result['source']}; "
                 "nothing to copy.")
     else:
         head = (f"Copied {counted(copied.get('exchanges', 0), 'turn')}, "
                 f"{counted(copied.get('briefs', 0), 'brief')} and "
                 f"{counted(others, 'other row')} from {result['source']} to "
-                f"{result['target']}" + (" (resumed)" if first["resumed"] else "")
+                f"{result['target']}" + (" (resumed)" if reply["resumed"] else "")
                 + f": {counted(result['turns_this_run'], 'turn')} in "
                 f"{result['seconds']:.1f} s "
                 f"({result['turns_per_second']:,.0f} turns/s); content and chain hashes "

@@ -5,27 +5,44 @@ evidence → evaluate the contracts on it } until every pass is read → publish
 (per contract: pass/fail, counts, violating ids). Read-only.
 """
 
+from typing import Any
+
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+
+__all__ = ["CHANNELS", "DEFINITION", "MAX_STEPS", "audit_stages"]
 
 # One page is two steps; a million-turn store takes about 600 pages of 5,000 records.
 MAX_STEPS = 10_000_000
 
+CHANNELS = ("request", "audit", "position", "batch", "findings", "carry", "pages", "report")
+
+
+def audit_stages(prefix: str = "", then: str = END
+                 ) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
+    """The audit's nodes (names with ``prefix``), edges and loop, from
+    ``prefix + "validate"`` to ``then``: another graph (migrate) inlines them, since an
+    embedded subgraph runs at most the engine's default number of steps."""
+    names = {n: prefix + n for n in ("validate", "scope", "evidence", "contracts", "report")}
+    nodes = {
+        names["validate"]: {"type": "checked_audit"},
+        names["scope"]: {"type": "audit_scope"},
+        names["evidence"]: {"type": "audit_batch", "batch": 5_000},
+        names["contracts"]: {"type": "audit_findings"},
+        names["report"]: {"type": "audit_report"},
+    }
+    edges = chain(names["validate"], names["scope"], names["evidence"], names["contracts"]) \
+        + chain(names["report"], then)
+    routes = [{"from": names["contracts"], "condition": "audit_more",
+               "routes": {"more": names["evidence"], "default": names["report"]}}]
+    return nodes, edges, routes
+
+
+_nodes, _edges, _routes = audit_stages()
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "contract_audit",
-    "channels": channels("request", "audit", "position", "batch", "findings", "carry",
-                         "pages", "report"),
-    "nodes": {
-        "validate": {"type": "checked_audit"},
-        "scope": {"type": "audit_scope"},
-        "evidence": {"type": "audit_batch", "batch": 5_000},
-        "contracts": {"type": "audit_findings"},
-        "report": {"type": "audit_report"},
-    },
-    "edges": chain(START, "validate", "scope", "evidence", "contracts")
-    + chain("report", END),
-    "conditional_edges": [
-        {"from": "contracts", "condition": "audit_more",
-         "routes": {"more": "evidence", "default": "report"}},
-    ],
+    "channels": channels(*CHANNELS),
+    "nodes": _nodes,
+    "edges": chain(START, "validate") + _edges,
+    "conditional_edges": _routes,
 }

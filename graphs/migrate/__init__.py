@@ -1,23 +1,34 @@
-"""migrate: copy the next page of a whole store into another (`stenographer migrate`).
+"""migrate: copy a whole store into another, page after page, then audit the copy
+(`stenographer migrate`).
 
 The run's context holds both stores: ``source`` is read, ``store`` (the target) written.
 validate → plan (the target's progress row: a new copy into an empty target, or where an
-interrupted one stopped; anything else is refused) → read the next page of the table
-being copied from the source → for turns: verify their content and chain hashes, then
-rebuild their keyword index fields → write the page and move the progress row (one
-transaction of the target) → reply. The command runs it until the reply says done, then
-runs ``contract_audit`` on the target.
+interrupted one stopped; anything else is refused; and whether the operator asked to
+stop) → read the next page of the table being copied from the source → for turns:
+verify their content and chain hashes, then rebuild their keyword index fields → write
+the page and move the progress row (one transaction of the target) → plan again, until
+the copy is done or a stop was asked → reply → when the copy is done, the contract
+audit of the target (its stages, inlined).
 """
 
+from graphs.contract_audit import CHANNELS as AUDIT_CHANNELS
+from graphs.contract_audit import audit_stages
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
-__all__ = ["DEFINITION"]
+__all__ = ["DEFINITION", "MAX_STEPS"]
+
+# Five steps a page and two a page of the audit: a store of millions of turns copied in
+# small pages stays far below this.
+MAX_STEPS = 10_000_000
+
+_audit_nodes, _audit_edges, _audit_routes = audit_stages("audit_")
 
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "migrate",
-    "channels": channels("request", "migration", "progress", "claimed", "page", "rows",
-                         "evidence", "verified", "fields", "written", "reply"),
+    "channels": channels("migration", "progress", "claimed", "resumed", "stopped", "page",
+                         "rows", "evidence", "verified", "fields", "written", "reply",
+                         *AUDIT_CHANNELS),
     "nodes": {
         "validate": {"type": "checked_migration"},
         "plan": {"type": "migration_plan"},
@@ -26,12 +37,17 @@ DEFINITION = {
         "fields": {"type": "migration_fields"},
         "write": {"type": "copied_page"},
         "reply": {"type": "migration_reply"},
+        **_audit_nodes,
     },
-    "edges": chain(START, "validate", "plan") + chain("verify", "fields", "write", "reply", END),
+    "edges": chain(START, "validate", "plan") + chain("verify", "fields", "write", "plan")
+    + _audit_edges,
     "conditional_edges": [
         {"from": "plan", "condition": "copy_left",
          "routes": {"copy": "read", "default": "reply"}},
         {"from": "read", "condition": "page_of_turns",
          "routes": {"turns": "verify", "default": "write"}},
+        {"from": "reply", "condition": "copy_done",
+         "routes": {"done": "audit_validate", "default": END}},
+        *_audit_routes,
     ],
 }

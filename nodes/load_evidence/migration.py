@@ -4,7 +4,9 @@
 target: a new copy, planned from the first table with the source's row counts as
 totals. A row naming this source: the copy resumes where it stopped. Anything else is
 refused before a byte is written: a target with records of its own, a copy of another
-store, vectors of another dimension.
+store, vectors of another dimension. The plan is made again before every page: it also
+says whether the operator asked to stop (``RunContext.stop``) and, on the run's first
+plan, whether this run resumes a copy.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def migration_plan(state: State, cfg: Mapping[str, Any]) -> Writes:
                 f"the target {target_name} holds a copy of {progress['source']}, not of "
                 f"{source_name}; migrate into a new SQLite file or an empty PostgreSQL "
                 "database")
-        return {"progress": progress, "claimed": stored}
+        return {"progress": progress, "claimed": stored, **_run_flags(state, True)}
     if any(held.values()):
         tables = ", ".join(name for name, found in held.items() if found)
         raise InvalidInput(
@@ -65,7 +67,16 @@ def migration_plan(state: State, cfg: Mapping[str, Any]) -> Writes:
             f"{target_dim}: open both with the same vector dimension")
     progress = {"source": source_name, "started_at": time.time(), "finished_at": None,
                 "table": TABLES[0].name, "after": None, "copied": {}, "total": totals}
-    return {"progress": progress, "claimed": None}
+    return {"progress": progress, "claimed": None, **_run_flags(state, False)}
+
+
+def _run_flags(state: State, stored: bool) -> Writes:
+    """Whether the run resumed a copy (as its first plan found the target), and whether
+    a stop was asked."""
+    resumed = state.get("resumed")
+    stop = state.ctx.stop
+    return {"resumed": stored if resumed is None else resumed,
+            "stopped": stop is not None and stop.is_set()}
 
 
 def migration_page(state: State, cfg: Mapping[str, Any]) -> Writes:

@@ -1,4 +1,5 @@
-"""Nodes: write a copied page into the target, and the reply of one migrate run.
+"""Nodes: write a copied page into the target, and the reply of a migrate run (the
+last page it wrote, the copy's progress).
 
 ``copied_page`` writes the page and moves the progress row in one transaction of the
 target (store.transfer): a copy interrupted at any moment resumes after the last page
@@ -64,6 +65,6 @@ def migration_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"reply": {
         "source": migration["source"], "target": migration["target"],
         "table": written["table"], "rows": written["rows"], "turns": written["turns"],
-        "done": progress["table"] is None, "resumed": state.get("claimed") is not None,
+        "done": progress["table"] is None, "resumed": state.get("resumed"),
         "copied": progress["copied"], "total": progress["total"],
         "started_at": progress["started_at"], "finished_at": progress["finished_at"]}}

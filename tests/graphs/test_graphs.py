@@ -284,9 +284,12 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["ok"] and out["reply"]["published"] == 4 + TURN_LIMIT
         cursor = out["cursor"]
         assert cursor["kind"] == "outbox:bus" and cursor["delivered"] == 4 + TURN_LIMIT
-    elif name == "migrate":  # the first page: the meta table
-        assert out["reply"]["table"] == "meta" and out["reply"]["done"] is False
+    elif name == "migrate":  # every page, then the audit of the copy
+        assert out["reply"]["done"] is True and out["reply"]["resumed"] is False
+        assert out["reply"]["copied"]["exchanges"] == out["reply"]["total"]["exchanges"]
         assert out["reply"]["total"]["exchanges"] == 4 + TURN_LIMIT
+        failed = {c["name"] for c in out["report"]["contracts"] if not c["passed"]}
+        assert failed == {"compression_current"}  # as in the source
     elif name == "briefing":  # the decision is compressed, the blocker still open
         assert out["scope"] == "session" and out["query"]["text"]
         assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
