@@ -55,6 +55,8 @@ _XML_ELEMENT = re.compile(
 _KEY_VALUE_ATTRIBUTES = re.compile(
     r"(?i)key[ \t]{0,3}+=[ \t]{0,3}+\"(?P<name>[^\"<>]{1,64}+)\"[ \t]{1,3}+value[ \t]{0,3}+="
     r"[ \t]{0,3}+\"(?P<secret>[^\"<>]{1,256}+)\"")
+# Prefixes of a command-line switch that turns something off (GNU ``--no-NAME``).
+_NEGATED = ("no-", "no_", "without-", "disable-")
 MAX_VALUE = 4096  # a value as long as a base64 DER key is still read whole
 # A bare value ends at white space, a quote, a delimiter or a backslash (an escaped
 # line break inside a JSON string: "TOKEN=abc\\nNEXT=1").
@@ -163,6 +165,8 @@ def _assigned(text: str, m: re.Match[str]) -> tuple[tuple[int, int] | None, int]
         return None, m.end()
     tier = name_tier(name)
     signed = op != "" and op[0] in "=:!?.,"
+    if dash and not signed and name.lower().startswith(_NEGATED):
+        return None, m.end()  # "--no-token serves ...": a switch that takes no value
     if tier == NOT_SECRET or (tier != ANY_LITERAL and not signed):
         return None, m.end()  # "key 2026-01-05": only a password, secret or token states one
     found = _value(text, m.end())

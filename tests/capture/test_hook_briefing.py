@@ -247,7 +247,7 @@ def test_failures_exit_0_print_nothing_and_show_in_status(tmp_path: Path):
     assert "locked" in last_error()
     status = run(dirs, "status", "--json").json()["capture"]["hooks"]
     assert status["last_error"]["event"] == "SessionStart"
-    assert "database is locked" in status["last_error"]["error"]
+    assert "locked" in status["last_error"]["error"]
     retried = hook(dirs, event("PreCompact", t, trigger="manual"))  # the lock is gone
     assert (retried.code, retried.out) == (0, "")
     assert [c for _, _, c in stored(dirs)][-1] == "One more message while another process " \
