@@ -54,7 +54,6 @@ from nodes.evaluate_contracts.query_input import (
     checked_query,
 )
 from nodes.evaluate_contracts.sync_input import (
-    checked_delivery_error,
     checked_export,
     checked_import,
     checked_peer,
@@ -192,7 +191,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
         recovered_session,
         checked_peer, outgoing_bundle, delivered_bundle, acked_delivery, failed_delivery,
-        fetched_bundle, acked_pull, checked_delivery_error,
+        fetched_bundle, acked_pull,
         spooled_file, removed_spool, sync_totals, batches_reply,
         bus_destination, outgoing_events, published_events, bus_totals, bus_publish_reply,
         # moving a store between backends (graphs/migrate)

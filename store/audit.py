@@ -23,7 +23,6 @@ __all__ = [
     "compression_page",
     "index_page",
     "milestone_page",
-    "overdue_sessions",
     "run_page",
     "turn_page",
 ]
@@ -193,13 +192,6 @@ GROUP BY session_id HAVING count(*) >= ?3 ORDER BY session_id LIMIT ?4"""
 SELECT_OLDEST_LIVE = """
 SELECT id FROM exchanges WHERE session_id = ? AND brief_id IS NULL ORDER BY id LIMIT ?"""
 COUNT_SESSIONS = "SELECT count(*) FROM sessions WHERE ?1 IS NULL OR id = ?1"
-
-
-def overdue_sessions(conn: Conn, turn_limit: int, limit: int = 10_000) -> list[int]:
-    """Sessions holding ``turn_limit`` or more uncompressed turns (a compression was
-    interrupted, e.g. by a crash right after an ingest)."""
-    return [int(r[0]) for r in all_rows(conn, SELECT_OVERDUE,
-                                        (_BEFORE, None, turn_limit, limit))]
 
 
 _IDS_PER_SESSION = 100

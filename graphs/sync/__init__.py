@@ -18,7 +18,6 @@ back-off (set when the application opens, stenographer.app). A failure left afte
 takes the failure edge: the error is recorded on the peer's cursor and the run ends
 with what went through so far. The cursor moves only after the peer acknowledged a
 batch, so a run stopped at any moment — even SIGKILL — loses nothing.
-- ``sync_failure``: record on a peer's cursor an error seen outside these graphs.
 
 The HTTP server answers a peer's push with ``sync_import`` and its pull with
 ``sync_export`` (stenographer.http).
@@ -146,16 +145,5 @@ PULL = {
     "failure_edges": [{"from": "fetch", "to": "failed", "error_channel": ERRORS}],
 }
 
-FAILURE = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "sync_failure",
-    "channels": channels("request", "peer", "delivery", "cursor"),
-    "nodes": {
-        "validate": {"type": "checked_delivery_error"},
-        "record": {"type": "failed_delivery"},
-    },
-    "edges": chain(START, "validate", "record", END),
-}
-
-DEFINITIONS = [EXPORT, IMPORT, PUSH, PULL, FAILURE]
+DEFINITIONS = [EXPORT, IMPORT, PUSH, PULL]
 LOOPING = ("sync_import", "sync_push", "sync_pull")

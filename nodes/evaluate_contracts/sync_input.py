@@ -16,7 +16,6 @@ from store.migrations import SCHEMA_VERSION
 
 __all__ = [
     "MAX_BATCH",
-    "checked_delivery_error",
     "checked_export",
     "checked_import",
     "checked_peer",
@@ -26,7 +25,6 @@ __all__ = [
 
 MAX_BATCH = 10_000
 MAX_ID = 2**63 - 1
-DIRECTIONS = ("outbox", "inbox")
 
 
 def max_record_bytes(state: State) -> int:
@@ -89,16 +87,3 @@ def checked_peer(state: State, cfg: Mapping[str, Any]) -> Writes:
                            f"({PEER_URL_FORM})")
     batch = check_int("batch", raw.get("batch", 500), 1, MAX_BATCH)
     return {"peer": {"url": url, "batch": batch}}
-
-
-def checked_delivery_error(state: State, cfg: Mapping[str, Any]) -> Writes:
-    """A failure seen outside the push and pull graphs, to be recorded on that peer's
-    cursor."""
-    raw = state.get("request") or {}
-    direction = raw.get("direction")
-    if direction not in DIRECTIONS:
-        raise InvalidInput(f"direction must be one of {', '.join(DIRECTIONS)}")
-    url = check_text("url", raw.get("url"), max_chars=2_000)
-    error = check_text("error", raw.get("error"), max_chars=2_000)
-    return {"peer": {"url": url, "direction": direction},
-            "delivery": {"ok": False, "retryable": False, "error": error}}

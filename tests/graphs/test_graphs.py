@@ -193,8 +193,6 @@ RUNS: dict[str, Case] = {
     "sync_import": lambda g, c, s: bundle(g, c),
     "sync_push": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "sync_pull": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
-    "sync_failure": lambda g, c, s: {"request": {
-        "direction": "inbox", "url": UNREACHABLE, "error": "a test failure"}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
     "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
@@ -278,8 +276,6 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["ok"] is False and "could not be reached" in out["reply"]["error"]
         assert [f["retryable"] for f in out["failures"]] == [True]  # the failure edge's
         assert out["cursor"]["position"] == 0 and out["cursor"]["peer"] == UNREACHABLE
-    elif name == "sync_failure":
-        assert out["cursor"]["kind"] == "inbox:sync" and out["cursor"]["position"] == 0
     elif name == "bus_publish":
         assert out["reply"]["ok"] and out["reply"]["published"] == 4 + TURN_LIMIT
         cursor = out["cursor"]
