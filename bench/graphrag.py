@@ -38,7 +38,6 @@ import resource
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +140,7 @@ def run_corpus(n: int, batch_size: int | None, query_count: int,
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), turn_limit=1_000_000)
         if prefetch is not None:
-            settings = replace(settings, graphrag_prefetch=prefetch)
+            settings = settings.replace(graphrag_prefetch=prefetch)
         app = open_app(settings)
         try:
             load_s = load_corpus(app, n)

@@ -21,6 +21,8 @@ from store.backend import Backend
 from store.bus import Bus
 
 if TYPE_CHECKING:
+    from pydantic import SecretStr
+
     from nodes.extract.graph_prefetch import BatchPrefetch
 
 __all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes", "bulk_allocations"]
@@ -62,7 +64,7 @@ class Knobs(Protocol):
     @property
     def sync_peer(self) -> str | None: ...
     @property
-    def sync_token(self) -> str | None: ...
+    def sync_token(self) -> SecretStr | None: ...
     @property
     def sync_timeout(self) -> float: ...
     @property

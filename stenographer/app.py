@@ -12,7 +12,7 @@ from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.scheduler import BACKOFF_CAP_S, BACKOFF_FIRST_S, BACKOFF_JITTER
-from stenographer.settings import Settings
+from stenographer.settings import Settings, reveal
 from store.backend import Backend, open_store
 from store.bus import Bus
 from store.errors import StorageFailure, StoreError, partly_done
@@ -84,7 +84,7 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
     statement waits for another process's lock (``store.backend.open_store``)."""
     settings = settings or Settings.from_env()
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
-    store = open_store(settings.db_path, database_url=settings.database_url,
+    store = open_store(settings.db_path, database_url=reveal(settings.database_url),
                        synchronous=settings.synchronous, vector_dim=settings.vector_dim,
                        busy_timeout_ms=busy_timeout_ms)
     bus = None if settings.bus_path is None else Bus(settings.bus_path,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from typing import Any
@@ -31,7 +30,7 @@ def cmd_bus_publish(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     if args.batch is not None:
-        settings = dataclasses.replace(settings, bus_batch=args.batch)
+        settings = settings.replace(bus_batch=args.batch)
     app = open_app(settings)
     try:
         outcome = publish(app)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import signal
@@ -49,7 +48,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         changes["capture_sources"] = tuple(dict.fromkeys(args.only))
     if args.interval is not None:
         changes["capture_interval"] = args.interval
-    return dataclasses.replace(settings, **changes)
+    return settings.replace(**changes)
 
 
 def _emit(report: PassReport, as_json: bool) -> None:

@@ -349,7 +349,7 @@ def run_checks(env: Mapping[str, str] | None = None,
     data_dir = settings.data_dir
     add(check_data_dir(data_dir), check_writable(data_dir), check_disk(data_dir))
     if settings.database_url is not None:
-        add(*check_postgres(settings.database_url))
+        add(*check_postgres(settings.database_url.get_secret_value()))
     else:
         add(*check_store(data_dir))
     return checks

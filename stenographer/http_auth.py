@@ -80,7 +80,7 @@ def http_auth(settings: Settings, host: str, *, no_token: bool = False
     if settings.http_token is not None:
         where = (f"the token in {settings.http_token_file}" if settings.http_token_file
                  else "STENO_HTTP_TOKEN")
-        return settings.http_token, f"bearer token required: {where}"
+        return settings.http_token.get_secret_value(), f"bearer token required: {where}"
     path = settings.data_dir / TOKEN_FILE
     created = _generate_token(path)
     token = _read_token(path)

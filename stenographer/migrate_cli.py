@@ -63,10 +63,11 @@ def store_address(value: str) -> tuple[Path | None, str | None]:
 
 def _open(value: str | None, settings: Any, *, create: bool) -> Any:
     from stenographer.cli import CliError
+    from stenographer.settings import reveal
     from store.backend import open_store
 
     if value is None:
-        path, url = settings.db_path, settings.database_url
+        path, url = settings.db_path, reveal(settings.database_url)
         path = Path(path).absolute()
     else:
         path, url = store_address(value)

@@ -1,26 +1,49 @@
-"""Settings: one frozen object built once from the environment, at the edge.
+"""Settings: one frozen, validated object built once from the environment, at the edge.
 
 Nothing else in the project reads ``os.environ``. The graphs and nodes receive the
 values they need through the run context (``RunContext.settings``).
+
+``Settings(...)`` built in code holds the defaults and what the code names; only
+``Settings.from_env()`` reads the environment (``_Environment``: a variable's value,
+stripped, empty meaning unset; a secret read from the file its ``*_FILE`` variable names;
+the defaults that follow other variables). Every value is then checked by the model's
+types and constraints, and a bad one is a ``SettingsError`` that names the variable and
+what is valid. Loading this module loads no node, store or graph code.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, Any, Literal
 
-from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
-from nodes.extract.embedding_config import DEFAULT_URLS, PROVIDERS, EmbeddingConfig
-from nodes.extract.secrets import compile_extra
-from nodes.extract.transcripts import KINDS as CAPTURE_KINDS
-from store.backend import is_postgres_url
-from store.bus import BUS_FILE
+from annotated_types import Ge, Le
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from constants import (
+    CAPTURE_KINDS,
+    DEFAULT_EMBEDDING_URLS,
+    EMBEDDING_PROVIDERS,
+    PEER_URL_FORM,
+    EmbeddingConfig,
+    compile_extra,
+    is_postgres_url,
+    peer_url,
+)
 
 __all__ = [
+    "BUS_FILE",
     "DEFAULT_BRIEFING_CHARS",
     "DEFAULT_BUS_TIMEOUT_MS",
     "DEFAULT_CAPTURE_INTERVAL",
@@ -42,6 +65,7 @@ __all__ = [
     "TOKEN_RE",
     "Settings",
     "SettingsError",
+    "reveal",
 ]
 
 DEFAULT_DATA_DIR = Path("~/.omega-stenographer")
@@ -57,8 +81,9 @@ DEFAULT_VECTOR_DIM = 128  # int8 components of the hashed vectors (migration 3)
 DEFAULT_SYNCHRONOUS = "normal"  # WAL + NORMAL survives process crashes; FULL survives power loss
 # The coordination bus of the Omega/VERITAS tools: <dir>/coordination.sqlite (store.bus).
 DEFAULT_SHARED_DIR = Path("~/.veritas-shared")
+BUS_FILE = "coordination.sqlite"
 DEFAULT_BUS_TIMEOUT_MS = 25  # busy timeout on the bus: a locked bus costs an ingest this once
-# Publishing turns to the bus as STENO_EXCHANGE events (store.bus_outbox, stenographer.bus).
+# Publishing turns to the bus as STENO_EXCHANGE events (the bus_publish graph).
 DEFAULT_BUS_BATCH = 200  # events per bus transaction
 DEFAULT_BUS_INTERVAL = 2.0  # seconds between background publish rounds
 DEFAULT_BUS_PUBLISH_TIMEOUT_MS = 2_000  # busy timeout of a publish (off the ingest path)
@@ -84,87 +109,197 @@ DEFAULT_SYNC_INTERVAL = 30.0
 DEFAULT_SYNC_TIMEOUT = 60.0
 DEFAULT_SYNC_RETRIES = 5
 
-
-_N = TypeVar("_N", int, float)
+# The HTTP bearer token travels in a header: visible ASCII, and long enough to guess badly.
+MIN_TOKEN_CHARS = 16
+TOKEN_RE = re.compile(r"[\x21-\x7e]+")
+_HOSTNAME = r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)"
+_HOST_RE = re.compile(rf"{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
+_ORIGIN_RE = re.compile(rf"https?://{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
+_OFF = ("0", "off", "false", "no", "none")
 
 
 class SettingsError(ValueError):
     """An environment variable holds a value that is not valid."""
 
 
-def _ranged(env: Mapping[str, str], name: str, default: _N, low: _N, high: _N,
-            parse: Callable[[str], _N], what: str) -> _N:
-    """An optional number from the environment, checked against its range."""
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = parse(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not {what} ({low}..{high})") from None
-    if not low <= value <= high:
-        raise SettingsError(f"{name}={value} is out of range ({low}..{high})")
+def reveal(secret: SecretStr | None) -> str | None:
+    """A secret setting's value, for the one call that uses it (never for a log)."""
+    return None if secret is None else secret.get_secret_value()
+
+
+def _invalid(reason: str = "") -> PydanticCustomError:
+    """A value a validator refuses; ``_message`` words it for the variable that set it."""
+    return PydanticCustomError("setting", "not valid: {reason}", {"reason": reason})
+
+
+def _lines(value: Any) -> Any:
+    """Regexes from the environment: one per line (a regex may itself contain `|`)."""
+    if isinstance(value, str):
+        return tuple(line.strip() for line in value.splitlines() if line.strip())
     return value
 
 
-def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    return _ranged(env, name, default, low, high, int, "a whole number")
+def _entries(value: Any) -> Any:
+    """A comma-separated list from the environment, lowercase, each entry once."""
+    if isinstance(value, str):
+        value = [e.strip() for e in value.split(",") if e.strip()]
+    if isinstance(value, list | tuple):
+        return tuple(dict.fromkeys(str(e).lower() for e in value))
+    return value
 
 
-@dataclass(frozen=True)
-class Settings:
-    data_dir: Path = field(default_factory=lambda: DEFAULT_DATA_DIR.expanduser())
-    turn_limit: int = DEFAULT_TURN_LIMIT
-    top_k: int = DEFAULT_TOP_K
-    max_chars: int = DEFAULT_MAX_CHARS
-    briefing_chars: int = DEFAULT_BRIEFING_CHARS
-    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS
-    trace_retention: int = DEFAULT_TRACE_RETENTION
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _matching(pattern: re.Pattern[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise _invalid()
+        return value
+    return AfterValidator(check)
+
+
+def _checked_patterns(sources: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        compile_extra(sources)
+    except ValueError as ex:
+        raise _invalid(str(ex)) from None
+    return sources
+
+
+def _postgres(url: SecretStr | None) -> SecretStr | None:
+    if url is not None and not is_postgres_url(url.get_secret_value()):
+        raise _invalid()
+    return url
+
+
+def _http_token(token: SecretStr | None) -> SecretStr | None:
+    if token is not None:
+        value = token.get_secret_value()
+        if len(value) < MIN_TOKEN_CHARS or not TOKEN_RE.fullmatch(value):
+            raise _invalid()
+    return token
+
+
+def _sync_token(token: SecretStr | None) -> SecretStr | None:
+    if token is not None and not TOKEN_RE.fullmatch(token.get_secret_value()):
+        raise _invalid()
+    return token
+
+
+def _peer(value: Any) -> Any:
+    if isinstance(value, str):
+        url = peer_url(value)
+        if url is None:
+            raise _invalid()
+        return url
+    return value
+
+
+Hosts = tuple[Annotated[str, _matching(_HOST_RE)], ...]
+Origins = tuple[Annotated[str, _matching(_ORIGIN_RE)], ...]
+Patterns = Annotated[tuple[str, ...], BeforeValidator(_lines)]
+CaptureKind = Literal["claude-code", "codex"]
+
+
+def _env(name: str, low: float | None = None, high: float | None = None, **kw: Any) -> Any:
+    """A field read from the environment variable ``name``; ``low``..``high``: its range."""
+    return Field(validation_alias=name, ge=low, le=high, **kw)
+
+
+class Settings(BaseSettings):
+    """Every setting, its environment variable and its range (docs/settings.md)."""
+
+    model_config = SettingsConfigDict(frozen=True, validate_by_name=True,
+                                      validate_by_alias=True, extra="forbid",
+                                      validate_default=False)
+
+    data_dir: Path = _env("OMEGA_STENOGRAPHER_DIR",
+                          default_factory=lambda: DEFAULT_DATA_DIR.expanduser())
+    turn_limit: int = _env("STENO_TURN_LIMIT", 2, 1_000, default=DEFAULT_TURN_LIMIT)
+    top_k: int = _env("STENO_TOP_K", 1, 50, default=DEFAULT_TOP_K)
+    max_chars: int = _env("STENO_MAX_CHARS", 500, 200_000, default=DEFAULT_MAX_CHARS)
+    briefing_chars: int = _env("STENO_BRIEFING_CHARS", 1_000, 10_000,
+                               default=DEFAULT_BRIEFING_CHARS)
+    max_content_chars: int = _env("STENO_MAX_CONTENT_CHARS", 100, 10_000_000,
+                                  default=DEFAULT_MAX_CONTENT_CHARS)
+    trace_retention: int = _env("STENO_TRACE_RETENTION", 10, 1_000_000,
+                                default=DEFAULT_TRACE_RETENTION)
     vector_dim: int = DEFAULT_VECTOR_DIM
-    synchronous: str = DEFAULT_SYNCHRONOUS
-    # A shared PostgreSQL database (STENO_DATABASE_URL); None: the SQLite file in data_dir.
-    # It may hold a password: never in repr() or logs.
-    database_url: str | None = field(default=None, repr=False)
-    decision_patterns: tuple[str, ...] = ()
-    blocker_patterns: tuple[str, ...] = ()
-    # Secret redaction at ingest (nodes.extract.secrets): on by default; extra regexes.
-    redact_secrets: bool = True
-    secret_patterns: tuple[str, ...] = ()
-    # HTTP transport (stenographer.http). The token never appears in repr() or logs.
-    http_token: str | None = field(default=None, repr=False)
-    http_token_file: Path | None = None  # where the token was read from, if a file
-    allowed_hosts: tuple[str, ...] = ()  # extra Host values, e.g. steno.lan:8765
-    allowed_origins: tuple[str, ...] = ()  # extra Origin values, e.g. http://steno.lan:8765
+    synchronous: Annotated[Literal["normal", "full"], BeforeValidator(_lower)] = _env(
+        "STENO_SYNCHRONOUS", default=DEFAULT_SYNCHRONOUS)
+    # A shared PostgreSQL database; None: the SQLite file in data_dir. Its URL may hold
+    # a password, so it is a secret: never in repr() or logs.
+    database_url: Annotated[SecretStr | None, AfterValidator(_postgres)] = _env(
+        "STENO_DATABASE_URL", default=None)
+    decision_patterns: Patterns = _env("STENO_DECISION_PATTERNS", default=())
+    blocker_patterns: Patterns = _env("STENO_BLOCKER_PATTERNS", default=())
+    # Secret redaction at ingest: on by default; extra regexes, checked at start.
+    redact_secrets: bool = _env("STENO_REDACT_SECRETS", default=True)
+    secret_patterns: Annotated[Patterns, AfterValidator(_checked_patterns)] = _env(
+        "STENO_SECRET_PATTERNS", default=())
+    # HTTP transport (stenographer.http): the bearer token, the file it was read from,
+    # extra Host values (steno.lan:8765) and Origin values (http://steno.lan:8765).
+    http_token: Annotated[SecretStr | None, AfterValidator(_http_token)] = _env(
+        "STENO_HTTP_TOKEN", default=None)
+    http_token_file: Path | None = None
+    allowed_hosts: Annotated[Hosts, BeforeValidator(_entries)] = _env(
+        "STENO_ALLOWED_HOSTS", default=())
+    allowed_origins: Annotated[Origins, BeforeValidator(_entries)] = _env(
+        "STENO_ALLOWED_ORIGINS", default=())
     # Optional embedding provider (STENO_EMBEDDINGS); None: hashed vectors only.
     embeddings: EmbeddingConfig | None = None
     # Coordination bus directory and its busy timeout. None: no bus. ``from_env`` applies
     # the documented default (DEFAULT_SHARED_DIR); settings built in code name the
     # directory they want, so embedding code and tests never touch ~/.veritas-shared.
-    shared_dir: Path | None = None
-    bus_timeout_ms: int = DEFAULT_BUS_TIMEOUT_MS
-    bus_publish: bool = True  # publish new turns when a bus is configured (STENO_BUS_PUBLISH)
-    bus_batch: int = DEFAULT_BUS_BATCH
-    bus_interval: float = DEFAULT_BUS_INTERVAL
-    bus_publish_timeout_ms: int = DEFAULT_BUS_PUBLISH_TIMEOUT_MS
-    bus_excerpt_chars: int = DEFAULT_BUS_EXCERPT_CHARS
+    shared_dir: Path | None = _env("VERITAS_SHARED_DIR", default=None)
+    bus_timeout_ms: int = _env("STENO_BUS_TIMEOUT_MS", 0, 2_000, default=DEFAULT_BUS_TIMEOUT_MS)
+    bus_publish: bool = _env("STENO_BUS_PUBLISH", default=True)  # when a bus is configured
+    bus_batch: int = _env("STENO_BUS_BATCH", 1, 10_000, default=DEFAULT_BUS_BATCH)
+    bus_interval: float = _env("STENO_BUS_INTERVAL", 0.05, 86_400.0,
+                               default=DEFAULT_BUS_INTERVAL)
+    bus_publish_timeout_ms: int = _env("STENO_BUS_PUBLISH_TIMEOUT_MS", 0, 60_000,
+                                       default=DEFAULT_BUS_PUBLISH_TIMEOUT_MS)
+    bus_excerpt_chars: int = _env("STENO_BUS_EXCERPT_CHARS", 0, 10_000_000,
+                                  default=DEFAULT_BUS_EXCERPT_CHARS)
     # GraphRAG batch extraction (`stenographer graphrag`).
-    graphrag_seed: int = DEFAULT_GRAPHRAG_SEED
-    graphrag_batch: int = DEFAULT_GRAPHRAG_BATCH
-    graphrag_resolution: float = DEFAULT_GRAPHRAG_RESOLUTION
-    graphrag_prefetch: int = DEFAULT_GRAPHRAG_PREFETCH
+    graphrag_seed: int = _env("STENO_GRAPHRAG_SEED", 0, 2**32 - 1, default=DEFAULT_GRAPHRAG_SEED)
+    graphrag_batch: int = _env("STENO_GRAPHRAG_BATCH", 1, 100_000,
+                               default=DEFAULT_GRAPHRAG_BATCH)
+    graphrag_resolution: float = _env("STENO_GRAPHRAG_RESOLUTION", 0.01, 100.0,
+                                      default=DEFAULT_GRAPHRAG_RESOLUTION)
+    graphrag_prefetch: int = _env("STENO_GRAPHRAG_PREFETCH", 0, 100_000,
+                                  default=DEFAULT_GRAPHRAG_PREFETCH)
     # Automatic capture of host transcripts (stenographer capture / hook).
-    capture_claude_dir: Path = field(
-        default_factory=lambda: DEFAULT_CLAUDE_PROJECTS.expanduser())
-    capture_codex_dir: Path = field(default_factory=lambda: DEFAULT_CODEX_SESSIONS.expanduser())
-    capture_sources: tuple[str, ...] = CAPTURE_KINDS
-    capture_interval: float = DEFAULT_CAPTURE_INTERVAL
-    # Sync between stores (stenographer sync, background push when a peer is set).
-    sync_peer: str | None = None
-    sync_token: str | None = field(default=None, repr=False)
-    sync_batch: int = DEFAULT_SYNC_BATCH
-    sync_interval: float = DEFAULT_SYNC_INTERVAL
-    sync_timeout: float = DEFAULT_SYNC_TIMEOUT
-    sync_retries: int = DEFAULT_SYNC_RETRIES
+    capture_claude_dir: Path = _env("STENO_CAPTURE_CLAUDE_DIR",
+                                    default_factory=lambda: DEFAULT_CLAUDE_PROJECTS.expanduser())
+    capture_codex_dir: Path = _env("STENO_CAPTURE_CODEX_DIR",
+                                   default_factory=lambda: DEFAULT_CODEX_SESSIONS.expanduser())
+    capture_sources: Annotated[tuple[CaptureKind, ...], BeforeValidator(_entries)] = _env(
+        "STENO_CAPTURE_SOURCES", default=CAPTURE_KINDS)
+    capture_interval: float = _env("STENO_CAPTURE_INTERVAL", 0.05, 3_600.0,
+                                   default=DEFAULT_CAPTURE_INTERVAL)
+    # Sync between stores (stenographer sync, background push when a peer is set); the
+    # token is the peer's STENO_HTTP_TOKEN.
+    sync_peer: Annotated[str | None, BeforeValidator(_peer)] = _env("STENO_SYNC_PEER",
+                                                                     default=None)
+    sync_token: Annotated[SecretStr | None, AfterValidator(_sync_token)] = _env(
+        "STENO_SYNC_TOKEN", default=None)
+    sync_batch: int = _env("STENO_SYNC_BATCH", 1, 10_000, default=DEFAULT_SYNC_BATCH)
+    sync_interval: float = _env("STENO_SYNC_INTERVAL", 0.1, 86_400.0,
+                                default=DEFAULT_SYNC_INTERVAL)
+    sync_timeout: float = _env("STENO_SYNC_TIMEOUT", 1.0, 3_600.0, default=DEFAULT_SYNC_TIMEOUT)
+    sync_retries: int = _env("STENO_SYNC_RETRIES", 0, 100, default=DEFAULT_SYNC_RETRIES)
+
+    @classmethod
+    def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only what the code names: the environment is read by ``from_env`` alone."""
+        return (init_settings,)
 
     @property
     def db_path(self) -> Path:
@@ -174,297 +309,198 @@ class Settings:
     def bus_path(self) -> Path | None:
         return None if self.shared_dir is None else self.shared_dir / BUS_FILE
 
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes``, checked like the rest."""
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**values, **changes})
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if env is None else env
-        data_dir = env.get("OMEGA_STENOGRAPHER_DIR") or str(DEFAULT_DATA_DIR)
-        sync = env.get("STENO_SYNCHRONOUS", DEFAULT_SYNCHRONOUS).strip().lower()
-        if sync not in ("normal", "full"):
-            raise SettingsError(f"STENO_SYNCHRONOUS={sync!r} is not valid (normal, full)")
-        return cls(
-            data_dir=Path(data_dir).expanduser().resolve(),
-            turn_limit=_int(env, "STENO_TURN_LIMIT", DEFAULT_TURN_LIMIT, 2, 1_000),
-            top_k=_int(env, "STENO_TOP_K", DEFAULT_TOP_K, 1, 50),
-            max_chars=_int(env, "STENO_MAX_CHARS", DEFAULT_MAX_CHARS, 500, 200_000),
-            briefing_chars=_int(env, "STENO_BRIEFING_CHARS", DEFAULT_BRIEFING_CHARS,
-                                1_000, 10_000),
-            max_content_chars=_int(
-                env, "STENO_MAX_CONTENT_CHARS", DEFAULT_MAX_CONTENT_CHARS, 100, 10_000_000
-            ),
-            trace_retention=_int(
-                env, "STENO_TRACE_RETENTION", DEFAULT_TRACE_RETENTION, 10, 1_000_000
-            ),
-            synchronous=sync,
-            database_url=_database_url(env),
-            decision_patterns=_patterns(env.get("STENO_DECISION_PATTERNS")),
-            blocker_patterns=_patterns(env.get("STENO_BLOCKER_PATTERNS")),
-            redact_secrets=_switch(env, "STENO_REDACT_SECRETS", True),
-            secret_patterns=_secret_patterns(env.get("STENO_SECRET_PATTERNS")),
-            http_token=_http_token(env),
-            http_token_file=_token_file(env),
-            allowed_hosts=_allowlist(env, "STENO_ALLOWED_HOSTS", _HOST_RE,
-                                     "host[:port] or host:*, e.g. steno.lan:8765"),
-            allowed_origins=_allowlist(env, "STENO_ALLOWED_ORIGINS", _ORIGIN_RE,
-                                       "http(s)://host[:port], e.g. http://steno.lan:8765"),
-            embeddings=_embeddings(env),
-            shared_dir=_shared_dir(env),
-            bus_timeout_ms=_int(env, "STENO_BUS_TIMEOUT_MS", DEFAULT_BUS_TIMEOUT_MS, 0, 2_000),
-            bus_publish=_switch(env, "STENO_BUS_PUBLISH", True),
-            bus_batch=_int(env, "STENO_BUS_BATCH", DEFAULT_BUS_BATCH, 1, 10_000),
-            bus_interval=_float(env, "STENO_BUS_INTERVAL", DEFAULT_BUS_INTERVAL, 0.05, 86_400.0),
-            bus_publish_timeout_ms=_int(env, "STENO_BUS_PUBLISH_TIMEOUT_MS",
-                                        DEFAULT_BUS_PUBLISH_TIMEOUT_MS, 0, 60_000),
-            bus_excerpt_chars=_int(env, "STENO_BUS_EXCERPT_CHARS", DEFAULT_BUS_EXCERPT_CHARS,
-                                   0, 10_000_000),
-            graphrag_seed=_int(env, "STENO_GRAPHRAG_SEED", DEFAULT_GRAPHRAG_SEED, 0, 2**32 - 1),
-            graphrag_batch=_int(env, "STENO_GRAPHRAG_BATCH", DEFAULT_GRAPHRAG_BATCH, 1, 100_000),
-            graphrag_resolution=_float(env, "STENO_GRAPHRAG_RESOLUTION",
-                                       DEFAULT_GRAPHRAG_RESOLUTION, 0.01, 100.0),
-            graphrag_prefetch=_int(env, "STENO_GRAPHRAG_PREFETCH", DEFAULT_GRAPHRAG_PREFETCH,
-                                   0, 100_000),
-            capture_claude_dir=_capture_dir(env, "STENO_CAPTURE_CLAUDE_DIR", "CLAUDE_CONFIG_DIR",
-                                            "projects", DEFAULT_CLAUDE_PROJECTS),
-            capture_codex_dir=_capture_dir(env, "STENO_CAPTURE_CODEX_DIR", "CODEX_HOME",
-                                           "sessions", DEFAULT_CODEX_SESSIONS),
-            capture_sources=_capture_sources(env),
-            capture_interval=_float(env, "STENO_CAPTURE_INTERVAL", DEFAULT_CAPTURE_INTERVAL,
-                                    0.05, 3_600.0),
-            sync_peer=_sync_peer(env),
-            sync_token=_sync_token(env),
-            sync_batch=_int(env, "STENO_SYNC_BATCH", DEFAULT_SYNC_BATCH, 1, 10_000),
-            sync_interval=_float(env, "STENO_SYNC_INTERVAL", DEFAULT_SYNC_INTERVAL,
-                                 0.1, 86_400.0),
-            sync_timeout=_float(env, "STENO_SYNC_TIMEOUT", DEFAULT_SYNC_TIMEOUT, 1.0, 3_600.0),
-            sync_retries=_int(env, "STENO_SYNC_RETRIES", DEFAULT_SYNC_RETRIES, 0, 100),
-        )
+        source = _Environment(cls, os.environ if env is None else env)
+        try:
+            return cls(**source())
+        except ValidationError as ex:
+            raise SettingsError(_message(ex.errors()[0], source.named)) from None
 
 
-def _database_url(env: Mapping[str, str]) -> str | None:
-    """STENO_DATABASE_URL (or the file STENO_DATABASE_URL_FILE names): postgresql://..."""
-    raw, name = _value_or_file(env, "STENO_DATABASE_URL", "STENO_DATABASE_URL_FILE")
-    if not raw:
-        return None
-    if not is_postgres_url(raw):
-        raise SettingsError(
-            f"{name} must be a postgresql://user:password@host:port/database URL "
-            "(unset: the SQLite file in OMEGA_STENOGRAPHER_DIR)"
-        )
-    return raw
+# --- reading the environment ---------------------------------------------------------------
 
-
-def _shared_dir(env: Mapping[str, str]) -> Path | None:
-    """VERITAS_SHARED_DIR: the directory of the tools' shared coordination.sqlite, or off."""
-    raw = env.get("VERITAS_SHARED_DIR", "").strip()
-    if raw.lower() in _OFF:
-        return None
-    return Path(raw or str(DEFAULT_SHARED_DIR)).expanduser().resolve()
-
-
-def _patterns(raw: str | None) -> tuple[str, ...]:
-    """Extra extraction regexes, one per line (a regex may itself contain `|`)."""
-    if not raw:
-        return ()
-    return tuple(line.strip() for line in raw.splitlines() if line.strip())
-
-
-_ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
-
-
-def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw not in _ON + _OFF:
-        raise SettingsError(f"{name}={raw!r} is not valid (on or off)")
-    return raw in _ON
-
-
-def _secret_patterns(raw: str | None) -> tuple[str, ...]:
-    """STENO_SECRET_PATTERNS: extra secret regexes, one per line, checked at start."""
-    sources = _patterns(raw)
-    try:
-        compile_extra(sources)
-    except ValueError as ex:
-        raise SettingsError(f"STENO_SECRET_PATTERNS: {ex}") from None
-    return sources
-
-
-# --- HTTP transport -------------------------------------------------------------------------
-
-MIN_TOKEN_CHARS = 16
-TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: it travels in an HTTP header
-_HOSTNAME = r"(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)"
-_HOST_RE = re.compile(rf"{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
-_ORIGIN_RE = re.compile(rf"https?://{_HOSTNAME}(?::(?:[0-9]{{1,5}}|\*))?")
-
-
-def _secret_file(name: str, path: Path) -> str:
-    """A secret kept in a file (surrounding whitespace dropped); never quoted in errors."""
-    try:
-        value = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as ex:
-        reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
-        raise SettingsError(f"{name}={str(path)!r} cannot be read: {reason}") from None
-    if not value:
-        raise SettingsError(f"{name}={str(path)!r} is empty")
-    return value
-
-
-def _file_setting(env: Mapping[str, str], name: str) -> Path | None:
-    raw = env.get(name, "").strip()
-    return Path(raw).expanduser().resolve() if raw else None
-
-
-def _token_file(env: Mapping[str, str]) -> Path | None:
-    return _file_setting(env, "STENO_HTTP_TOKEN_FILE")
-
-
-def _value_or_file(env: Mapping[str, str], name: str, file_name: str) -> tuple[str, str]:
-    """``name``'s value, or the secret in the file ``file_name`` names (one of them), and
-    how to refer to it in an error (never by its value)."""
-    value = env.get(name, "").strip()
-    path = _file_setting(env, file_name)
-    if value and path is not None:
-        raise SettingsError(f"set {name} or {file_name}, not both")
-    if path is not None:
-        return _secret_file(file_name, path), f"the token in {file_name} ({path})"
-    return value, name
-
-
-def _http_token(env: Mapping[str, str]) -> str | None:
-    """The bearer token from STENO_HTTP_TOKEN or the file STENO_HTTP_TOKEN_FILE names
-    (one of them; surrounding whitespace, e.g. a final newline, is dropped). The value
-    is never quoted in an error."""
-    value, name = _value_or_file(env, "STENO_HTTP_TOKEN", "STENO_HTTP_TOKEN_FILE")
-    if not value:
-        return None
-    if len(value) < MIN_TOKEN_CHARS or not TOKEN_RE.fullmatch(value):
-        raise SettingsError(
-            f"{name} is not valid: use at least {MIN_TOKEN_CHARS} visible ASCII characters "
-            "without spaces (e.g. the output of `openssl rand -hex 32`)")
-    return value
-
-
-def _allowlist(env: Mapping[str, str], name: str, pattern: re.Pattern[str],
-               valid: str) -> tuple[str, ...]:
-    """A comma-separated list; every entry must match ``pattern`` (compared lowercase)."""
-    entries = [e.strip().lower() for e in env.get(name, "").split(",") if e.strip()]
-    for entry in entries:
-        if not pattern.fullmatch(entry):
-            raise SettingsError(f"{name} entry {entry!r} is not valid (expected {valid})")
-    return tuple(dict.fromkeys(entries))
-
-
-# --- optional embedding provider ------------------------------------------------------------
-
-DEFAULT_EMBEDDINGS_TIMEOUT_S = 10.0
-DEFAULT_EMBEDDINGS_BATCH = 32
-_URL_RE = re.compile(r"https?://[^\s/?#]+(?:/[^\s]*)?", re.IGNORECASE)
+# Where each of the provider's fields comes from (STENO_EMBEDDINGS turns it on).
+_EMBEDDING_VARS = {
+    "provider": "STENO_EMBEDDINGS", "url": "STENO_EMBEDDINGS_URL",
+    "model": "STENO_EMBEDDINGS_MODEL", "dim": "STENO_EMBEDDINGS_DIM",
+    "api_key": "STENO_EMBEDDINGS_API_KEY_FILE", "timeout_s": "STENO_EMBEDDINGS_TIMEOUT",
+    "batch": "STENO_EMBEDDINGS_BATCH", "retries": "STENO_EMBEDDINGS_RETRIES",
+    "weight": "STENO_EMBEDDINGS_WEIGHT",
+}
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float
-           ) -> float:
-    return _ranged(env, name, default, low, high, float, "a number")
+class _Environment(PydanticBaseSettingsSource):
+    """The settings' values in an environment: each field's variable, stripped (empty is
+    unset), and the values that come from more than one variable. ``named`` says how an
+    error refers to a value read from a file (never by the value)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.env = env
+        self.named: dict[str, str] = {}
+
+    def var(self, name: str) -> str:
+        return self.env.get(name, "").strip()
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        name = str(field.validation_alias or field_name)
+        return self.var(name) or None, name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for field_name, field in self.settings_cls.model_fields.items():
+            value, name, _ = self.get_field_value(field, field_name)
+            if value is not None and field.validation_alias is not None:
+                values[name] = value
+        data_dir = Path(values.get("OMEGA_STENOGRAPHER_DIR", str(DEFAULT_DATA_DIR)))
+        values["OMEGA_STENOGRAPHER_DIR"] = data_dir.expanduser().resolve()
+        shared = self.var("VERITAS_SHARED_DIR")
+        values["VERITAS_SHARED_DIR"] = (None if shared.lower() in _OFF else
+                                        Path(shared or DEFAULT_SHARED_DIR).expanduser().resolve())
+        for var, file_var, what in (
+                ("STENO_DATABASE_URL", "STENO_DATABASE_URL_FILE", "the URL"),
+                ("STENO_HTTP_TOKEN", "STENO_HTTP_TOKEN_FILE", "the token"),
+                ("STENO_SYNC_TOKEN", "STENO_SYNC_TOKEN_FILE", "the token")):
+            path = self.path(file_var)
+            if path is not None:
+                if var in values:
+                    raise SettingsError(f"set {var} or {file_var}, not both")
+                values[var] = self.secret_file(file_var, path)
+                self.named[var] = f"{what} in {file_var} ({path})"
+        values["http_token_file"] = self.path("STENO_HTTP_TOKEN_FILE")
+        values["STENO_CAPTURE_CLAUDE_DIR"] = self.capture_dir(
+            "STENO_CAPTURE_CLAUDE_DIR", "CLAUDE_CONFIG_DIR", "projects", DEFAULT_CLAUDE_PROJECTS)
+        values["STENO_CAPTURE_CODEX_DIR"] = self.capture_dir(
+            "STENO_CAPTURE_CODEX_DIR", "CODEX_HOME", "sessions", DEFAULT_CODEX_SESSIONS)
+        provider = self.var("STENO_EMBEDDINGS").lower()
+        if provider not in ("", *_OFF):
+            values["embeddings"] = self.embeddings(provider)
+        return values
+
+    def path(self, name: str) -> Path | None:
+        raw = self.var(name)
+        return Path(raw).expanduser().resolve() if raw else None
+
+    def capture_dir(self, name: str, host_var: str, sub: str, default: Path) -> Path:
+        """A transcript root: STENO_CAPTURE_*_DIR, else the host's own home variable
+        (CLAUDE_CONFIG_DIR, CODEX_HOME) plus its sub-directory, else the host's default."""
+        if raw := self.var(name):
+            return Path(raw).expanduser().absolute()
+        home = self.var(host_var)
+        return (Path(home).expanduser() / sub if home else default.expanduser()).absolute()
+
+    @staticmethod
+    def secret_file(name: str, path: Path) -> str:
+        """A secret kept in a file (surrounding whitespace dropped); never quoted."""
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as ex:
+            reason = ex.strerror if isinstance(ex, OSError) else "not UTF-8 text"
+            raise SettingsError(f"{name}={str(path)!r} cannot be read: {reason}") from None
+        if not value:
+            raise SettingsError(f"{name}={str(path)!r} is empty")
+        return value
+
+    def embeddings(self, provider: str) -> dict[str, Any]:
+        config: dict[str, Any] = {field: self.var(var) for field, var in _EMBEDDING_VARS.items()
+                                  if self.var(var)}
+        config["provider"] = provider
+        if provider in DEFAULT_EMBEDDING_URLS:
+            config.setdefault("url", DEFAULT_EMBEDDING_URLS[provider])
+        config.pop("api_key", None)
+        key_file, key_var = (self.var("STENO_EMBEDDINGS_API_KEY_FILE"),
+                             self.var("STENO_EMBEDDINGS_API_KEY_ENV"))
+        if key_file and key_var:
+            raise SettingsError("set STENO_EMBEDDINGS_API_KEY_FILE or "
+                                "STENO_EMBEDDINGS_API_KEY_ENV, not both")
+        if key_file:
+            config["api_key"] = self.secret_file("STENO_EMBEDDINGS_API_KEY_FILE",
+                                                 Path(key_file).expanduser())
+        elif key_var:
+            if not _ENV_NAME_RE.fullmatch(key_var):
+                raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV={key_var!r} is not a "
+                                    "variable name")
+            config["api_key"] = self.var(key_var)
+            if not config["api_key"]:
+                raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV names {key_var}, which is "
+                                    "not set")
+        return config
 
 
-def _embeddings_key(env: Mapping[str, str]) -> str | None:
-    """The provider's API key: from the file STENO_EMBEDDINGS_API_KEY_FILE names, or from
-    the environment variable STENO_EMBEDDINGS_API_KEY_ENV names (e.g. OPENAI_API_KEY);
-    never quoted in an error."""
-    path = env.get("STENO_EMBEDDINGS_API_KEY_FILE", "").strip()
-    var = env.get("STENO_EMBEDDINGS_API_KEY_ENV", "").strip()
-    if path and var:
-        raise SettingsError("set STENO_EMBEDDINGS_API_KEY_FILE or STENO_EMBEDDINGS_API_KEY_ENV, "
-                            "not both")
-    if path:
-        return _secret_file("STENO_EMBEDDINGS_API_KEY_FILE", Path(path).expanduser())
-    if var:
-        if not _ENV_NAME_RE.fullmatch(var):
-            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV={var!r} is not a variable name")
-        key = env.get(var, "").strip()
-        if not key:
-            raise SettingsError(f"STENO_EMBEDDINGS_API_KEY_ENV names {var}, which is not set")
-        return key
-    return None
+# --- the error a bad value is --------------------------------------------------------------
+
+# What is valid, for the values a type alone does not say.
+_VALID = {
+    "STENO_SYNCHRONOUS": "is not valid (normal, full)",
+    "STENO_REDACT_SECRETS": "is not valid (on or off)",
+    "STENO_BUS_PUBLISH": "is not valid (on or off)",
+    "STENO_DATABASE_URL": "must be a postgresql://user:password@host:port/database URL "
+                          "(unset: the SQLite file in OMEGA_STENOGRAPHER_DIR)",
+    "STENO_HTTP_TOKEN": f"is not valid: use at least {MIN_TOKEN_CHARS} visible ASCII "
+                        "characters without spaces (e.g. the output of `openssl rand -hex 32`)",
+    "STENO_SYNC_TOKEN": "is not valid: use visible ASCII without spaces",
+    "STENO_ALLOWED_HOSTS": "is not valid (expected host[:port] or host:*, e.g. steno.lan:8765)",
+    "STENO_ALLOWED_ORIGINS": "is not valid (expected http(s)://host[:port], "
+                             "e.g. http://steno.lan:8765)",
+    "STENO_CAPTURE_SOURCES": f"is not valid ({', '.join(CAPTURE_KINDS)})",
+    "STENO_SYNC_PEER": f"is not a peer URL ({PEER_URL_FORM})",
+    "STENO_EMBEDDINGS": f"is not valid (off, {', '.join(EMBEDDING_PROVIDERS)})",
+    "STENO_EMBEDDINGS_URL": "is not an http(s) URL, e.g. "
+                            f"{DEFAULT_EMBEDDING_URLS[EMBEDDING_PROVIDERS[0]]}",
+    "STENO_EMBEDDINGS_MODEL": "is required with STENO_EMBEDDINGS, e.g. nomic-embed-text "
+                              "(ollama) or text-embedding-3-small (openai)",
+}
+_NUMBERS = {"int_parsing": "a whole number", "int_from_float": "a whole number",
+            "float_parsing": "a number"}
+_RANGES = ("greater_than_equal", "less_than_equal")
 
 
-def _embeddings(env: Mapping[str, str]) -> EmbeddingConfig | None:
-    """STENO_EMBEDDINGS=openai|ollama turns the provider on (default: off)."""
-    provider = env.get("STENO_EMBEDDINGS", "").strip().lower()
-    if provider in ("", "off", "none", "0", "false"):
-        return None
-    if provider not in PROVIDERS:
-        raise SettingsError(f"STENO_EMBEDDINGS={provider!r} is not valid "
-                            f"(off, {', '.join(PROVIDERS)})")
-    url = env.get("STENO_EMBEDDINGS_URL", "").strip() or DEFAULT_URLS[provider]
-    if not _URL_RE.fullmatch(url):
-        raise SettingsError(f"STENO_EMBEDDINGS_URL={url!r} is not an http(s) URL, e.g. "
-                            f"{DEFAULT_URLS[provider]}")
-    model = env.get("STENO_EMBEDDINGS_MODEL", "").strip()
-    if not model:
-        raise SettingsError("STENO_EMBEDDINGS_MODEL is required with STENO_EMBEDDINGS, e.g. "
-                            "nomic-embed-text (ollama) or text-embedding-3-small (openai)")
-    dim = _int(env, "STENO_EMBEDDINGS_DIM", 0, 0, 65_536)
-    return EmbeddingConfig(
-        provider=provider,  # checked against PROVIDERS above
-        url=url,
-        model=model,
-        dim=dim or None,
-        api_key=_embeddings_key(env),
-        timeout_s=_float(env, "STENO_EMBEDDINGS_TIMEOUT", DEFAULT_EMBEDDINGS_TIMEOUT_S,
-                         0.05, 600.0),
-        batch=_int(env, "STENO_EMBEDDINGS_BATCH", DEFAULT_EMBEDDINGS_BATCH, 1, 2_048),
-        retries=_int(env, "STENO_EMBEDDINGS_RETRIES", 2, 0, 10),
-        weight=_float(env, "STENO_EMBEDDINGS_WEIGHT", 1.0, 0.0, 100.0),
-    )
+def _field(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None]:
+    """The variable that sets the value at ``loc``, and its field."""
+    first = str(loc[0])
+    if first == "embeddings" and len(loc) > 1:
+        name = str(loc[1])
+        return _EMBEDDING_VARS.get(name, name), EmbeddingConfig.model_fields.get(name)
+    for field_name, field in Settings.model_fields.items():
+        if first in (field_name, field.validation_alias):
+            return str(field.validation_alias or field_name), field
+    return first, None
 
 
-# --- automatic capture ----------------------------------------------------------------------
+def _bounds(field: FieldInfo | None) -> str:
+    low = next((m.ge for m in field.metadata if isinstance(m, Ge)), None) if field else None
+    high = next((m.le for m in field.metadata if isinstance(m, Le)), None) if field else None
+    return f" ({low}..{high})" if low is not None and high is not None else ""
 
 
-def _capture_dir(env: Mapping[str, str], name: str, host_var: str, sub: str,
-                 default: Path) -> Path:
-    """A transcript root: STENO_CAPTURE_*_DIR, else the host's own home variable
-    (CLAUDE_CONFIG_DIR, CODEX_HOME) plus its sub-directory, else the host's default."""
-    raw = env.get(name, "").strip()
-    if raw:
-        return Path(raw).expanduser().absolute()
-    home = env.get(host_var, "").strip()
-    return (Path(home).expanduser() / sub if home else default.expanduser()).absolute()
-
-
-def _capture_sources(env: Mapping[str, str]) -> tuple[str, ...]:
-    """STENO_CAPTURE_SOURCES: which hosts' transcripts capture follows (comma-separated)."""
-    raw = env.get("STENO_CAPTURE_SOURCES", "").strip()
-    if not raw:
-        return CAPTURE_KINDS
-    kinds = [k.strip().lower() for k in raw.split(",") if k.strip()]
-    for kind in kinds:
-        if kind not in CAPTURE_KINDS:
-            raise SettingsError(f"STENO_CAPTURE_SOURCES entry {kind!r} is not valid "
-                                f"({', '.join(CAPTURE_KINDS)})")
-    return tuple(dict.fromkeys(kinds))
-
-
-# --- sync between stores --------------------------------------------------------------------
-
-
-def _sync_peer(env: Mapping[str, str]) -> str | None:
-    """STENO_SYNC_PEER: the instance that a server pushes to in the background."""
-    raw = env.get("STENO_SYNC_PEER", "").strip()
-    if not raw:
-        return None
-    url = peer_url(raw)
-    if url is None:
-        raise SettingsError(f"STENO_SYNC_PEER={raw!r} is not a peer URL ({PEER_URL_FORM})")
-    return url
-
-
-def _sync_token(env: Mapping[str, str]) -> str | None:
-    """The bearer token sent to peers: STENO_SYNC_TOKEN or the file STENO_SYNC_TOKEN_FILE
-    names (the peer's STENO_HTTP_TOKEN). Never quoted in an error."""
-    value, _ = _value_or_file(env, "STENO_SYNC_TOKEN", "STENO_SYNC_TOKEN_FILE")
-    if value and not TOKEN_RE.fullmatch(value):
-        raise SettingsError("the sync token is not valid: visible ASCII without spaces")
-    return value or None
+def _message(error: Mapping[str, Any], named: Mapping[str, str]) -> str:
+    """One validation error, worded for the variable that holds the value."""
+    loc = tuple(error["loc"])
+    var, field = _field(loc)
+    secret = field is not None and "SecretStr" in str(field.annotation)
+    name = named.get(var, var)
+    value = error["input"]
+    kind = error["type"]
+    if kind in _NUMBERS:
+        return f"{name}={value!r} is not {_NUMBERS[kind]}{_bounds(field)}"
+    if kind in _RANGES:
+        number = float(value) if field is not None and field.annotation is float else int(value)
+        return f"{name}={number} is out of range{_bounds(field)}"
+    if kind == "missing" and var in _VALID:
+        return f"{name} {_VALID[var]}"
+    reason = (error.get("ctx") or {}).get("reason") if kind == "setting" else None
+    if reason:
+        return f"{name}: {reason}"
+    valid = _VALID.get(var, "is not valid")
+    if secret:
+        return f"{name} {valid}"
+    if isinstance(loc[-1], int):
+        return f"{name} entry {value!r} {valid}"
+    return f"{name}={value!r} {valid}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from typing import Any
@@ -56,7 +55,7 @@ def _sync(args: argparse.Namespace, direction: str, url: str) -> int:
 
     settings = Settings.from_env()
     if args.batch is not None:
-        settings = dataclasses.replace(settings, sync_batch=args.batch)
+        settings = settings.replace(sync_batch=args.batch)
     app = open_app(settings)
     try:
         run = push if direction == "push" else pull

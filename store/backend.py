@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from constants import is_postgres_url
 from store.errors import InvalidInput
 
 if TYPE_CHECKING:  # numpy and zstandard load with the store, not with the settings
@@ -21,9 +22,6 @@ if TYPE_CHECKING:  # numpy and zstandard load with the store, not with the setti
     from store.vectors import VectorCache
 
 __all__ = ["Backend", "is_postgres_url", "open_store"]
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
 
 class Backend(Protocol):
     dialect: str  # "sqlite" | "postgresql"
@@ -44,10 +42,6 @@ class Backend(Protocol):
     def scrubbing(self) -> AbstractContextManager[None]:
         """Writes inside it overwrite what they delete (forgetting)."""
     def close(self) -> None: ...
-
-
-def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(POSTGRES_SCHEMES)
 
 
 def open_store(db_path: Path, *, database_url: str | None = None, synchronous: str = "normal",

@@ -37,10 +37,9 @@ import apsw
 from store.backoff import backoff
 from store.sql import all_rows, one
 
-__all__ = ["BUS_FILE", "CONSUMER", "PUBLISHED", "SHUTDOWN", "Bus", "BusEvent", "BusHealth",
+__all__ = ["CONSUMER", "PUBLISHED", "SHUTDOWN", "Bus", "BusEvent", "BusHealth",
            "OutgoingEvent"]
 
-BUS_FILE = "coordination.sqlite"
 CONSUMER = "omega-stenographer"
 SHUTDOWN = "CLAEG_TERMINAL_SHUTDOWN"
 PUBLISHED = "STENO_EXCHANGE"  # the turns this store publishes (store.bus_outbox)

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from constants import PEER_URL_FORM, peer_url
 from nodes.bundles import verify_bundle
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
-from nodes.evaluate_contracts.peer_url import PEER_URL_FORM, peer_url
 from store.errors import InvalidInput
 from store.migrations import SCHEMA_VERSION
 

@@ -65,8 +65,8 @@ class _Client:
 
         self.config = config
         headers = {"Content-Type": "application/json"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
+        if config.api_key is not None:
+            headers["Authorization"] = f"Bearer {config.api_key.get_secret_value()}"
         self.http = httpx.Client(headers=headers, follow_redirects=False)
         self.dim = config.dim
         self.down_until = 0.0

@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from constants import compile_extra
 from nodes.extract.secret_assignments import assignments
 from nodes.extract.secret_shapes import SHAPE_KINDS, tokens_in
 from nodes.extract.secret_values import (
@@ -263,26 +264,6 @@ def redact(text: str, extra: Sequence[re.Pattern[str]] = ()) -> Redacted:
         pos = span.end
     parts.append(text[pos:])
     return Redacted("".join(parts), tuple(s.kind for s in spans))
-
-
-def compile_extra(sources: Sequence[str]) -> tuple[re.Pattern[str], ...]:
-    """Compile extra secret regexes (group 1, if any, is the part to replace).
-
-    Raises ``ValueError`` naming the pattern when one does not compile or matches the
-    empty string (it would redact nothing but cost a scan of every turn).
-    """
-    compiled = []
-    for source in sources:
-        try:
-            pattern = re.compile(source)
-        except re.error as exc:
-            raise ValueError(f"invalid secret pattern {source!r}: {exc}; expected a Python "
-                             "`re` regex") from exc
-        if pattern.search("") is not None:
-            raise ValueError(f"invalid secret pattern {source!r}: it matches the empty "
-                             r"string; anchor it to a literal, e.g. acme_[0-9a-f]{32}")
-        compiled.append(pattern)
-    return tuple(compiled)
 
 
 _MARKS = {kind: MARK.format(kind=kind) for kind in ("private_key", *SHAPE_KINDS)}

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-__all__ = ["CLAUDE_CODE", "CODEX", "KINDS", "Parsed", "parse_record", "session_from_name"]
+from constants import CAPTURE_KINDS as KINDS
+from constants import CLAUDE_CODE, CODEX
 
-CLAUDE_CODE, CODEX = "claude-code", "codex"
-KINDS = (CLAUDE_CODE, CODEX)
+__all__ = ["CLAUDE_CODE", "CODEX", "KINDS", "Parsed", "parse_record", "session_from_name"]
 
 CLAUDE_SKIP_FLAGS = ("isMeta", "isSidechain", "isCompactSummary", "isVisibleInTranscriptOnly")
 CODEX_TEXT_BLOCKS = ("input_text", "output_text", "text")

@@ -32,8 +32,8 @@ PUSH_PATH, PULL_PATH = "/sync/push", "/sync/pull"
 
 
 def _headers(state: State) -> dict[str, str]:
-    token = state.ctx.settings.sync_token
-    return {"Authorization": f"Bearer {token}"} if token else {}
+    token = state.ctx.settings.sync_token  # a SecretStr: its value only goes in the header
+    return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

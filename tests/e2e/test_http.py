@@ -44,6 +44,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import SecretStr
 
 from stenographer.http_auth import TOKEN_FILE, HttpConfigError, check_bind, is_loopback
 from stenographer.settings import Settings, SettingsError
@@ -538,11 +539,12 @@ def test_http_settings_from_the_environment(tmp_path: Path):
     s = Settings.from_env({"STENO_HTTP_TOKEN_FILE": str(path),
                            "STENO_ALLOWED_HOSTS": " Steno.LAN:8765, [::1]:*,steno.lan:8765 ",
                            "STENO_ALLOWED_ORIGINS": "https://steno.lan"})
-    assert s.http_token == TOKEN and s.http_token_file == path.resolve()
+    assert s.http_token is not None and s.http_token.get_secret_value() == TOKEN
+    assert s.http_token_file == path.resolve()
     assert s.allowed_hosts == ("steno.lan:8765", "[::1]:*")
     assert s.allowed_origins == ("https://steno.lan",)
     assert Settings.from_env({}).http_token is None
-    assert Settings.from_env({"STENO_HTTP_TOKEN": TOKEN}).http_token == TOKEN
+    assert Settings.from_env({"STENO_HTTP_TOKEN": TOKEN}).http_token == SecretStr(TOKEN)
     bad = [
         ({"STENO_HTTP_TOKEN": TOKEN, "STENO_HTTP_TOKEN_FILE": str(path)}, "not both"),
         ({"STENO_HTTP_TOKEN": "short"}, "at least 16 visible ASCII"),

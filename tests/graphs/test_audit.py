@@ -19,7 +19,7 @@ import sqlite_vec
 
 from graphs.contract_audit import DEFINITION
 from stenographer.app import App, open_app
-from stenographer.settings import Settings
+from stenographer.settings import Settings, reveal
 from store.errors import NotFound
 from store.postgres.connection import PgConnection
 from store.provenance import GENESIS, chain_hash
@@ -64,7 +64,7 @@ def failures(report: dict[str, Any]) -> dict[str, list[int]]:
 def raw(app: App) -> Iterator[Conn]:
     """Another connection to the same store, as a tamperer would open it: without the
     foreign keys the store's own connections enforce."""
-    url = app.settings.database_url
+    url = reveal(app.settings.database_url)
     if url is None:
         conn = apsw.Connection(str(app.settings.db_path))
         conn.enable_load_extension(True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from nodes.extract.embedding_config import EmbeddingConfig
+from constants import EmbeddingConfig
 from nodes.extract.embeddings import EmbeddingError, embed, reset_clients
 from nodes.publish.search_reply import no_word_note
 from stenographer.app import App, open_app
@@ -273,7 +273,8 @@ def test_settings_turn_the_provider_on_and_check_its_values(tmp_path: Path):
         "STENO_EMBEDDINGS": "openai", "STENO_EMBEDDINGS_MODEL": "text-embedding-3-small",
         "STENO_EMBEDDINGS_URL": "http://127.0.0.1:9/v1/embeddings",
         "STENO_EMBEDDINGS_API_KEY_ENV": "MY_KEY", "MY_KEY": "sk-env"}).embeddings
-    assert from_var is not None and from_var.api_key == "sk-env"
+    assert from_var is not None and from_var.api_key is not None
+    assert from_var.api_key.get_secret_value() == "sk-env"
     bad = [({"STENO_EMBEDDINGS": "bert"}, "not valid"),
            ({"STENO_EMBEDDINGS": "openai"}, "STENO_EMBEDDINGS_MODEL is required"),
            ({"STENO_EMBEDDINGS": "openai", "STENO_EMBEDDINGS_MODEL": "m",

@@ -30,7 +30,8 @@ def test_the_url_must_name_postgresql(tmp_path: Path):
     url_file.write_text("postgresql://steno:s3cret@db.lan/steno\n")
     settings = Settings.from_env({"STENO_DATABASE_URL_FILE": str(url_file),
                                   "OMEGA_STENOGRAPHER_DIR": str(tmp_path)})
-    assert settings.database_url == "postgresql://steno:s3cret@db.lan/steno"
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == "postgresql://steno:s3cret@db.lan/steno"
     assert "s3cret" not in repr(settings)
     assert Settings.from_env({"OMEGA_STENOGRAPHER_DIR": str(tmp_path)}).database_url is None
 

@@ -22,7 +22,8 @@ def test_sync_settings_defaults_and_values(tmp_path: Path):
                               "STENO_SYNC_TOKEN_FILE": str(token), "STENO_SYNC_BATCH": "50",
                               "STENO_SYNC_INTERVAL": "2.5", "STENO_SYNC_TIMEOUT": "5",
                               "STENO_SYNC_RETRIES": "0"})
-    assert set_.sync_peer == "http://10.0.0.2:8765" and set_.sync_token == "file-token-0123456789"
+    assert set_.sync_peer == "http://10.0.0.2:8765" and set_.sync_token is not None
+    assert set_.sync_token.get_secret_value() == "file-token-0123456789"
     assert (set_.sync_batch, set_.sync_interval, set_.sync_timeout, set_.sync_retries) == (
         50, 2.5, 5.0, 0)
     assert "file-token" not in repr(set_)
