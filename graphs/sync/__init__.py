@@ -25,35 +25,23 @@ The HTTP server answers a peer's push with ``sync_import`` and its pull with
 
 from typing import Any
 
+from graphs.compress import OVERDUE_CHANNELS, overdue_loop
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
 # An import of many sessions loops once per session with a full batch (and once per
 # brief inside it).
 MAX_STEPS = 10_000_000
 
-_APPLY_CHANNELS = ("incoming", "bundle", "applied", "after_session", "session_row",
-                   "sessions_compressed", "batch", "draft", "rounds", "again", "briefs")
+_APPLY_CHANNELS = ("incoming", "bundle", "applied", *OVERDUE_CHANNELS)
 
 
 def _apply_and_compress(then: str, *, verify: bool = True
                         ) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
     """[verify →] apply → { next overdue session → compress it } → ``then``."""
-    nodes = {
-        **({"verify": {"type": "verified_bundle"}} if verify else {}),
-        "apply": {"type": "applied_bundle"},
-        "overdue": {"type": "overdue_session"},
-        "batch": {"type": "compression_batch"},
-        "draft": {"type": "brief_draft"},
-        "claim": {"type": "claimed_brief"},
-    }
-    edges = (chain("verify", "apply") if verify else []) + chain("apply", "overdue") \
-        + chain("batch", "draft", "claim")
-    routes = [
-        {"from": "overdue", "condition": "has_session",
-         "routes": {"yes": "batch", "default": then}},
-        {"from": "claim", "condition": "compress_again",
-         "routes": {"again": "batch", "default": "overdue"}},
-    ]
+    nodes, edges, routes = overdue_loop(then)
+    nodes = {**({"verify": {"type": "verified_bundle"}} if verify else {}),
+             "apply": {"type": "applied_bundle"}, **nodes}
+    edges = (chain("verify", "apply") if verify else []) + chain("apply", "overdue") + edges
     return nodes, edges, routes
 
 
