@@ -13,9 +13,7 @@ checks as every other path, stenographer.http):
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -24,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from nodes.publish.sync_batches import remove_spool, spool_path
 from store.errors import InvalidInput, StenoError
 
 if TYPE_CHECKING:
@@ -35,25 +34,14 @@ MAX_PUSH_BYTES = 512 * 1024 * 1024  # one pushed batch; a sender's batch is far 
 MAX_PULL_LIMIT = 10_000
 
 
-def _spool(app: App, prefix: str) -> Path:
-    folder = app.settings.data_dir / "sync"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{prefix}-{uuid.uuid4().hex}.zst"
-
-
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
-
-
-def _remove(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    path.with_name(path.name + ".part").unlink(missing_ok=True)
 
 
 def sync_routes(get_app: Callable[[], Awaitable[App]]) -> list[Route]:
     async def receive(request: Request) -> Response:
         app = await get_app()
-        path = _spool(app, "recv")
+        path = spool_path(app.settings.data_dir, "recv")
         try:
             size = 0
             with open(path, "wb") as fh:
@@ -72,7 +60,7 @@ def sync_routes(get_app: Callable[[], Awaitable[App]]) -> list[Route]:
         except StenoError as ex:
             return _error(503, f"the store could not take the bundle: {ex}")
         finally:
-            _remove(path)
+            remove_spool(path)
         reply = out["reply"]
         return JSONResponse({k: reply[k] for k in (
             "applied", "duplicates", "relinked", "bundle_turns", "through", "text")})
@@ -86,17 +74,17 @@ def sync_routes(get_app: Callable[[], Awaitable[App]]) -> list[Route]:
         if after < 0 or not 1 <= limit <= MAX_PULL_LIMIT:
             return _error(400, f"after must be 0 or more and limit 1 to {MAX_PULL_LIMIT}")
         app = await get_app()
-        path = _spool(app, "send")
+        path = spool_path(app.settings.data_dir, "send")
         try:
             out, _ = await anyio.to_thread.run_sync(
                 app.run, "sync_export", {"path": str(path), "after": after, "limit": limit})
         except StenoError as ex:
-            _remove(path)
+            remove_spool(path)
             return _error(400 if isinstance(ex, InvalidInput) else 503, str(ex))
         through = out["reply"]["through"]
         headers = {} if through is None else {"X-Steno-Through": str(through)}
         return FileResponse(path, media_type="application/zstd", headers=headers,
-                            background=BackgroundTask(_remove, path))
+                            background=BackgroundTask(remove_spool, path))
 
     return [Route("/sync/push", endpoint=receive, methods=["POST"]),
             Route("/sync/pull", endpoint=serve_pull, methods=["GET"])]

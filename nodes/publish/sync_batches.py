@@ -17,23 +17,35 @@ from nodes.context import State, Writes
 from nodes.publish.sync_cursor import failure_text
 from nodes.publish.wording import counted
 
-__all__ = ["batches_reply", "removed_spool", "spooled_file", "sync_totals"]
+__all__ = ["batches_reply", "remove_spool", "removed_spool", "spool_path", "spooled_file",
+           "sync_totals"]
 
 ERRORS = "failures"  # the error channel of the sync graphs' failure edges
 
 
+def spool_path(data_dir: Path, prefix: str) -> Path:
+    """A fresh name for one bundle's file in ``<data dir>/sync`` (made owner-only): the
+    batches of a push (``out``) or a pull (``in``), and the HTTP server's sync endpoints
+    (``recv``, ``send``)."""
+    folder = Path(data_dir) / "sync"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / f"{prefix}-{uuid.uuid4().hex}.zst"
+
+
+def remove_spool(path: Path) -> None:
+    """Delete a bundle's file and the ``.part`` a write that stopped half-way left."""
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + ".part").unlink(missing_ok=True)
+
+
 def spooled_file(state: State, cfg: Mapping[str, Any]) -> Writes:
     """A fresh file name for this batch's bundle (``prefix``: out or in)."""
-    folder = Path(state.ctx.settings.data_dir) / "sync"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return {"spool": str(folder / f"{cfg['prefix']}-{uuid.uuid4().hex}.zst")}
+    return {"spool": str(spool_path(state.ctx.settings.data_dir, cfg["prefix"]))}
 
 
 def removed_spool(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Delete this batch's bundle file."""
-    path = Path(state.get("spool"))
-    path.unlink(missing_ok=True)
-    path.with_name(path.name + ".part").unlink(missing_ok=True)
+    remove_spool(Path(state.get("spool")))
     return {}
 
 
