@@ -1,9 +1,9 @@
 """Capture passes on transcript files written in both hosts' formats, on a real store.
 
-Must show (issue #7, item 3): every message captured exactly once across restarts and
-appends; a corrupt line in the middle skipped and reported while later lines are still
-captured; a truncated file handled; rotation; a crash between an ingest and its cursor
-update; a record the ingest graph rejects.
+What must hold: every message captured exactly once across restarts and appends; a
+corrupt line in the middle skipped and reported while later lines are still captured;
+a truncated file handled; rotation; a crash between an ingest and its cursor update; a
+record the ingest graph rejects.
 """
 
 from __future__ import annotations

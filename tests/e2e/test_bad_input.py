@@ -1,4 +1,4 @@
-"""Bad input (spec §6): every tool answers every input. Invalid input gets an isError
+"""Bad input: every tool answers every input. Invalid input gets an isError
 result that says what was wrong; nothing is stored and nothing stored is touched
 (checked with a digest of every stored row); the server keeps serving afterwards.
 Malformed JSON-RPC, invalid UTF-8 and lone surrogates are sent over raw stdio.
