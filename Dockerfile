@@ -3,7 +3,7 @@
 #   docker build -t omega-stenographer .
 #   stdio (what MCP hosts launch; -i keeps stdin open):
 #     docker run -i --rm -v steno-data:/data omega-stenographer
-#   Streamable HTTP on all interfaces (needs a token and both allowlists, see README):
+#   Streamable HTTP on all interfaces (needs a token and both allowlists, see docs/security.md):
 #     docker run --rm -p 8765:8765 -v steno-data:/data \
 #       -e STENO_HTTP_TOKEN_FILE=/run/secrets/steno_token \
 #       -e STENO_ALLOWED_HOSTS=localhost:8765 -e STENO_ALLOWED_ORIGINS=http://localhost:8765 \
@@ -24,6 +24,7 @@ COPY stenographer ./stenographer
 COPY graphs ./graphs
 COPY nodes ./nodes
 COPY store ./store
+COPY constants ./constants
 RUN pip install -c constraints.txt . \
     && rm -rf /src \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin steno \

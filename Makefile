@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(VENV)/bin/stenographer demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check stenographer graphs nodes store tests bench examples
+	$(PY) -m ruff check stenographer graphs nodes store constants tests bench examples
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
