@@ -38,7 +38,7 @@ exit codes:
      (doctor) a failed check, or (migrate) a refused target
 
 environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
-STENO_* settings (see README). `stenographer doctor` checks the set-up.
+STENO_* settings (see docs/settings.md). `stenographer doctor` checks the set-up.
 """
 
 

@@ -1,5 +1,5 @@
 """Capture settings: the hosts' own variables move the defaults; bad values say what is
-valid; README documents every capture setting."""
+valid; docs/settings.md documents every capture setting, docs/capture.md the commands."""
 
 from __future__ import annotations
 
@@ -40,14 +40,15 @@ def test_bad_capture_settings_say_what_is_valid(env: dict[str, str], message: st
         Settings.from_env(env)
 
 
-def test_readme_documents_every_capture_setting():
+def test_the_docs_document_every_capture_setting():
     source = (REPO_ROOT / "stenographer" / "settings.py").read_text(encoding="utf-8")
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    settings_doc = (REPO_ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    capture_doc = (REPO_ROOT / "docs" / "capture.md").read_text(encoding="utf-8")
     names = set(re.findall(r'"(STENO_CAPTURE_[A-Z_]+)"', source))
     assert names == {"STENO_CAPTURE_CLAUDE_DIR", "STENO_CAPTURE_CODEX_DIR",
                      "STENO_CAPTURE_SOURCES", "STENO_CAPTURE_INTERVAL"}
-    assert all(f"`{name}`" in readme for name in names)
-    assert "stenographer capture --once" in readme and "stenographer hook" in readme
+    assert all(f"`{name}`" in settings_doc for name in names)
+    assert "stenographer capture --once" in capture_doc and "stenographer hook" in capture_doc
 
 
 def test_the_briefing_budget_is_a_setting_with_a_range():
@@ -56,5 +57,7 @@ def test_the_briefing_budget_is_a_setting_with_a_range():
     for bad in ("999", "10001", "lots"):
         with pytest.raises(SettingsError, match="STENO_BRIEFING_CHARS"):
             Settings.from_env({"STENO_BRIEFING_CHARS": bad})
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert "`STENO_BRIEFING_CHARS`" in readme and "config claude-code --hooks" in readme
+    settings_doc = (REPO_ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    capture_doc = (REPO_ROOT / "docs" / "capture.md").read_text(encoding="utf-8")
+    assert "`STENO_BRIEFING_CHARS`" in settings_doc
+    assert "config claude-code --hooks" in capture_doc

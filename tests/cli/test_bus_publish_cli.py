@@ -73,8 +73,9 @@ def test_publish_command_delivers_once_and_reports_an_unusable_bus(tmp_path: Pat
     assert bad.code == 2 and "out of range" in bad.err
 
 
-def test_readme_documents_publishing() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_document_publishing() -> None:
+    readme = "".join((REPO_ROOT / "docs" / name).read_text(encoding="utf-8")
+                     for name in ("bus.md", "settings.md"))
     for name in ("STENO_EXCHANGE", "stenographer bus publish", "STENO_BUS_PUBLISH",
                  "STENO_BUS_BATCH", "STENO_BUS_INTERVAL", "STENO_BUS_PUBLISH_TIMEOUT_MS",
                  "STENO_BUS_EXCERPT_CHARS", "outbox:bus"):

@@ -1,4 +1,4 @@
-"""Settings, command line and README for the coordination bus."""
+"""Settings, command line and documentation (docs/bus.md) of the coordination bus."""
 
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ def test_status_command_reports_the_bus(tmp_path: Path) -> None:
     assert text.code == 0 and "bus: off" in text.out
 
 
-def test_readme_documents_the_bus() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_document_the_bus() -> None:
+    readme = "".join((REPO_ROOT / "docs" / name).read_text(encoding="utf-8")
+                     for name in ("bus.md", "settings.md", "tools.md"))
     for name in ("VERITAS_SHARED_DIR", "STENO_BUS_TIMEOUT_MS", "CLAEG_TERMINAL_SHUTDOWN",
                  "TERMINAL_SHUTDOWN from <source> at <time>", "coordination.sqlite",
                  "| CLAEG terminal shutdown from <source> at <time> → #<id> (milestone)"):

@@ -1,4 +1,4 @@
-"""Settings, command line and README for the ingest-side signals (redaction, trace ids,
+"""Settings, command line and documentation for the ingest-side signals (redaction, trace ids,
 NAFE flags)."""
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ def test_search_command_takes_the_new_filters() -> None:
     assert (args.trace_id, args.flag) == ("VT-20261130-1a2b3c4d", "AUTHORITY_DRIFT")
 
 
-def test_readme_documents_the_settings_and_reply_format() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_document_the_settings_and_reply_format() -> None:
+    readme = "".join((REPO_ROOT / "docs" / name).read_text(encoding="utf-8")
+                     for name in ("settings.md", "tools.md"))
     for name in ("STENO_REDACT_SECRETS", "STENO_SECRET_PATTERNS", "trace_id", "`flag`",
                  "; ⚠ NAFE:<SIG>[,<SIG>]", "; trace:<id>)", "; redacted: R"):
         assert name in readme, name
