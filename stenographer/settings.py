@@ -295,10 +295,10 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(
             cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
+            *_: PydanticBaseSettingsSource, **__: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only what the code names: the environment is read by ``from_env`` alone."""
+        """Only what the code names (not the default environment, dotenv and secrets-dir
+        sources): the environment is read by ``from_env`` alone."""
         return (init_settings,)
 
     @property
@@ -325,11 +325,12 @@ class Settings(BaseSettings):
 
 # --- reading the environment ---------------------------------------------------------------
 
-# Where each of the provider's fields comes from (STENO_EMBEDDINGS turns it on).
+# Where each of the provider's fields comes from (STENO_EMBEDDINGS turns it on; the API
+# key: below).
 _EMBEDDING_VARS = {
     "provider": "STENO_EMBEDDINGS", "url": "STENO_EMBEDDINGS_URL",
     "model": "STENO_EMBEDDINGS_MODEL", "dim": "STENO_EMBEDDINGS_DIM",
-    "api_key": "STENO_EMBEDDINGS_API_KEY_FILE", "timeout_s": "STENO_EMBEDDINGS_TIMEOUT",
+    "timeout_s": "STENO_EMBEDDINGS_TIMEOUT",
     "batch": "STENO_EMBEDDINGS_BATCH", "retries": "STENO_EMBEDDINGS_RETRIES",
     "weight": "STENO_EMBEDDINGS_WEIGHT",
 }
@@ -414,7 +415,6 @@ class _Environment(PydanticBaseSettingsSource):
         config["provider"] = provider
         if provider in DEFAULT_EMBEDDING_URLS:
             config.setdefault("url", DEFAULT_EMBEDDING_URLS[provider])
-        config.pop("api_key", None)
         key_file, key_var = (self.var("STENO_EMBEDDINGS_API_KEY_FILE"),
                              self.var("STENO_EMBEDDINGS_API_KEY_ENV"))
         if key_file and key_var:
