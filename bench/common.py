@@ -15,9 +15,11 @@ puts the repository root on ``sys.path`` and spawns the server with ``cwd`` and
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -32,10 +34,13 @@ if str(REPO_ROOT) not in sys.path:
 
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp_types.version import LATEST_HANDSHAKE_VERSION  # noqa: E402
 
 __all__ = [
     "REPO_ROOT",
+    "Busy",
     "CallTimer",
+    "RawClient",
     "Server",
     "call_text",
     "child_pids",
@@ -353,3 +358,121 @@ def db_measure(data_dir: Path) -> dict[str, Any]:
     out["files_after_checkpoint"] = db_files(data_dir)
     out["main_file_bytes"] = out["files_after_checkpoint"]["steno.db"]
     return out
+
+
+# --------------------------------------------------------------------------- raw client
+
+
+class RawClient:
+    """``python -m stenographer`` spoken to with bare JSON-RPC lines over its pipes: one
+    request written, its reply read, nothing else in the client (the SDK's ``Client``
+    costs about as much CPU per call as the server's own floor, and on a busy machine
+    it competes with the server for the same cores).
+
+    ``spawn_s`` is measured from just before the spawn; ``first_reply_s`` (set by
+    ``first_call``) to the reply of the first tool call after the handshake.
+    """
+
+    def __init__(self, data_dir: Path, *, repo: Path = REPO_ROOT,
+                 extra_env: Mapping[str, str] | None = None,
+                 stderr_name: str = "raw-stderr.log") -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = data_dir
+        params = server_params(data_dir, extra_env, repo)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STENO_", "OMEGA_"))}
+        env.update(params.env or {})
+        self.stderr_path = data_dir.parent / f"{data_dir.name}-{stderr_name}"
+        self._stderr = self.stderr_path.open("ab")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                                     cwd=params.cwd)
+        self.pid = self.proc.pid
+        self._next_id = 0
+        self.first_reply_s = math.nan
+        reply = self.request("initialize", {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+            "clientInfo": {"name": "bench-raw", "version": "0"}})
+        if "result" not in reply:
+            raise RuntimeError(f"initialize refused: {reply}")
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.handshake_s = time.perf_counter() - self.started
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and read lines until its reply (notifications skipped)."""
+        assert self.proc.stdout is not None
+        self._next_id += 1
+        ident = self._next_id
+        self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the server closed stdout (exit {self.proc.poll()}): "
+                                   f"{self.stderr_text()[-2000:]}")
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == ident:
+                return message
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(latency in ms, the CallToolResult as a dict; an ``error`` member for a
+        JSON-RPC error)."""
+        started = time.perf_counter()
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments})
+        elapsed = (time.perf_counter() - started) * 1e3
+        if math.isnan(self.first_reply_s):
+            self.first_reply_s = time.perf_counter() - self.started
+        return elapsed, reply.get("result") or {"error": reply.get("error")}
+
+    def cpu_s(self) -> float | None:
+        return process_cpu_s(self.pid)
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    def close(self) -> float:
+        """Close stdin and wait for the server to exit; returns the seconds it took."""
+        started = time.perf_counter()
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        finally:
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self._stderr.close()
+        return time.perf_counter() - started
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Busy:
+    """One other process keeping a core busy (a spinning Python loop) while in use."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Busy:
+        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        time.sleep(0.2)  # let the scheduler see it
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.kill()  # the process this object started, by its handle
+            self.proc.wait(timeout=10)
+            self.proc = None

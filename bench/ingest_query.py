@@ -2,8 +2,18 @@
 
 Run from the repository root::
 
-    python bench/ingest_query.py [--turns 2000,20000] [--inflight 1,16] [--out FILE.json]
-    python bench/ingest_query.py --quick      # ~30 s smoke test (500 turns, 20 queries)
+    python bench/ingest_query.py [--raw-turns 20000] [--turns 2000] [--inflight 1,16]
+    python bench/ingest_query.py --quick      # ~60 s smoke test (500 turns, 20 queries)
+
+Two clients drive the server. A raw JSON-RPC client (``common.RawClient``: request
+lines written to the server's stdin, reply lines read from its stdout, nothing else)
+gives the headline figures: spawn -> first tool reply, the sequential ingest of
+``--raw-turns`` turns, then query_history, compact_guard and a store-wide search on that
+store, and more ingests, first on a quiet machine and then with one other process
+keeping a core busy (``common.Busy``). Every one of those calls is followed by a floor
+call, a tool call rejected by argument validation, so each latency is printed beside
+its ratio to a floor measured under the same load. The SDK's own ``Client`` figures
+follow (it costs about as much CPU per call as the server's floor).
 
 Everything goes through a real server subprocess (``python -m stenographer`` with
 ``OMEGA_STENOGRAPHER_DIR`` set to a fresh temporary directory) driven by the official
@@ -54,7 +64,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
     REPO_ROOT,
+    Busy,
     CallTimer,
+    RawClient,
     Server,
     db_files,
     db_measure,
@@ -448,14 +460,12 @@ async def read_phase(server: Server, turns: list[Turn], ids: dict[int, int], *,
         first_calls[tool] = (time.perf_counter() - started) * 1e3
 
     # The floor of one tool call over stdio: a call rejected by input validation
-    # (empty session_id) does everything but run a graph.
+    # (empty session_id) does everything but run a graph; one follows every read call.
     floor = CallTimer("round-trip floor")
-    for _ in range(max(20, queries // 2)):
-        await floor.call(server, BRIEF, {"session_id": ""})
-    floor_rejected = len(floor.errors)
 
     for kind, args, target in build_queries(turns, ids, queries, seed):
         result = await timers[QUERY].call(server, QUERY, args)
+        await floor.call(server, *FLOOR_CALL)
         q = quality.setdefault(kind, {"queries": 0, "zero_hits": 0, "answerable": 0,
                                       "answered_top10": 0})
         q["queries"] += 1
@@ -476,6 +486,7 @@ async def read_phase(server: Server, turns: list[Turn], ids: dict[int, int], *,
     rng = random.Random(seed + 1)
     for i in range(briefs):
         await timers[BRIEF].call(server, BRIEF, {"session_id": sessions[i % len(sessions)]})
+        await floor.call(server, *FLOOR_CALL)
     for i in range(guards):
         query = rng.choice([
             f"next steps on the {rng.choice(COMPONENT)} {rng.choice(NOUN)} handling",
@@ -484,6 +495,8 @@ async def read_phase(server: Server, turns: list[Turn], ids: dict[int, int], *,
         ])
         await timers[GUARD].call(server, GUARD, {
             "session_id": sessions[i % len(sessions)], "query": query})
+        await floor.call(server, *FLOOR_CALL)
+    floor_rejected = len(floor.errors)
 
     return {
         "query_history": timers[QUERY].summary(BUDGET_CHARS)
@@ -497,6 +510,163 @@ async def read_phase(server: Server, turns: list[Turn], ids: dict[int, int], *,
                              "what": "get_brief with session_id='' (rejected by input "
                                      "validation: SDK + stdio round trip, no graph)"},
     }
+
+
+# --------------------------------------------------------------------------- raw client
+
+# The floor: a tool call that the SDK rejects by argument validation (an empty
+# session_id): the JSON-RPC framing, the pipe round trip, validation and the error
+# reply, no graph. Each measured call is followed by one, so both see the same load.
+FLOOR_CALL = (BRIEF, {"session_id": ""})
+
+RAW_TARGETS = {  # p50 ms, p50 / floor p50; busy p50 / quiet p50 at most 1.5
+    "ingest": (1.0, 2.0),
+    "query_history": (2.0, 4.0),
+    "compact_guard": (3.0, 6.0),
+    "store-wide search": (5.0, 10.0),
+}
+BUSY_LIMIT = 1.5
+
+
+def _reply_bytes(result: dict[str, Any]) -> int:
+    return len(json.dumps(result, ensure_ascii=False).encode("utf-8"))
+
+
+def _paired(raw: RawClient, tool: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each call followed by a floor call; latencies, floor latencies, reply sizes,
+    errors and the server CPU of both per pair."""
+    lat, floor, sizes, errors, results = [], [], [], [], []
+    cpu0 = raw.cpu_s()
+    for args in calls:
+        ms, result = raw.call(tool, args)
+        lat.append(ms)
+        sizes.append(_reply_bytes(result))
+        results.append(result)
+        if "error" in result or result.get("isError"):
+            errors.append(str(result)[:300])
+        fms, fresult = raw.call(*FLOOR_CALL)
+        floor.append(fms)
+        if not (fresult.get("isError") or "error" in fresult):
+            raise RuntimeError(f"the floor call was not rejected: {fresult}")
+    cpu1 = raw.cpu_s()
+    p50, f50 = percentile(lat, 50), percentile(floor, 50)
+    return {"calls": len(lat), "latency_ms": summarize(lat), "floor_ms": summarize(floor),
+            "ratio_p50": p50 / f50 if f50 else None,
+            "reply_bytes_median": percentile(sizes, 50),
+            "server_cpu_ms_per_pair": (1e3 * (cpu1 - cpu0) / len(lat)
+                                       if cpu0 is not None and cpu1 is not None and lat
+                                       else None),
+            "errors": len(errors), "error_samples": errors[:3], "results": results}
+
+
+def _floor_cpu(raw: RawClient, calls: int) -> float | None:
+    """Server CPU ms of one floor call (a run of floor calls alone)."""
+    cpu0 = raw.cpu_s()
+    for _ in range(calls):
+        raw.call(*FLOOR_CALL)
+    cpu1 = raw.cpu_s()
+    return 1e3 * (cpu1 - cpu0) / calls if cpu0 is not None and cpu1 is not None else None
+
+
+def _read_calls(turns: list[Turn], ids: dict[int, int], args: argparse.Namespace
+                ) -> dict[str, list[dict[str, Any]]]:
+    sessions = sorted({t.session for t in turns})
+    queries = [a for _, a, _ in build_queries(turns, ids, args.queries, args.seed + 100)]
+    rng = random.Random(args.seed + 101)
+    guards = []
+    for i in range(args.guards):
+        query = rng.choice([
+            f"next steps on the {rng.choice(COMPONENT)} {rng.choice(NOUN)} handling",
+            f"using {rng.choice(TECH)} for {rng.choice(PURPOSE)}",
+            f"{rng.choice(JOB)} timeout on the {rng.choice(COMPONENT)}",
+        ])
+        guards.append({"session_id": sessions[i % len(sessions)], "query": query})
+    wide = [{"query": a["query"], "cross_session": True, "limit": 10}
+            for a in queries[: args.wide_queries]]
+    return {"query_history": queries, "compact_guard": guards, "store-wide search": wide}
+
+
+_READ_TOOL = {"query_history": QUERY, "compact_guard": GUARD, "store-wide search": QUERY}
+
+
+def raw_phase(turns: list[Turn], root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Spawn -> first tool reply, the sequential ingest of ``turns`` and the read tools
+    on the resulting store, quiet and with one core busy, with a raw JSON-RPC client."""
+    out: dict[str, Any] = {"turns": len(turns)}
+    first, handshake = [], []
+    for i in range(args.cold_starts):
+        with RawClient(root / f"raw-cold-{i}") as raw:
+            t = turns[0]
+            raw.call(INGEST, {"role": t.role, "content": t.content, "session_id": t.session,
+                              "created_at": t.created_at})
+            first.append(raw.first_reply_s)
+            handshake.append(raw.handshake_s)
+    out["spawn_first_reply_s"] = {"values": first, "median": statistics.median(first),
+                                  "handshake_median": statistics.median(handshake),
+                                  "what": "spawn -> handshake -> reply of a first ingest"}
+    print(f"  raw: spawn -> first tool reply median {out['spawn_first_reply_s']['median']:.3f}"
+          f" s", flush=True)
+
+    data_dir = root / f"raw-{len(turns)}"
+    with RawClient(data_dir) as raw:
+        ids: dict[int, int] = {}
+        ingest_calls = [{"role": t.role, "content": t.content, "session_id": t.session,
+                         "created_at": t.created_at} for t in turns]
+        # the first call waits for the store and the graphs to open: timed apart
+        first_ms, first_result = raw.call(INGEST, ingest_calls[0])
+        started = time.perf_counter()
+        ingest = _paired(raw, INGEST, ingest_calls[1:])
+        wall = time.perf_counter() - started
+        ingest["first_call_ms"] = first_ms
+        for t, result in zip(turns, [first_result, *ingest.pop("results")], strict=True):
+            sc = result.get("structuredContent") or {}
+            if isinstance(sc.get("exchange_id"), int):
+                ids[t.index] = sc["exchange_id"]
+        floor_cpu = _floor_cpu(raw, 500)
+        seq_ms = ingest["latency_ms"]["mean"] * ingest["calls"]
+        ingest["turns_per_s"] = 1e3 * ingest["calls"] / seq_ms  # ingest calls only
+        ingest["wall_s_with_floor_calls"] = wall
+        ingest["floor_cpu_ms"] = floor_cpu
+        if ingest["server_cpu_ms_per_pair"] is not None and floor_cpu is not None:
+            ingest["server_cpu_ms_per_ingest"] = ingest["server_cpu_ms_per_pair"] - floor_cpu
+        out["ingest"] = ingest
+        print(f"  raw: ingest {len(turns):,} turns sequential: {ingest['turns_per_s']:.0f} "
+              f"turns/s, p50 {fmt_ms(ingest['latency_ms']['p50'])} "
+              f"({ingest['ratio_p50']:.2f}x floor)", flush=True)
+
+        plan = _read_calls(turns, ids, args)
+        reads: dict[str, dict[str, Any]] = {}
+        for load in ("quiet", "busy"):
+            with Busy() if load == "busy" else _Quiet():
+                for name, calls in plan.items():
+                    tool = _READ_TOOL[name]
+                    raw.call(tool, calls[0])  # one-off costs (in-memory copies) apart
+                    r = _paired(raw, tool, calls)
+                    r.pop("results")
+                    reads.setdefault(name, {})[load] = r
+                    print(f"  raw: {name} ({load}) p50 {fmt_ms(r['latency_ms']['p50'])} "
+                          f"({r['ratio_p50']:.2f}x floor)", flush=True)
+            # ingest under the same two loads: more turns in sessions of their own
+            extra = make_turns(len(turns) + args.load_turns, session_turns=args.session_turns,
+                               seed=args.seed + 1 + (load == "busy"))[len(turns):]
+            r = _paired(raw, INGEST, [{"role": t.role, "content": t.content,
+                                       "session_id": f"{load}-{t.session}",
+                                       "created_at": t.created_at} for t in extra])
+            r.pop("results")
+            reads.setdefault("ingest", {})[load] = r
+            print(f"  raw: ingest ({load}) p50 {fmt_ms(r['latency_ms']['p50'])} "
+                  f"({r['ratio_p50']:.2f}x floor)", flush=True)
+        out["reads"] = reads
+    out["loadavg"] = list(os.getloadavg())
+    return out
+
+
+class _Quiet:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 # --------------------------------------------------------------------------- runs
@@ -602,6 +772,11 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         report["cold_start"] = await cold_starts(root, args.cold_starts)
         print(f"  median {report['cold_start']['median_s']:.3f} s", flush=True)
 
+        if args.raw_turns:
+            print(f"raw JSON-RPC client: {args.raw_turns:,} turns ...", flush=True)
+            report["raw"] = raw_phase(
+                make_turns(args.raw_turns, session_turns=args.session_turns, seed=args.seed),
+                root, args)
         largest = max(args.turns)
         all_turns = make_turns(largest, session_turns=args.session_turns, seed=args.seed)
         seq_rate: float | None = None
@@ -656,7 +831,47 @@ def _ok(passed: bool | None) -> str:
     return "n/a" if passed is None else ("PASS" if passed else "FAIL")
 
 
+def render_raw(report: dict[str, Any]) -> None:
+    raw = report["raw"]
+    rows: list[list[Any]] = []
+    sf = raw["spawn_first_reply_s"]
+    rows.append([f"spawn -> first tool reply (median of {len(sf['values'])})",
+                 f"{sf['median']:.3f} s", "", "", "", "", "<= 0.7 s", _ok(sf["median"] <= 0.7)])
+    ing = raw["ingest"]
+    rows.append([f"ingest, sequential, {raw['turns']:,} turns: turns/s",
+                 f"{ing['turns_per_s']:.0f}", "", "", "", "", ">= 1,000",
+                 _ok(ing["turns_per_s"] >= 1000)])
+    for name, by_load in raw["reads"].items():
+        quiet, busy = by_load["quiet"], by_load["busy"]
+        q50, b50 = quiet["latency_ms"]["p50"], busy["latency_ms"]["p50"]
+        limit_ms, limit_ratio = RAW_TARGETS[name]
+        passed = (q50 <= limit_ms and (quiet["ratio_p50"] or 1e9) <= limit_ratio
+                  and b50 / q50 <= BUSY_LIMIT)
+        label = name if name != "ingest" else f"ingest ({quiet['calls']} more turns each)"
+        rows.append([f"{label} p50 / p95", f"{fmt_ms(q50)} / {fmt_ms(quiet['latency_ms']['p95'])}",
+                     fmt_ms(quiet["floor_ms"]["p50"]), f"{quiet['ratio_p50']:.2f}x",
+                     f"{fmt_ms(b50)} ({busy['ratio_p50']:.2f}x)", f"{b50 / q50:.2f}",
+                     f"<= {limit_ms:g} ms, <= {limit_ratio:g}x, busy <= {BUSY_LIMIT}",
+                     _ok(passed)])
+        rows.append(["  reply bytes median; server CPU per call + floor call",
+                     f"{quiet['reply_bytes_median']:.0f} B",
+                     "", "", "", "", fmt_ms(quiet["server_cpu_ms_per_pair"]), ""])
+    if ing.get("server_cpu_ms_per_ingest") is not None:
+        rows.append(["server CPU per ingest / per floor call",
+                     f"{fmt_ms(ing['server_cpu_ms_per_ingest'])} / "
+                     f"{fmt_ms(ing['floor_cpu_ms'])}", "", "", "", "", "", ""])
+    print()
+    print_table(["figure", "quiet", "floor p50", "ratio", "busy (ratio)", "busy/quiet",
+                 "target", ""], rows,
+                title=f"Raw JSON-RPC client over stdio, each call followed by a floor call "
+                      f"(a call rejected by validation); load average "
+                      f"{report['loadavg_start'][0]:.2f} at start, "
+                      f"{raw['loadavg'][0]:.2f} after")
+
+
 def render(report: dict[str, Any]) -> None:
+    if "raw" in report:
+        render_raw(report)
     runs = report["runs"]
     largest_n = max(r["turns"] for r in runs)
     big = [r for r in runs if r["turns"] == largest_n]
@@ -717,8 +932,11 @@ def render(report: dict[str, Any]) -> None:
         s = reads[key]
         lat = s["latency_ms"]
         limit = TARGETS[target]
-        rows.append([f"{name} p50 / p95 ({s['calls']} calls, {largest_n:,}-turn store)",
-                     f"{fmt_ms(lat.get('p50'))} / {fmt_ms(lat.get('p95'))}",
+        floor_p50 = reads["round_trip_floor"]["latency_ms"].get("p50")
+        rows.append([f"{name} p50 / p95 ({s['calls']} calls, {largest_n:,}-turn store; "
+                     "ratio to the floor)",
+                     f"{fmt_ms(lat.get('p50'))} / {fmt_ms(lat.get('p95'))} "
+                     f"({lat.get('p50', 0) / floor_p50:.1f}x)",
                      f"p50 <= {limit:.0f} ms", _ok(lat.get("p50", 1e9) <= limit)])
         rc = s["reply_chars"]
         rows.append([f"  reply chars median / max (budget {BUDGET_CHARS:,})",
@@ -729,7 +947,7 @@ def render(report: dict[str, Any]) -> None:
 
     fl = reads["round_trip_floor"]
     rows.append([f"stdio round-trip floor p50 / p95 ({fl['calls']} calls rejected by "
-                 "validation, no graph)",
+                 "validation, no graph, one after each read call)",
                  f"{fmt_ms(fl['latency_ms'].get('p50'))} / "
                  f"{fmt_ms(fl['latency_ms'].get('p95'))}", "", ""])
     first = reads["first_call_ms"]
@@ -821,11 +1039,19 @@ def _ints(text: str) -> list[int]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--raw-turns", type=int, default=None,
+                   help="turns ingested with the raw JSON-RPC client before its read "
+                        "figures, quiet and busy (default 20000; 0: no raw phase)")
+    p.add_argument("--wide-queries", type=int, default=None,
+                   help="store-wide searches of the raw phase (100)")
+    p.add_argument("--load-turns", type=int, default=None,
+                   help="turns ingested quiet and again busy after the raw reads (500)")
     p.add_argument("--turns", type=_ints, default=None,
-                   help="turn counts to ingest, comma-separated (default 2000,20000)")
-    p.add_argument("--inflight", type=_ints, default=[1, 16],
-                   help="calls in flight per run, comma-separated; 1 = sequential "
-                        "(default 1,16)")
+                   help="turn counts to ingest with the SDK Client, comma-separated "
+                        "(default 2000)")
+    p.add_argument("--inflight", type=_ints, default=[1],
+                   help="calls in flight per SDK Client run, comma-separated; "
+                        "1 = sequential (default 1)")
     p.add_argument("--session-turns", type=int, default=None,
                    help="turns per session (default 1000; 100 with --quick)")
     p.add_argument("--queries", type=int, default=None, help="query_history calls (200)")
@@ -846,7 +1072,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the temporary stores")
     args = p.parse_args(argv)
     quick = args.quick
-    defaults = {"turns": [500] if quick else [2000, 20000],
+    defaults = {"turns": [500] if quick else [2000],
+                "raw_turns": 500 if quick else 20000,
+                "wide_queries": 10 if quick else 100,
+                "load_turns": 50 if quick else 500,
                 "session_turns": 100 if quick else 1000,
                 "queries": 20 if quick else 200, "briefs": 10 if quick else 100,
                 "guards": 10 if quick else 100, "cold_starts": 3 if quick else 5}

@@ -7,12 +7,13 @@ Run from the repository root, on a store kept by ``ingest_query.py --keep`` (its
     python bench/reads_ab.py /tmp/steno-bench-xxxx/ingest-20000-x16 \\
         --repo base=/path/to/main/checkout --repo new=.
 
-Each checkout's server runs on its own copy of the store. For every tool the calls go
-in blocks of ``--block``, each block to every server in turn (the order swaps from one
-block to the next), for ``--rounds`` rounds. Reported per checkout and tool: client
-latency p50/p95 (SDK + stdio + graph), server CPU per call (user + system of the server
-process over its blocks, so the stdio/JSON-RPC work is in it) and the graph's own
-duration p50 from the stage trace.
+Each checkout's server runs on its own copy of the store. The tools: query_history in a
+session, get_brief, compact_guard and query_history across every session. For every tool
+the calls go in blocks of ``--block``, each block to every server in turn (the order
+swaps from one block to the next), for ``--rounds`` rounds. Reported per checkout and
+tool: client latency p50/p95 (SDK + stdio + graph), server CPU per call (user + system
+of the server process over its blocks, so the stdio/JSON-RPC work is in it) and the
+graph's own duration p50 from the stage trace.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ from ingest_query import (
     make_turns,
 )
 
-TOOLS = (QUERY, BRIEF, GUARD)
+WIDE = "store-wide search"  # query_history with cross_session
+TOOLS = (QUERY, BRIEF, GUARD, WIDE)
+_TOOL = {QUERY: QUERY, BRIEF: BRIEF, GUARD: GUARD, WIDE: QUERY}
 
 
 def _exchange_ids(db: Path, turns: list[Turn]) -> dict[int, int]:
@@ -74,8 +77,11 @@ def calls(turns: list[Turn], ids: dict[int, int], *, queries: int, briefs: int, 
             f"{rng.choice(JOB)} timeout on the {rng.choice(COMPONENT)}",
         ])
         guard_args.append({"session_id": sessions[i % len(sessions)], "query": query})
+    queries_args = [args for _, args, _ in build_queries(turns, ids, queries, seed)]
     return {
-        QUERY: [args for _, args, _ in build_queries(turns, ids, queries, seed)],
+        QUERY: queries_args,
+        WIDE: [{"query": a["query"], "cross_session": True, "limit": a["limit"]}
+               for a in queries_args[: max(1, queries // 2)]],
         BRIEF: [{"session_id": sessions[i % len(sessions)]} for i in range(briefs)],
         GUARD: guard_args,
     }
@@ -102,7 +108,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 servers[name] = await stack.enter_async_context(spawn_server(data, repo=repo))
             for server in servers.values():  # one-off costs (in-memory copies) first
                 for tool in TOOLS:
-                    await server.call(tool, plan[tool][0])
+                    await server.call(_TOOL[tool], plan[tool][0])
             names = list(servers)
             for rnd in range(args.rounds):
                 for tool in TOOLS:
@@ -113,7 +119,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             server = servers[name]
                             before = server.cpu_s() or 0.0
                             for call_args in todo[lo:lo + args.block]:
-                                await timers[(name, tool)].call(server, tool, call_args)
+                                await timers[(name, tool)].call(server, _TOOL[tool],
+                                                                call_args)
                             cpu[(name, tool)] += (server.cpu_s() or 0.0) - before
                 load.append(os.getloadavg()[0])
     finally:

@@ -54,6 +54,13 @@ def error_summary(error: BaseException) -> str:
 
 
 def _described(value: Any, nested: bool) -> str:
+    kind = type(value)
+    if kind is str:  # the common kinds first, by exact type (this runs for every write)
+        return f"str[{len(value)}]"
+    if kind is int:
+        return str(value)
+    if kind is list:
+        return f"[{len(value)} {plural(len(value), 'item')}]" if value else "[]"
     if value is None or isinstance(value, (bool, int, float)):
         return json.dumps(value)
     if isinstance(value, str):
@@ -84,6 +91,14 @@ def _record(name: str, opening: str, closing: str, between: str,
 
 
 def _key(key: Any) -> str:
+    if type(key) is str and key in _NAMES:
+        return key
     if isinstance(key, str) and _FIELD_NAME.fullmatch(key):
+        if len(_NAMES) < _NAMES_MAX:  # field names repeat from call to call
+            _NAMES.add(key)
         return key
     return _described(key, nested=True)
+
+
+_NAMES: set[str] = set()  # keys seen to be field names (never any other key)
+_NAMES_MAX = 4096

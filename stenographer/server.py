@@ -263,6 +263,10 @@ async def ingest_exchange(
     created_at: Annotated[str | None, Field(description=(
         "When the turn happened, ISO 8601 (e.g. 2026-11-30T14:05:00Z; no zone means UTC). "
         "Default: now."))] = None,
+    trace: Annotated[bool, Field(description=(
+        "Also return the stages of the stage trace (default false: its run id, status "
+        "and duration only; the whole trace is the resource "
+        "omega-stenographer://runs/{run_id})."))] = False,
 ) -> Annotated[CallToolResult, Ingested]:
     """Record one conversation turn in the memory. Call it for every turn, in order.
 
@@ -283,17 +287,19 @@ async def ingest_exchange(
     `| CLAEG terminal shutdown from <source> at <time> → #<id> (milestone)` per shutdown
     event recorded, or
     `Already captured #<id> ...` for a repeated source_key; the structured result adds
-    the extracted sentences, the flags with their spans and the stage trace (~2-4 KB).
+    the extracted sentences, the flags with their spans and the run id of the stage
+    trace (its stages with trace=true).
     Side effects: writes to the local store only. Errors: an invalid role, empty or
     oversized content, invalid text (lone surrogates) or a malformed trace_id or
     created_at is rejected with a message saying what is valid; nothing is stored.
     """
-    out, trace = await _run(ctx, "ingest", {
+    out, run = await _run(ctx, "ingest", {
         "role": role, "content": content, "session_id": session_id, "trace_id": trace_id,
         "source_key": source_key, "created_at": created_at},
         inline=len(content) <= INLINE_CHARS)
     reply = out["reply"]
-    return _result(reply["text"], Ingested(**reply, trace=Trace(**trace)))
+    stages = run["stages"] if trace else []
+    return _result(reply["text"], Ingested(**reply, trace=Trace(**{**run, "stages": stages})))
 
 
 @mcp.tool(name="stenographer_get_brief", annotations=READ)

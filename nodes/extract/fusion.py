@@ -15,6 +15,7 @@ lost 1-4 points to score fusion, which keeps how far apart the keyword scores ar
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from nodes.context import State, Writes
@@ -44,15 +45,18 @@ def fused(keyword: Sequence[Sequence[Any]], semantic: Sequence[Sequence[Any]],
           provider: Sequence[Sequence[Any]] = (), *, vector_weight: float = VECTOR_WEIGHT,
           provider_weight: float = 1.0) -> list[list[Any]]:
     """[[id, score]] best first (ties: older id first)."""
-    scores: dict[int, float] = {}
-    parts = ((_by_best(keyword), 1.0),
-             ({int(i): float(s) for i, s in semantic}, vector_weight),
+    scores = _by_best(keyword)  # weight 1.0
+    parts = (({int(i): float(s) for i, s in semantic}, vector_weight),
              (_by_range(provider), provider_weight))
     for values, weight in parts:
         for exchange_id, value in values.items():
             scores[exchange_id] = scores.get(exchange_id, 0.0) + weight * value
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    ranked = sorted(scores.items())  # by id, then (stable) by score: ties keep id order
+    ranked.sort(key=_SCORE, reverse=True)
     return [[i, round(s, 8)] for i, s in ranked if s > 0.0]
+
+
+_SCORE = itemgetter(1)
 
 
 def fused_hits(state: State, cfg: Mapping[str, Any]) -> Writes:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from nodes.context import bulk_allocations
-from nodes.extract.graph_records import batch_records
 from store.graph_batches import BatchRecords, PendingTurn
 
 __all__ = ["BatchPrefetch", "serve"]
@@ -49,6 +48,10 @@ def _key(turns: Sequence[PendingTurn], window: _Window) -> _Key:
 def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
     """The worker's loop: (turns, window) in, ``("ok", records)`` or ``("error", text)``
     out, until the input ends."""
+    # the extraction's modules in the worker only: a server makes a prefetcher at
+    # start, and most servers never run a GraphRAG extraction
+    from nodes.extract.graph_records import batch_records
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     requests = requests or sys.stdin.buffer
     replies = replies or sys.stdout.buffer

@@ -73,7 +73,8 @@ def _own_features(text: str, dim: int) -> npt.NDArray[np.float64]:
         for word, count in counts.items():
             idx, sign = _word_features(word[:64], dim)
             index.append(idx)
-            value.append(sign * (1.0 + math.log(count)))  # sublinear term frequency
+            # sublinear term frequency (1 for a word said once: its signs as they are)
+            value.append(sign if count == 1 else sign * (1.0 + math.log(count)))
         vec += np.bincount(np.concatenate(index), weights=np.concatenate(value), minlength=dim)
     vec.flags.writeable = False
     return vec

@@ -62,7 +62,7 @@ Part = Item | Group
 
 
 def _cost(lines: Sequence[str]) -> int:
-    return sum(len(line) + 1 for line in lines)  # each line with its newline
+    return sum(map(len, lines)) + len(lines)  # each line with its newline
 
 
 def _whole(part: Part) -> list[str]:
@@ -138,8 +138,9 @@ def _fit(group: Group, room: int, advice: str, *, alone: bool) -> list[str] | No
     None when nothing of it can be shown (``alone``: its heading and a note count).
     A group without parts shows its ``empty`` line if it fits."""
     whole = _whole(group)
-    if _cost(whole) <= room or not group.parts:  # all of it, or nothing left out
-        return whole if whole and _cost(whole) <= room else None
+    cost = _cost(whole)
+    if cost <= room or not group.parts:  # all of it, or nothing left out
+        return whole if whole and cost <= room else None
     parts = list(group.parts)
     order = list(reversed(range(len(parts)))) if group.newest_last else list(range(len(parts)))
     used = _cost(group.heading) + _cost(group.closing)

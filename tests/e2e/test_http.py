@@ -218,8 +218,8 @@ async def six_tools(client: Client) -> list[int]:
     session = word()
     contents = [f"{session} step {i}: wired the transport" for i in range(TURN_LIMIT)]
     contents[1] = "We decided to serve SSE and Streamable HTTP from one process."
-    replies = [await ok(client, INGEST, {"role": "user", "content": c, "session_id": session})
-               for c in contents]
+    replies = [await ok(client, INGEST, {"role": "user", "content": c, "session_id": session,
+                                         "trace": True}) for c in contents]
     ids = [r["exchange_id"] for r in replies]
     for r in replies:
         assert INGEST_LINE.fullmatch(r["text"].splitlines()[0]), r["text"]

@@ -115,7 +115,7 @@ async def test_ingest_reply_line_and_tier_a_compression_on_the_eighth_turn(conn:
     contents = [f"{session} turn {i} about the schema" for i in range(TURN_LIMIT)]
     contents[2] = "Decision: adopt trunk-based development."
     contents[5] = "The build is blocked by a failing migration."
-    replies = await ingest_many(conn, session, contents)
+    replies = await ingest_many(conn, session, contents, trace=True)
 
     ids = [r["exchange_id"] for r in replies]
     assert ids == sorted(ids) and len(set(ids)) == TURN_LIMIT
@@ -176,8 +176,10 @@ async def test_source_key_makes_ingest_idempotent(conn: Conn):
     key = f"/transcripts/{session}.jsonl:17"
     first = await ingest(conn, session, "We went with Postgres; it is boring.", source_key=key)
     before = await conn.counts()
-    again = await ingest(conn, session, "We went with Postgres; it is boring.", source_key=key)
-    other = await ingest(conn, session, "a different text, same key", source_key=key)
+    again = await ingest(conn, session, "We went with Postgres; it is boring.", source_key=key,
+                         trace=True)
+    other = await ingest(conn, session, "a different text, same key", source_key=key,
+                         trace=True)
     for r in (again, other):
         assert r["duplicate"] is True
         assert r["exchange_id"] == first["exchange_id"]
@@ -673,7 +675,8 @@ async def read_run(conn: Conn, run_id: str) -> str:
 
 async def test_run_resource_returns_the_trace_of_a_tool_call(conn: Conn):
     session = word()
-    for args, tool in (({"role": "user", "content": "trace me", "session_id": session}, INGEST),
+    for args, tool in (({"role": "user", "content": "trace me", "session_id": session,
+                         "trace": True}, INGEST),
                        ({"query": "trace", "session_id": session}, SEARCH),
                        ({"session_id": session}, NOTES)):
         trace = (await conn.ok(tool, args)).structured_content["trace"]  # type: ignore[index]
@@ -685,6 +688,25 @@ async def test_run_resource_returns_the_trace_of_a_tool_call(conn: Conn):
 
     with pytest.raises(MCPError, match="no stored run"):
         await conn.read("omega-stenographer://runs/" + "0" * 32)
+
+
+async def test_an_ingest_reply_names_its_run_and_holds_the_stages_only_on_request(conn: Conn):
+    session = word()
+    result = await conn.ok(INGEST, {"role": "user", "content": "short reply please",
+                                    "session_id": session})
+    sc = result.structured_content
+    assert sc is not None
+    trace = sc["trace"]
+    assert set(trace) == {"run_id", "graph", "status", "duration_ms", "stages"}
+    assert trace["graph"] == "ingest" and trace["status"] == "Completed"
+    assert trace["stages"] == []  # the run id always, the stages on request
+    assert len(json.dumps(sc)) < 1_000, sc
+    stored = json.loads(await read_run(conn, trace["run_id"]))  # the whole trace is kept
+    assert runs_in_order(assert_trace(stored, "ingest"), INGEST_NODES), stored
+    full = (await conn.ok(INGEST, {"role": "user", "content": "a long reply now",
+                                   "session_id": session, "trace": True})).structured_content
+    assert full is not None
+    assert runs_in_order(assert_trace(full["trace"], "ingest"), INGEST_NODES), full
 
 
 async def test_notes_and_guard_resources_match_the_tools(conn: Conn):

@@ -27,7 +27,7 @@ from store.exchanges import NewTurn, count_live, record_turn, session_row_id
 from store.migrations import RECORDED, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
 from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
-from store.sql import all_rows
+from store.sql import Row, all_rows
 
 DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
 
@@ -379,6 +379,52 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
         assert store.sqlite.vec0.vec0_chunks(conn) is None
     other = store.vectors.VectorCache(DIM)
     assert top(other, "postgres brand new")[0][0] == added[0] and other._n == 2_298
+
+
+def test_the_vector_copy_holds_the_stored_int8_rows_and_scores_them_exactly(db: Store):
+    # 3 sessions interleaved; a cold copy (vec0 chunks), then rows appended to it.
+    turns = [new_turn(f"turn {i} on {('postgres', 'react', 'kafka')[i % 3]} {i * 31 % 97}",
+                      session=f"s{i % 3}") for i in range(300)]
+    record(db, *turns)
+    with db.read() as conn:
+        stored = all_rows(conn, store.vectors.SELECT_NEW, (0,))
+    cache = store.vectors.VectorCache(DIM)
+    query = text_vector("postgres 42 turn", DIM)
+
+    def expected(rows: list[Row], k: int) -> list[tuple[int, float]]:
+        # what a float32 copy of the stored rows ranks (rows / 127, then the product)
+        mat = np.array([np.frombuffer(bytes(r[2]), dtype=np.int8) for r in rows],
+                       dtype=np.float32) / np.float32(127.0)
+        scores = mat @ query.astype(np.float64)
+        order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))[:k]
+        return [(int(rows[i][0]), float(scores[i])) for i in order if scores[i] > 0]
+
+    def check(rows: list[Row], session: int | None) -> None:
+        with db.read() as conn:
+            got = cache.knn(conn, query, 15, session)
+        want = expected(rows, 15)
+        exact = dict(expected(rows, len(rows)))
+        # the same scores, best first (turns whose scores differ by float rounding
+        # only may swap places)
+        assert np.allclose([s for _, s in got], [s for _, s in want], rtol=0, atol=1e-6)
+        assert all(abs(exact[i] - s) <= 1e-6 for i, s in got)
+
+    with db.read() as conn:
+        sessions = {name: session_row_id(conn, name) for name in ("s0", "s1", "s2")}
+    check(stored, None)
+    for sid in sessions.values():
+        check([r for r in stored if r[1] == sid], sid)
+    assert cache._mat.dtype == np.int8  # internal: a quarter of a float32 copy
+    assert cache.nbytes == cache._mat.shape[0] * DIM
+    record(db, *(new_turn(f"postgres 42 turn again {i}", session=f"s{i % 2}")
+                 for i in range(5)))
+    with db.read() as conn:
+        stored = all_rows(conn, store.vectors.SELECT_NEW, (0,))
+    for sid in sessions.values():
+        check([r for r in stored if r[1] == sid], sid)
+    check(stored, None)
+    with db.read() as conn:
+        assert cache.knn(conn, query, 5, session_id=10**9) == []  # no such session
 
 
 # --- traces ---------------------------------------------------------------------------------
