@@ -23,10 +23,10 @@ _GRAPHS: Graphs | None = None
 
 
 def graphs() -> Graphs:
-    """The process's compiled graphs (compiled on first use, once)."""
+    """The process's graphs (each compiled on its first run)."""
     global _GRAPHS
     if _GRAPHS is None:
-        from graphs.registry import build_graphs  # every node module: imported when needed
+        from graphs.registry import build_graphs  # imports the engine: when needed
 
         _GRAPHS = build_graphs()
     return _GRAPHS
@@ -99,7 +99,6 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
                      graph_prefetch=prefetch)
     app = App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())
     for graph, node in NETWORK.items():  # transient failures of a peer: the engine retries
-        if graph in app.graphs.engines:
-            app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S,
-                             BACKOFF_CAP_S, BACKOFF_JITTER)
+        app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S, BACKOFF_CAP_S,
+                         BACKOFF_JITTER)
     return app
