@@ -45,7 +45,8 @@ from graphs.runner import Graphs
 from nodes.context import NODES
 from nodes.publish.traces import persist_trace
 
-__all__ = ["CONDITIONS", "all_definitions", "build_graphs", "compile_all", "definition", "node_modules",
+__all__ = ["CONDITIONS", "STEP_LIMITS", "all_definitions", "build_graphs", "compile_all",
+           "definition", "node_modules",
            "node_types_of"]
 
 NODE_PACKAGE = Path(__file__).resolve().parent.parent / "nodes"

@@ -103,7 +103,7 @@ class Reads:
     passed only where the graph has the channel), and whether it takes the keyword-only
     ``run`` (the run context) and ``cfg`` (its configuration in the definition)."""
 
-    __slots__ = ("channels", "cfg", "optional", "run")
+    __slots__ = ("cfg", "channels", "optional", "run")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         params = inspect.signature(fn).parameters.values()
@@ -345,9 +345,9 @@ class Graphs:
                 "stages": self.stages.pop(run_id, []),
             }
             if error is not None:
-                failed = next((s for s in trace["stages"] if s["error"]), None)
+                stage = next((s for s in trace["stages"] if s["error"]), None)
                 for key, value in (("graph", graph),
-                                   ("node", failed["node"] if failed else None)):
+                                   ("node", stage["node"] if stage else None)):
                     try:
                         setattr(error, key, value)
                     except AttributeError:

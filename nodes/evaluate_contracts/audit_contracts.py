@@ -208,10 +208,10 @@ class AuditFindingsWrites(TypedDict):
 
 
 @node
-def audit_findings(batch: Any, audit: Any, findings: Any, carry: Any) -> AuditFindingsWrites:
-    batch, audit = batch, audit
-    findings: Findings = findings or empty_findings()
-    carry: dict[str, Any] = carry or {}
+def audit_findings(batch: Any, audit: Any, findings: Findings | None,
+                   carry: dict[str, Any] | None) -> AuditFindingsWrites:
+    findings = findings or empty_findings()
+    carry = carry or {}
     name, records, done = batch["pass"], batch["records"], batch["next"] is None
     if name == "turns":
         carry = _turns(records, findings, carry, done)

@@ -60,7 +60,7 @@ class FusedHitsWrites(TypedDict):
 
 
 @node
-def fused_hits(keyword: Any, semantic: Any, provider: Any, *, run: RunContext,
+def fused_hits(keyword: Any, semantic: Any = None, provider: Any = None, *, run: RunContext,
                cfg: Cfg) -> FusedHitsWrites:
     config = embedding_config(run.settings)
     return {"ranked": fused(

@@ -71,8 +71,8 @@ class GuardEvidenceWrites(TypedDict):
 
 
 @node
-def guard_evidence(query: Any, keyword: Any, semantic: Any, provider: Any, ranked: Any, *,
-                   run: RunContext) -> GuardEvidenceWrites:
+def guard_evidence(query: Any, keyword: Any, ranked: Any, semantic: Any = None,
+                   provider: Any = None, *, run: RunContext) -> GuardEvidenceWrites:
     """Live turns, and the top-K briefs: ranked by their hit turns, or the newest."""
     row, top_k = query["session_row"], query["limit"]
     if row is None:
@@ -82,12 +82,12 @@ def guard_evidence(query: Any, keyword: Any, semantic: Any, provider: Any, ranke
         listed_ids(semantic, provider))
     with run.store.read() as conn:
         live = recent_turns(conn, row, MAX_ITEMS)
-        ranked: list[tuple[Brief, float | None]]
+        chosen: list[tuple[Brief, float | None]]
         if query["text"] is None:
-            ranked = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
+            chosen = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
         else:
-            ranked = _rank_briefs(conn, ranked or [], top_k)
-    return {"briefs": [_brief(b, s, lists) for b, s in ranked],
+            chosen = _rank_briefs(conn, ranked or [], top_k)
+    return {"briefs": [_brief(b, s, lists) for b, s in chosen],
             "live": [_turn(t) for t in live]}
 
 

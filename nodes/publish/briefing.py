@@ -178,7 +178,7 @@ def _brief_item(rank: int, brief: dict[str, Any], cited: set[tuple[int, str]]) -
                                    *body])
 
 
-def _head(scope: str, source: str | None, cwd: str | None, sessions: list[dict[str, Any]]
+def _head(scope: str, source: str, cwd: str | None, sessions: list[dict[str, Any]]
           ) -> list[str]:
     if scope == "session":
         s = sessions[0]

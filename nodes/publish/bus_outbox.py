@@ -68,11 +68,10 @@ class PublishedEventsWrites(TypedDict):
 
 
 @node
-def published_events(events: Any, *, run: RunContext) -> PublishedEventsWrites:
+def published_events(events: list[OutgoingEvent], *, run: RunContext) -> PublishedEventsWrites:
     """Insert the batch's events not on the bus yet, in one bus transaction."""
     bus = run.bus
     assert bus is not None  # bus_destination checked
-    events: list[OutgoingEvent] = events
     try:
         inserted, there = bus.publish(events, run.settings.bus_publish_timeout_ms)
     except BusUnavailable as ex:

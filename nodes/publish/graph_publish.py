@@ -33,9 +33,8 @@ class PublishedGraphBatchWrites(TypedDict):
 
 
 @node
-def published_graph_batch(batch: Any, records: Any, skipped: Any, *,
+def published_graph_batch(batch: Any, records: BatchRecords, skipped: Any, *,
                           run: RunContext) -> PublishedGraphBatchWrites:
-    records: BatchRecords = records
     cursors = dict(records.cursors)  # the sessions passed over move too (--since)
     for session_id, through in skipped.items():
         cursors[session_id] = max(cursors.get(session_id, 0), through)
