@@ -38,7 +38,7 @@ import neograph_engine as ng
 from graphs.summary import error_summary, value_summary
 from nodes.context import NodeFn, RunContext, Writes
 
-__all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "reads_of"]
+__all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call", "reads_of"]
 
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
@@ -120,6 +120,21 @@ class Reads:
 
 def reads_of(fn: Callable[..., Any]) -> Reads:
     return Reads(fn)
+
+
+def call(fn: NodeFn, channels: Mapping[str, Any], run: RunContext,
+         cfg: Mapping[str, Any] | None = None) -> Writes:
+    """Run one node outside a graph, as the runner would: each channel it reads from
+    ``channels`` (absent: None, or the parameter's default if it has one)."""
+    reads = Reads(fn)
+    values = {c: channels.get(c) for c in reads.channels
+              if c in channels or c not in reads.optional}
+    if reads.run:
+        values["run"] = run
+    if reads.cfg:
+        values["cfg"] = dict(cfg or {})
+    out: Writes = fn(**values)
+    return out
 
 
 def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
