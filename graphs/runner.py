@@ -1,10 +1,18 @@
 """The graph runner: compiles each definition once and runs it with a stage trace.
 
+A node is a plain function whose parameters name the channels it reads
+(``nodes/context.py``); its signature is read once, when its type is registered
+(``Reads``), and the adapter around it (``_FnNode``) passes it those channels' values,
+the run context and its configuration as keyword arguments. A graph compiles on its
+first run when the ``Graphs`` has a loader (``graphs/registry.py``).
+
 The trace is recorded in one place, ``_FnNode.run`` (the adapter around every node),
 and never by nodes; what it says of each value written and of an error comes from
 ``graphs.summary`` (kind and size, never text). Runs are synchronous (``engine.run``)
 on the caller's thread, with a fresh id per run and no checkpoint store (see
-docs/neograph.md: rules 1-4).
+docs/neograph.md: rules 1-4). The engine's ``run_stream`` events were measured as the
+trace's source and not used: they carry no time and no exception object, copy every
+value once more, and cost more than the adapter (docs/neograph.md, "The stage trace").
 
 The same adapter keeps bulk values out of the engine's state (rule 5): every crossing
 of a channel value into or out of the engine is a deep JSON copy, so lists, dicts and
