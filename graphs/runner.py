@@ -46,7 +46,7 @@ import neograph_engine as ng
 from graphs.summary import error_summary, value_summary
 from nodes.context import NodeFn, RunContext, Writes
 
-__all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call", "reads_of"]
+__all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call"]
 
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
@@ -124,10 +124,6 @@ class Reads:
         self.channels = tuple(p.name for p in positional)
         self.optional = frozenset(p.name for p in positional if p.default is not p.empty)
         self.run, self.cfg = "run" in keywords, "cfg" in keywords
-
-
-def reads_of(fn: Callable[..., Any]) -> Reads:
-    return Reads(fn)
 
 
 def call(fn: NodeFn, channels: Mapping[str, Any], run: RunContext,

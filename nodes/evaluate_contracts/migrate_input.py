@@ -57,7 +57,6 @@ class VerifiedTurnsWrites(TypedDict):
 @node
 def verified_turns(rows: Any, evidence: Any) -> VerifiedTurnsWrites:
     """Walk the page's turns and the tombstones between them in chain order."""
-    rows, evidence = rows, evidence
     records: list[tuple[int, int, Any]] = [(int(r[1]), int(r[0]), r) for r in rows]
     records += [(s, e, chain) for s, e, chain in evidence.tombstones]
     records.sort(key=lambda rec: (rec[0], rec[1]))

@@ -112,7 +112,7 @@ def graph_records(pending: Any, window: Any, lookahead: Any, lookahead_window: A
     """The batch's records: the worker process's when it extracted exactly this batch
     ahead (``extracted_in``: "worker process"), else extracted here; the next batch, if the load
     stage read one, goes to the worker before this one is checked and written."""
-    turns, window = pending, window
+    turns = pending
     prefetch = run.graph_prefetch
     records = None if prefetch is None else prefetch.take(turns, window)
     where = "this process" if records is None else "worker process"

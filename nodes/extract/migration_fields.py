@@ -26,7 +26,6 @@ class MigrationFieldsWrites(TypedDict):
 
 @node
 def migration_fields(rows: Any, evidence: Any) -> MigrationFieldsWrites:
-    rows, evidence = rows, evidence
     session, previous = rows[0][1], list(evidence.previous_contents)
     fields: list[tuple[str, str]] = []
     for row in rows:  # (id, session_id, role, created_at, content, ...): store.transfer.TABLES

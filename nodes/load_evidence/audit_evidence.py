@@ -59,7 +59,6 @@ class AuditBatchWrites(TypedDict):
 @node
 def audit_batch(audit: Any, position: Any, pages: Any, *, run: RunContext,
                 cfg: Cfg) -> AuditBatchWrites:
-    audit, position = audit, position
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]

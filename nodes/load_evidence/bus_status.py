@@ -74,7 +74,7 @@ class BusStatusWrites(TypedDict):
 
 @node
 def bus_status(status: Any, text: Any, *, run: RunContext) -> BusStatusWrites:
-    status, text = dict(status), text
+    status = dict(status)
     with run.store.read() as conn:
         recorded = count_shutdown_turns(conn)
     bus = run.bus

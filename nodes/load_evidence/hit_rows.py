@@ -37,7 +37,7 @@ class HitPageWrites(TypedDict):
 @node
 def hit_page(query: Any, ranked: Any, keyword: Any, semantic: Any, provider: Any, request: Any, *,
              run: RunContext) -> HitPageWrites:
-    query, ranked = query, ranked or []
+    ranked = ranked or []
     after = query["after"]
     total = len(ranked)  # of the whole query, whichever page this is
     if after is not None:

@@ -55,7 +55,6 @@ class KeywordCandidatesWrites(TypedDict):
 @node
 def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
                        cfg: Cfg) -> KeywordCandidatesWrites:
-    query, fts = query, fts
     if fts is None or fts["expression"] is None or query["unknown_session"]:
         return {"keyword": []}
     flt = hit_filter(query, cfg)

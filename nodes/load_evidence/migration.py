@@ -100,7 +100,7 @@ class MigrationPageWrites(TypedDict):
 def migration_page(progress: Any, migration: Any, *, run: RunContext) -> MigrationPageWrites:
     """The next page of the table being copied, read in one snapshot of the source;
     for turns, with what checking and indexing them needs (``TurnEvidence``)."""
-    progress, batch = progress, migration["batch"]
+    batch = migration["batch"]
     table, after = progress["table"], progress["after"]
     limit = batch if table == "exchanges" else batch * ROWS_PER_TURN
     source = run.source

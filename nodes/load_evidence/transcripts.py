@@ -121,7 +121,6 @@ class TranscriptBatchWrites(TypedDict):
 
 @node
 def transcript_batch(source: Any, start: Any) -> TranscriptBatchWrites:
-    source, start = source, start
     try:
         return {"batch": _batch(source, start)}
     except OSError as ex:

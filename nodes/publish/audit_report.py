@@ -17,7 +17,7 @@ class AuditReportWrites(TypedDict):
 
 @node
 def audit_report(audit: Any, findings: Any, pages: Any) -> AuditReportWrites:
-    audit, findings = audit, findings or empty_findings()
+    findings = findings or empty_findings()
     contracts = [
         {"name": name, "description": description,
          "passed": findings[name]["violations"] == 0, **findings[name]}

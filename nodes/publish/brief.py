@@ -45,7 +45,6 @@ class ClaimedBriefWrites(TypedDict):
 @node
 def claimed_brief(batch: Any, draft: Any, rounds: Any, session_row: Any, *,
                   run: RunContext) -> ClaimedBriefWrites:
-    batch, draft = batch, draft
     rounds = (rounds or 0) + 1
     if not batch or draft is None:
         return {"rounds": rounds, "again": False}

@@ -125,7 +125,6 @@ class BusPublishReplyWrites(TypedDict):
 def bus_publish_reply(peer: Any, totals: Any, cursor: Any, *,
                       run: RunContext) -> BusPublishReplyWrites:
     """What the run published, in total."""
-    peer, totals = peer, totals
     text = (f"Published to {peer['url']}: {counted(totals['batches'], 'batch', 'batches')}, "
             f"{counted(totals['published'], 'new event')}, "
             f"{totals['duplicates']:,} already there")

@@ -79,7 +79,6 @@ def delivered_bundle(peer: Any, outgoing: Any, *, run: RunContext) -> DeliveredB
     """POST the outgoing bundle to the peer's /sync/push; its reply says what it stored."""
     import httpx  # here, not at import: servers start without the HTTP client loaded
 
-    peer, outgoing = peer, outgoing
     path = Path(outgoing["path"])
     headers = {**_headers(run), "Content-Type": "application/zstd",
                "Content-Length": str(path.stat().st_size)}
@@ -107,7 +106,7 @@ def fetched_bundle(peer: Any, spool: Any, *, run: RunContext, cfg: Cfg) -> Fetch
     spool file, and verify it there: a bundle damaged on the way is fetched again."""
     import httpx  # here, not at import: servers start without the HTTP client loaded
 
-    peer, path = peer, Path(spool)
+    path = Path(spool)
     with run.store.read() as conn:
         cursor = get_cursor(conn, str(cfg.get("kind") or INBOX), peer["url"])
     after = cursor.position if cursor is not None else 0

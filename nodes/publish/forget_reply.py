@@ -50,7 +50,7 @@ class ForgetReplyWrites(TypedDict):
 @node
 def forget_reply(forgotten: Any, scrubbed: Any, forget: Any, *,
                  run: RunContext) -> ForgetReplyWrites:
-    gone, scrubbed = forgotten, scrubbed
+    gone = forgotten
     count = gone["count"]
     if not count:
         text = "Nothing forgotten: no stored turn matches"

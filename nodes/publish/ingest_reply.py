@@ -31,7 +31,7 @@ class IngestReplyWrites(TypedDict):
 @node
 def ingest_reply(turn: Any, recorded: Any, decisions: Any, blockers: Any, briefs: Any, flags: Any,
                  redacted: Any, shutdowns: Any) -> IngestReplyWrites:
-    turn, rec = turn, recorded
+    rec = recorded
     decisions, blockers = decisions or [], blockers or []
     briefs = briefs or []
     flags, redacted = flags or [], redacted or []

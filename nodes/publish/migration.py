@@ -40,8 +40,7 @@ class CopiedPageWrites(TypedDict):
 @node
 def copied_page(progress: Any, claimed: Any, page: Any, rows: Any, fields: Any, evidence: Any, *,
                 run: RunContext) -> CopiedPageWrites:
-    progress, claimed, page = progress, claimed, page
-    table, rows = page["table"], rows
+    table = page["table"]
     with run.store.write() as conn:
         if claimed is None:
             progress = {**progress, "deferred": defer_indexes(conn)}
@@ -72,7 +71,6 @@ class MigrationReplyWrites(TypedDict):
 @node
 def migration_reply(migration: Any, progress: Any, written: Any,
                     resumed: Any) -> MigrationReplyWrites:
-    migration, progress = migration, progress
     written = written or {"table": None, "rows": 0, "turns": 0}
     return {"reply": {
         "source": migration["source"], "target": migration["target"],

@@ -48,7 +48,7 @@ class SearchReplyWrites(TypedDict):
 @node
 def search_reply(query: Any, hits: Any, request: Any, notes: Any, keyword: Any, total: Any,
                  next_cursor: Any, *, run: RunContext) -> SearchReplyWrites:
-    query, hits = query, hits or []
+    hits = hits or []
     req = request or {}
     scope = "all sessions" if req.get("cross_session") else f"session {req.get('session_id')!r}"
     notes = list(notes or [])

@@ -82,7 +82,7 @@ class NotesMarkdownWrites(TypedDict):
 @node
 def notes_markdown(session: Any, live: Any, max_chars: Any, session_row: Any, milestones: Any,
                    flags: Any, briefs: Any) -> NotesMarkdownWrites:
-    session, live = session, live or []
+    live = live or []
     title = [f"# Running notes — session {session!r}"]
     if session_row is None:
         return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
@@ -110,7 +110,7 @@ class GuardMarkdownWrites(TypedDict):
 @node
 def guard_markdown(query: Any, live: Any, session: Any, briefs: Any, keyword: Any,
                    max_chars: Any) -> GuardMarkdownWrites:
-    query, live = query, live or []
+    live = live or []
     title = [f"# Compaction briefing — session {session!r}"]
     if query["session_row"] is None:
         return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}

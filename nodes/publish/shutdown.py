@@ -22,7 +22,7 @@ class AcknowledgedShutdownWrites(TypedDict):
 @node
 def acknowledged_shutdown(event: Any, recorded: Any, *,
                           run: RunContext) -> AcknowledgedShutdownWrites:
-    event, rec = event, recorded
+    rec = recorded
     bus = run.bus
     acknowledged = bus is not None and bus.acknowledge(event["id"])
     return {"shutdowns": [{

@@ -106,7 +106,7 @@ class BatchesReplyWrites(TypedDict):
 @node
 def batches_reply(totals: Any, request: Any, *, cfg: Cfg) -> BatchesReplyWrites:
     """What a push or pull did, in total."""
-    direction, totals = str(cfg["direction"]), totals
+    direction = str(cfg["direction"])
     peer = str((request or {}).get("url") or "").rstrip("/")
     verb = "Pushed to" if direction == "push" else "Pulled from"
     text = (f"{verb} {peer}: {counted(totals['batches'], 'batch', 'batches')}, "

@@ -55,7 +55,7 @@ class OutgoingBundleWrites(TypedDict):
 @node
 def outgoing_bundle(peer: Any, spool: Any, *, run: RunContext, cfg: Cfg) -> OutgoingBundleWrites:
     """The next batch after the destination's cursor, written to the spool file."""
-    peer, path = peer, spool
+    path = spool
     with run.store.read() as conn:
         cursor = get_cursor(conn, _kind("outbox", cfg), peer["url"])
     after = cursor.position if cursor is not None else 0
@@ -71,7 +71,6 @@ class AckedDeliveryWrites(TypedDict):
 def acked_delivery(outgoing: Any, delivery: Any, peer: Any, *, run: RunContext,
                    cfg: Cfg) -> AckedDeliveryWrites:
     """The destination stored the batch: move the cursor past it."""
-    outgoing, delivery = outgoing, delivery
     return {"cursor": _advance(run, _kind("outbox", cfg), peer["url"],
                                through=outgoing["through"],
                                applied=int(delivery.get("applied", 0)),
@@ -86,7 +85,6 @@ class AckedPullWrites(TypedDict):
 def acked_pull(bundle: Any, applied: Any, peer: Any, *, run: RunContext,
                cfg: Cfg) -> AckedPullWrites:
     """The pulled batch is stored: move the inbox cursor past it."""
-    bundle, applied = bundle, applied
     return {"cursor": _advance(run, _kind("inbox", cfg), peer["url"],
                                through=bundle["through"], applied=applied["applied"],
                                duplicates=applied["duplicates"])}

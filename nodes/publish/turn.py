@@ -26,7 +26,7 @@ class StoredTurnWrites(TypedDict):
 @node
 def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any, blockers: Any, *,
                 run: RunContext) -> StoredTurnWrites:
-    turn, fields = turn, fields or {}
+    fields = fields or {}
     flags = [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
              for f in flags or ()]
     with run.store.write() as conn:

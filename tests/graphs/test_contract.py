@@ -28,7 +28,7 @@ import pytest
 
 from graphs.definition import END, START
 from graphs.registry import CONDITIONS, all_definitions, node_modules
-from graphs.runner import reads_of
+from graphs.runner import Reads
 from nodes.context import NODES, NodeFn
 
 INPUTS = frozenset({"request"})  # what the tools and commands give every graph
@@ -101,7 +101,7 @@ class Stage:
             self.declared = self.writes
         else:
             fn = node_fn(spec["type"], extra)
-            reads = reads_of(fn)
+            reads = Reads(fn)
             self.optional = reads.optional
             self.reads = frozenset(c for c in reads.channels
                                    if c not in reads.optional or c in channels)
@@ -148,7 +148,7 @@ def problems(definition: Mapping[str, Any], inputs: frozenset[str] = INPUTS,
                       if c in other.types and other.types[c] != kind]
         # a route condition runs after the stage it leaves: it reads that stage's writes
         readers = [(s.name, s.reads, before(graph, s.name)) for s in stages.values()]
-        readers += [(edge["from"], frozenset(reads_of(CONDITIONS[edge["condition"]]).channels),
+        readers += [(edge["from"], frozenset(Reads(CONDITIONS[edge["condition"]]).channels),
                      before(graph, edge["from"]) | {edge["from"]})
                     for edge in graph.get("conditional_edges", [])]
         for reader, reads, earlier in readers:
@@ -167,7 +167,7 @@ def test_every_node_declares_its_writes_and_reads_channels_by_parameter():
     for kind in node_modules():
         fn = node_fn(kind)
         assert writes_of(fn) is not None
-        reads_of(fn)  # keyword-only parameters are run and cfg only
+        Reads(fn)  # keyword-only parameters are run and cfg only
 
 
 def test_the_check_finds_a_channel_nobody_writes_and_a_read_nobody_provides():
