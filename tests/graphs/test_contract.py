@@ -27,7 +27,7 @@ from typing import (
 import pytest
 
 from graphs.definition import END, START
-from graphs.registry import CONDITIONS, all_definitions, node_modules
+from graphs.registry import CONDITIONS, NODE_PACKAGE, all_definitions, node_modules
 from graphs.runner import Reads
 from nodes.context import NODES, NodeFn
 
@@ -214,3 +214,12 @@ def test_the_check_finds_a_channel_read_as_another_type_than_written():
     }
     found = problems(typed, extra={"counted": _counted, "said": _said})
     assert found == ["typed.say reads 'count' as <class 'str'>, count writes <class 'int'>"]
+
+
+def test_the_source_scan_finds_every_node_the_modules_register():
+    """``node_modules`` reads ``@node`` from the source without importing; importing
+    every node module registers exactly the node types it found, each in its module."""
+    for path in sorted(NODE_PACKAGE.rglob("*.py")):
+        importlib.import_module(
+            ".".join(path.relative_to(NODE_PACKAGE.parent).with_suffix("").parts))
+    assert {name: fn.__module__ for name, fn in NODES.items()} == node_modules()
