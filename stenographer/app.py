@@ -79,9 +79,10 @@ class App:
 
 def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None,
              busy_timeout_ms: int | None = None) -> App:
-    """The store and the graphs: every graph, or only those ``compiled`` holds (a
-    process that runs one graph, e.g. a hook); ``busy_timeout_ms``: how long a
-    statement waits for another process's lock (``store.backend.open_store``)."""
+    """The store and the graphs (each compiled on its first run): the process's, or
+    ``compiled`` (a hook's own, for which no GraphRAG prefetch worker is set up);
+    ``busy_timeout_ms``: how long a statement waits for another process's lock
+    (``store.backend.open_store``)."""
     settings = settings or Settings.from_env()
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
     store = open_store(settings.db_path, database_url=settings.database_url,
