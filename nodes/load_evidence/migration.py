@@ -37,12 +37,12 @@ ROWS_PER_TURN = 4  # other tables' rows are small: a page of them is this many t
 class MigrationPlanWrites(TypedDict):
     progress: Any
     claimed: Any
-    resumed: Any
-    stopped: Any
+    resumed: bool
+    stopped: bool
 
 
 @node
-def migration_plan(migration: Any, resumed: Any, *, run: RunContext) -> MigrationPlanWrites:
+def migration_plan(migration: Any, resumed: bool | None, *, run: RunContext) -> MigrationPlanWrites:
     source_name, target_name = migration["source"], migration["target"]
     source = run.source
     assert source is not None  # checked_migration

@@ -70,7 +70,7 @@ class MigrationReplyWrites(TypedDict):
 
 @node
 def migration_reply(migration: Any, progress: Any, written: Any,
-                    resumed: Any) -> MigrationReplyWrites:
+                    resumed: bool) -> MigrationReplyWrites:
     written = written or {"table": None, "rows": 0, "turns": 0}
     return {"reply": {
         "source": migration["source"], "target": migration["target"],
