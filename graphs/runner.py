@@ -1,10 +1,18 @@
 """The graph runner: compiles each definition once and runs it with a stage trace.
 
+A node is a plain function whose parameters name the channels it reads
+(``nodes/context.py``); its signature is read once, when its type is registered
+(``Reads``), and the adapter around it (``_FnNode``) passes it those channels' values,
+the run context and its configuration as keyword arguments. A graph compiles on its
+first run when the ``Graphs`` has a loader (``graphs/registry.py``).
+
 The trace is recorded in one place, ``_FnNode.run`` (the adapter around every node),
 and never by nodes; what it says of each value written and of an error comes from
 ``graphs.summary`` (kind and size, never text). Runs are synchronous (``engine.run``)
 on the caller's thread, with a fresh id per run and no checkpoint store (see
-docs/neograph.md: rules 1-4).
+docs/neograph.md: rules 1-4). The engine's ``run_stream`` events were measured as the
+trace's source and not used: they carry no time and no exception object, copy every
+value once more, and cost more than the adapter (docs/neograph.md, "The stage trace").
 
 The same adapter keeps bulk values out of the engine's state (rule 5): every crossing
 of a channel value into or out of the engine is a deep JSON copy, so lists, dicts and
@@ -24,7 +32,10 @@ progress bar advances per batch of a looping graph this way).
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import itertools
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -35,11 +46,13 @@ import neograph_engine as ng
 from graphs.summary import error_summary, value_summary
 from nodes.context import NodeFn, RunContext, Writes
 
-__all__ = ["Graphs", "Observer", "Trace"]
+__all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call"]
 
 Trace = dict[str, Any]
 TraceSink = Callable[[RunContext, Trace, float], None]
 Observer = Callable[[dict[str, Any], Writes], None]
+# what a graph needs to compile, by name: its definition and step limit (None: default)
+Loader = Callable[[str], tuple[dict[str, Any], int | None]]
 _HELD = "\x1fheld:"  # prefix of a held value's token: a control character no node writes
 _SHORT = 64  # strings up to this length cross the engine as they are
 
@@ -92,6 +105,42 @@ class _Held:
         self.recent.pop(run_id, None)
 
 
+class Reads:
+    """What a node or a route condition reads, from its signature (inspected once):
+    the channels its positional parameters name (``optional``: those with a default,
+    passed only where the graph has the channel), and whether it takes the keyword-only
+    ``run`` (the run context) and ``cfg`` (its configuration in the definition)."""
+
+    __slots__ = ("cfg", "channels", "optional", "run")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        params = inspect.signature(fn).parameters.values()
+        positional = [p for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keywords = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+        if unknown := keywords - {"run", "cfg"}:
+            raise TypeError(f"{fn.__name__}: keyword-only parameters are run and cfg, "
+                            f"not {sorted(unknown)}")
+        self.channels = tuple(p.name for p in positional)
+        self.optional = frozenset(p.name for p in positional if p.default is not p.empty)
+        self.run, self.cfg = "run" in keywords, "cfg" in keywords
+
+
+def call(fn: NodeFn, channels: Mapping[str, Any], run: RunContext,
+         cfg: Mapping[str, Any] | None = None) -> Writes:
+    """Run one node outside a graph, as the runner would: each channel it reads from
+    ``channels`` (absent: None, or the parameter's default if it has one)."""
+    reads = Reads(fn)
+    values = {c: channels.get(c) for c in reads.channels
+              if c in channels or c not in reads.optional}
+    if reads.run:
+        values["run"] = run
+    if reads.cfg:
+        values["cfg"] = dict(cfg or {})
+    out: Writes = fn(**values)
+    return out
+
+
 def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The channels of a definition and of the subgraphs it embeds."""
     found = list(definition.get("channels", {}).items())
@@ -101,42 +150,26 @@ def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, An
     return found
 
 
-class _Reader:
-    """What a route condition sees as ``state``: the real channel values."""
+class _Compiling:
+    """What the nodes of a graph being compiled need to know of it."""
 
-    __slots__ = ("_get", "_held")
+    __slots__ = ("appends", "channels", "flat")
 
-    def __init__(self, get: Callable[[str], Any], held: _Held) -> None:
-        self._get, self._held = get, held
-
-    def get(self, channel: str) -> Any:
-        return self._held.read(self._get(channel))
-
-
-class _View(_Reader):
-    """What a node sees as ``state``: the real channel values, the run context and the
-    messages of the failed attempts of this run's nodes."""
-
-    __slots__ = ("_failed", "ctx")
-
-    def __init__(self, get: Callable[[str], Any], held: _Held, ctx: RunContext,
-                 failed: Mapping[str, list[str]]) -> None:
-        super().__init__(get, held)
-        self.ctx, self._failed = ctx, failed
-
-    def errors(self, node: str) -> list[str]:
-        """What ``node`` raised in this run, one message per failed attempt, oldest
-        first. The engine's error channel says which node failed and how (retried,
-        exhausted, not retryable) but not the message."""
-        return list(self._failed.get(node, ()))
+    def __init__(self, appends: frozenset[str], channels: frozenset[str], flat: bool) -> None:
+        self.appends, self.channels, self.flat = appends, channels, flat
 
 
 class _FnNode(ng.GraphNode):  # type: ignore[misc]
-    def __init__(self, graphs: Graphs, name: str, fn: NodeFn, cfg: Mapping[str, Any],
-                 compiling: tuple[frozenset[str], bool]) -> None:
+    def __init__(self, graphs: Graphs, name: str, fn: NodeFn, reads: Reads,
+                 cfg: Mapping[str, Any], compiling: _Compiling) -> None:
         super().__init__()
-        self.graphs, self.name, self.fn, self.cfg = graphs, name, fn, dict(cfg)
-        self.appends, self.flat = compiling
+        self.graphs, self.name, self.fn = graphs, name, fn
+        self.appends, self.flat = compiling.appends, compiling.flat
+        # the channels passed, in parameter order (an optional one only if the graph has it)
+        self.channels = tuple(c for c in reads.channels
+                              if c not in reads.optional or c in compiling.channels)
+        self.keywords: dict[str, Any] = {"cfg": dict(cfg)} if reads.cfg else {}
+        self.wants_run = reads.run
 
     def get_name(self) -> str:
         return self.name
@@ -147,10 +180,11 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
                                "error": None}
         started = time.perf_counter()
         try:
-            held = self.graphs.held
-            view = _View(inp.state.get, held, self.graphs.contexts[run_id],
-                         self.graphs.failed.get(run_id, {}))
-            out: Writes = self.fn(view, self.cfg)
+            held, get = self.graphs.held, inp.state.get
+            values = {c: held.read(get(c)) for c in self.channels}
+            if self.wants_run:
+                values["run"] = self.graphs.contexts[run_id]
+            out: Writes = self.fn(**values, **self.keywords)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
             writes = [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
                       for k, v in out.items()]
@@ -160,7 +194,9 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
             return writes
         except Exception as ex:
             rec["error"] = error_summary(ex)
-            self.graphs.failed.setdefault(run_id, {}).setdefault(self.name, []).append(str(ex))
+            failed = self.graphs.failed.get(run_id)
+            if failed is not None:
+                failed.setdefault(self.name, []).append(str(ex))
             raise
         finally:
             rec["duration_ms"] = round((time.perf_counter() - started) * 1e3, 3)
@@ -168,9 +204,15 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
 
 
 class Graphs:
-    """One per process: the node types, the compiled graphs and the traces in flight."""
+    """One per process: the node types, the compiled graphs and the traces in flight.
 
-    def __init__(self, trace_sink: TraceSink | None = None) -> None:
+    With a ``loader``, a graph is compiled on its first run (``loader(name)`` gives its
+    definition, importing only the modules of its nodes); ``compile`` compiles one at
+    once. Node types come from ``node_types`` (name → function, e.g. ``nodes.context.NODES``)
+    as graphs name them, or from ``node_type``."""
+
+    def __init__(self, trace_sink: TraceSink | None = None, loader: Loader | None = None,
+                 node_types: Mapping[str, NodeFn] | None = None) -> None:
         self.registry = ng.GraphRegistry()
         self.engines: dict[str, Any] = {}
         self.definitions: dict[str, dict[str, Any]] = {}
@@ -181,72 +223,117 @@ class Graphs:
         self.trace_sink = trace_sink
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
-        # while a graph compiles: its append channels, and whether it embeds no subgraph
-        self._compiling: tuple[frozenset[str], bool] | None = None
+        self.loader, self.node_types = loader, node_types if node_types is not None else {}
+        self.types: dict[str, NodeFn] = {}  # registered on the engine's registry
+        self.retries: dict[str, dict[str, ng.RetryPolicy]] = {}  # graph → node → policy
+        self._compiling: _Compiling | None = None  # the graph being compiled
+        self._lock = threading.RLock()  # one graph compiles at a time
         self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
 
     def node_type(self, type_name: str, fn: NodeFn) -> None:
+        """Register ``fn`` as the node type ``type_name``; its signature is read once."""
+        if type_name in self.types:
+            if self.types[type_name] is not fn:
+                raise ValueError(f"node type {type_name!r} is registered already")
+            return
+        reads = Reads(fn)
+        self.types[type_name] = fn
         self.registry.register_type(
-            type_name, lambda name, cfg, _ctx: _FnNode(self, name, fn, cfg or {},
-                                                       self._appends_now())
-        )
+            type_name, lambda name, cfg, _ctx: _FnNode(self, name, fn, reads, cfg or {},
+                                                       self._graph_now()))
 
-    def _appends_now(self) -> tuple[frozenset[str], bool]:
+    def _graph_now(self) -> _Compiling:
         if self._compiling is None:
             raise RuntimeError("graph nodes are built only while a graph compiles")
         return self._compiling
 
-    def condition(self, name: str, fn: Callable[[Any], str]) -> None:
+    def condition(self, name: str, fn: Callable[..., str]) -> None:
+        """Register a route condition; its parameters name the channels it reads."""
+        reads, held = Reads(fn).channels, self.held
         self.registry.register_condition(
-            name, lambda state: fn(_Reader(state.get, self.held)))
+            name, lambda state: fn(*[held.read(state.get(c)) for c in reads]))
+
+    def _types_of(self, definition: Mapping[str, Any]) -> None:
+        """Register the node types ``definition`` (and any subgraph in it) names."""
+        for spec in definition.get("nodes", {}).values():
+            kind = spec.get("type")
+            if kind == "subgraph":
+                self._types_of(spec["definition"])
+            elif kind not in self.types and kind in self.node_types:
+                self.node_type(kind, self.node_types[kind])
 
     def compile(self, definition: dict[str, Any], max_steps: int | None = None) -> None:
-        kinds = {(name, spec.get("reducer") == "append")
-                 for name, spec in _all_channels(definition)}
+        with self._lock:
+            self._compile(definition, max_steps)
+
+    def _compile(self, definition: dict[str, Any], max_steps: int | None) -> None:
+        self._types_of(definition)
+        found = _all_channels(definition)
+        kinds = {(name, spec.get("reducer") == "append") for name, spec in found}
         appends = frozenset(name for name, append in kinds if append)
         if clash := sorted(appends & {name for name, append in kinds if not append}):
             raise ValueError(f"{definition['name']}: channels {clash} are append channels "
                              "in one part of the graph and overwrite channels in another")
         flat = not any(node.get("type") == "subgraph"
                        for node in definition.get("nodes", {}).values())
-        self._compiling = (appends, flat)
+        self._compiling = _Compiling(appends, frozenset(name for name, _ in found), flat)
         try:
             engine = ng.GraphEngine.compile(
                 definition, ng.NodeContext(), registry=self.registry, stderr_notices=False
             )
         finally:
             self._compiling = None
-        self.engines[definition["name"]] = engine
-        self.appends[definition["name"]] = appends
+        name = definition["name"]
+        for node, policy in self.retries.get(name, {}).items():
+            engine.set_node_retry_policy(node, policy)
+        self.appends[name] = appends
         if max_steps is not None:
-            self.max_steps[definition["name"]] = max_steps
-        self.definitions[definition["name"]] = definition
+            self.max_steps[name] = max_steps
+        self.definitions[name] = definition
+        self.engines[name] = engine  # last: a run on another thread may look for it
+
+    def engine(self, graph: str) -> Any:
+        """The compiled graph, compiled now if this is its first use."""
+        engine = self.engines.get(graph)
+        if engine is not None:
+            return engine
+        if self.loader is None:
+            raise KeyError(f"no graph named {graph!r} is compiled")
+        with self._lock:
+            if graph not in self.engines:
+                self.compile(*self.loader(graph))
+        return self.engines[graph]
 
     def retry(self, graph: str, node: str, retries: int, first_s: float, cap_s: float,
               jitter: float) -> None:
-        """The engine's retry policy on one node of a compiled graph: ``retries`` more
-        attempts after a retryable failure, the first ``first_s`` seconds later, each
-        wait doubled up to ``cap_s``, spread by ± ``jitter`` (a fraction: the engine's
-        ``jitter_pct`` is one too, despite its name)."""
+        """The engine's retry policy on one node of a graph (applied when it compiles,
+        or now if it has): ``retries`` more attempts after a retryable failure, the
+        first ``first_s`` seconds later, each wait doubled up to ``cap_s``, spread by
+        ± ``jitter`` (a fraction: the engine's ``jitter_pct`` is one too, despite its
+        name)."""
         policy = ng.RetryPolicy()
         policy.max_retries = retries
         policy.initial_delay_ms = round(first_s * 1e3)
         policy.backoff_multiplier = 2.0
         policy.max_delay_ms = round(cap_s * 1e3)
         policy.jitter_pct = jitter
-        self.engines[graph].set_node_retry_policy(node, policy)
+        self.retries.setdefault(graph, {})[node] = policy
+        if graph in self.engines:
+            self.engines[graph].set_node_retry_policy(node, policy)
 
     def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext,
             observe: Observer | None = None) -> tuple[dict[str, Any], Trace]:
-        """Run a compiled graph; return its channel values and the stage trace.
-        ``observe``, when given, is called after each stage that succeeded.
+        """Run a graph (compiled on first use); return its channel values and the stage
+        trace. ``observe``, when given, is called after each stage that succeeded.
 
         A failing run re-raises the node's exception with ``graph``, ``node`` and
         ``stage_trace`` attached; its trace is persisted like any other.
         """
-        engine = self.engines[graph]
+        engine = self.engine(graph)
         run_id = uuid.uuid4().hex
-        self.contexts[run_id] = ctx
+        failed: dict[str, list[str]] = {}
+        self.failed[run_id] = failed
+        self.contexts[run_id] = dataclasses.replace(ctx, failed=failed)
         if observe is not None:
             self.observers[run_id] = observe
         wall, started = time.time(), time.perf_counter()
@@ -277,9 +364,9 @@ class Graphs:
                 "stages": self.stages.pop(run_id, []),
             }
             if error is not None:
-                failed = next((s for s in trace["stages"] if s["error"]), None)
+                stage = next((s for s in trace["stages"] if s["error"]), None)
                 for key, value in (("graph", graph),
-                                   ("node", failed["node"] if failed else None)):
+                                   ("node", stage["node"] if stage else None)):
                     try:
                         setattr(error, key, value)
                     except AttributeError:

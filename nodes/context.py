@@ -1,8 +1,21 @@
-"""What every node receives: the run context and a read view of the graph state.
+"""The node contract: what a node reads, what it writes, and what it is given.
 
-Nodes are plain functions ``(state, cfg) -> writes``. They import neither the MCP SDK
-nor the graph engine: ``state`` is any object with ``get(channel)`` and ``ctx``; the
-graph runner's adapter supplies it.
+A node is a plain function registered with ``@node``. Its positional parameters name
+the channels it reads (the runner passes each channel's value); its return type, a
+``TypedDict``, declares the channels it writes; the run context and the node's
+configuration come as the keyword-only parameters ``run`` and ``cfg``, when it names
+them::
+
+    class KeywordWrites(TypedDict):
+        keyword: list[Candidate]
+
+    @node
+    def keyword_candidates(query: Query, fts: str, *, run: RunContext, cfg: Cfg
+                           ) -> KeywordWrites: ...
+
+Nodes import neither the MCP SDK nor the graph engine. ``@node`` records the function
+under its name in ``NODES``: a graph definition names node types by function name, and
+``graphs.registry`` finds the module that defines one (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -12,9 +25,9 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 from nodes.extract.patterns import DEFAULT_PATTERNS, SignalPatterns
 from store.backend import Backend
@@ -25,9 +38,33 @@ if TYPE_CHECKING:
 
     from nodes.extract.graph_prefetch import BatchPrefetch
 
-__all__ = ["Knobs", "NodeFn", "RunContext", "State", "Writes", "bulk_allocations"]
+__all__ = ["NODES", "Cfg", "Knobs", "NoWrites", "NodeFn", "RunContext", "Writes",
+           "bulk_allocations",
+           "node"]
 
-Writes = dict[str, Any]
+Writes = dict[str, Any]  # what a node that declares no TypedDict returns
+Cfg = Mapping[str, Any]  # a node's configuration keys in the graph definition
+NodeFn = Callable[..., Any]
+_Fn = TypeVar("_Fn", bound=NodeFn)
+
+class NoWrites(TypedDict):
+    """What a node that writes no channel returns (``{}``)."""
+
+
+# Every node function by name, filled by ``@node`` as node modules are imported.
+NODES: dict[str, NodeFn] = {}
+
+
+def node(fn: _Fn) -> _Fn:
+    """Register ``fn`` as a node type named after the function; returns it unchanged.
+    Two functions of one name are refused: a definition could not say which it means."""
+    known = NODES.get(fn.__name__)
+    if known is not None and (known.__module__, known.__qualname__) != (
+            fn.__module__, fn.__qualname__):
+        raise ValueError(f"two node functions are named {fn.__name__!r} "
+                         f"({known.__module__} and {fn.__module__}): rename one")
+    NODES[fn.__name__] = fn
+    return fn
 
 
 class Knobs(Protocol):
@@ -90,17 +127,14 @@ class RunContext:
     stop: threading.Event | None = None  # migrate: set by Ctrl-C; the copy stops between pages
     # GraphRAG: the next batch extracted in a worker process (None: all in this process)
     graph_prefetch: BatchPrefetch | None = None
+    # this run's failed attempts, node → messages (the runner gives each run its own)
+    failed: Mapping[str, list[str]] = field(default_factory=dict, compare=False)
 
-
-class State(Protocol):
-    ctx: RunContext
-
-    def get(self, channel: str) -> Any: ...
-
-    def errors(self, node: str) -> list[str]: ...
-
-
-NodeFn = Callable[[State, Mapping[str, Any]], Writes]
+    def errors(self, node: str) -> list[str]:
+        """What ``node`` raised in this run, one message per failed attempt, oldest
+        first. The engine's error channel says which node failed and how (retried,
+        exhausted, not retryable) but not the message."""
+        return list(self.failed.get(node, ()))
 
 
 @contextmanager

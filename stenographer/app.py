@@ -23,10 +23,10 @@ _GRAPHS: Graphs | None = None
 
 
 def graphs() -> Graphs:
-    """The process's compiled graphs (compiled on first use, once)."""
+    """The process's graphs (each compiled on its first run)."""
     global _GRAPHS
     if _GRAPHS is None:
-        from graphs.registry import build_graphs  # every node module: imported when needed
+        from graphs.registry import build_graphs  # imports the engine: when needed
 
         _GRAPHS = build_graphs()
     return _GRAPHS
@@ -79,9 +79,10 @@ class App:
 
 def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None,
              busy_timeout_ms: int | None = None) -> App:
-    """The store and the graphs: every graph, or only those ``compiled`` holds (a
-    process that runs one graph, e.g. a hook); ``busy_timeout_ms``: how long a
-    statement waits for another process's lock (``store.backend.open_store``)."""
+    """The store and the graphs (each compiled on its first run): the process's, or
+    ``compiled`` (a hook's own, for which no GraphRAG prefetch worker is set up);
+    ``busy_timeout_ms``: how long a statement waits for another process's lock
+    (``store.backend.open_store``)."""
     settings = settings or Settings.from_env()
     patterns = compile_patterns(settings.decision_patterns, settings.blocker_patterns)
     store = open_store(settings.db_path, database_url=reveal(settings.database_url),
@@ -99,7 +100,6 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
                      graph_prefetch=prefetch)
     app = App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())
     for graph, node in NETWORK.items():  # transient failures of a peer: the engine retries
-        if graph in app.graphs.engines:
-            app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S,
-                             BACKOFF_CAP_S, BACKOFF_JITTER)
+        app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S, BACKOFF_CAP_S,
+                         BACKOFF_JITTER)
     return app

@@ -8,10 +8,9 @@ from page to page: the hash of the last turn (or tombstone) seen and its session
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.load_evidence.audit_evidence import PASSES
 from nodes.publish.wording import counted
 from store.provenance import GENESIS, chain_hash
@@ -202,10 +201,17 @@ def _runs(records: list[list[Any]], findings: Findings) -> None:
                                     "expected")
 
 
-def audit_findings(state: State, cfg: Mapping[str, Any]) -> Writes:
-    batch, audit = state.get("batch"), state.get("audit")
-    findings: Findings = state.get("findings") or empty_findings()
-    carry: dict[str, Any] = state.get("carry") or {}
+class AuditFindingsWrites(TypedDict):
+    findings: Any
+    carry: Any
+    position: Any
+
+
+@node
+def audit_findings(batch: Any, audit: Any, findings: Findings | None,
+                   carry: dict[str, Any] | None) -> AuditFindingsWrites:
+    findings = findings or empty_findings()
+    carry = carry or {}
     name, records, done = batch["pass"], batch["records"], batch["next"] is None
     if name == "turns":
         carry = _turns(records, findings, carry, done)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.evaluate_contracts.inputs import check_session_id
 
 __all__ = ["checked_audit"]
 
 
-def checked_audit(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedAuditWrites(TypedDict):
+    audit: Any
+
+
+@node
+def checked_audit(request: Any) -> CheckedAuditWrites:
+    req = request or {}
     session = req.get("session_id")
     if session is not None:
         session = check_session_id(session)

@@ -11,11 +11,10 @@ A host starts (or restarts) a session and asks what it should know:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
 from store.errors import InvalidInput
 from store.exchanges import session_row_id
@@ -39,15 +38,25 @@ def _cwd(value: Any) -> str | None:
     return text
 
 
-def checked_briefing(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedBriefingWrites(TypedDict):
+    session: Any
+    session_row: Any
+    source: Any
+    cwd: Any
+    max_chars: Any
+    scope: Any
+
+
+@node
+def checked_briefing(request: Any, *, run: RunContext) -> CheckedBriefingWrites:
+    req = request or {}
     session = check_session_id(req.get("session_id"))
     source = check_text("source", req.get("source") or "startup", max_chars=_MAX_SOURCE_CHARS)
     cwd = _cwd(req.get("cwd"))
     max_chars = check_int("max_chars",
-                          req.get("max_chars") or state.ctx.settings.briefing_chars,
+                          req.get("max_chars") or run.settings.briefing_chars,
                           MIN_BRIEFING_CHARS, MAX_BRIEFING_CHARS)
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         row = session_row_id(conn, session)
     if source in SESSION_SOURCES and row is not None:
         scope = "session"

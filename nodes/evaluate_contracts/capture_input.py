@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.evaluate_contracts.inputs import check_int, check_text
 from nodes.extract.transcripts import KINDS
 from store.errors import InvalidInput
@@ -32,9 +31,14 @@ def _path(value: Any, name: str = "path") -> str:
     return text
 
 
-def checked_transcript(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedTranscriptWrites(TypedDict):
+    source: Any
+
+
+@node
+def checked_transcript(request: Any) -> CheckedTranscriptWrites:
     """The transcript file to read: its format (kind), absolute path and batch size."""
-    raw = state.get("request") or {}
+    raw = request or {}
     return {"source": {
         "kind": _kind(raw.get("kind")),
         "path": _path(raw.get("path")),
@@ -43,9 +47,14 @@ def checked_transcript(state: State, cfg: Mapping[str, Any]) -> Writes:
     }}
 
 
-def checked_cursor_step(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedCursorStepWrites(TypedDict):
+    step: Any
+
+
+@node
+def checked_cursor_step(request: Any) -> CheckedCursorStepWrites:
     """Where a transcript now stands and what the pass did, checked before it is stored."""
-    raw = state.get("request") or {}
+    raw = request or {}
     step: dict[str, Any] = {"kind": _kind(raw.get("kind")), "name": _path(raw.get("path"))}
     step["position"] = check_int("position", raw.get("position"), 0, 2**63 - 1)
     step["lines"] = check_int("lines", raw.get("lines"), 0, 2**63 - 1)

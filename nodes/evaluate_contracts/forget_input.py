@@ -6,10 +6,9 @@ length only: graphs.summary), and no message quotes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
 from store.errors import InvalidInput
 
@@ -22,8 +21,13 @@ MAX_REASON_CHARS = 500
 DEFAULT_REASON = "forgotten on request"
 
 
-def checked_forget(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedForgetWrites(TypedDict):
+    forget: Any
+
+
+@node
+def checked_forget(request: Any) -> CheckedForgetWrites:
+    req = request or {}
     if req.get("confirm") is not True:
         raise InvalidInput("forgetting deletes turns for good and cannot be undone; call "
                            "again with confirm=true")

@@ -4,9 +4,9 @@ written (every entity and edge cites turns of the batch that name it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes, bulk_allocations
+from nodes.context import RunContext, bulk_allocations, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
 from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
@@ -27,20 +27,25 @@ MAX_LIMIT = 50
 EXPORT_FORMATS = ("graphml", "json")
 
 
-def _session_row(state: State, session: Any) -> tuple[str | None, int | None]:
+def _session_row(run: RunContext, session: Any) -> tuple[str | None, int | None]:
     """(session name, row id); an unknown session has row id -1 (matches nothing)."""
     if session is None or session == "":
         return None, None
     name = check_session_id(session)
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         row = session_row_id(conn, name)
     return name, -1 if row is None else row
 
 
-def checked_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedGraphBatchWrites(TypedDict):
+    batch_request: Any
+
+
+@node
+def checked_graph_batch(request: Any, *, run: RunContext) -> CheckedGraphBatchWrites:
+    req = request or {}
     size = req.get("batch_size")
-    size = state.ctx.settings.graphrag_batch if size is None else size
+    size = run.settings.graphrag_batch if size is None else size
     session = req.get("session_id")
     return {"batch_request": {
         "batch_size": check_int("batch_size", size, 1, MAX_BATCH),
@@ -48,8 +53,13 @@ def checked_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
         "since": check_time("since", req.get("since"))}}
 
 
-def checked_graph_query(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedGraphQueryWrites(TypedDict):
+    graph_query: Any
+
+
+@node
+def checked_graph_query(request: Any, *, run: RunContext) -> CheckedGraphQueryWrites:
+    req = request or {}
     text = check_text("query", req.get("query"), max_chars=2_000)
     cross = req.get("cross_session", False)
     if not isinstance(cross, bool):
@@ -57,34 +67,48 @@ def checked_graph_query(state: State, cfg: Mapping[str, Any]) -> Writes:
     session = req.get("session_id")
     if not cross and not session:
         raise InvalidInput("session_id is required unless cross_session is true")
-    name, row = _session_row(state, None if cross else session)
+    name, row = _session_row(run, None if cross else session)
     return {"graph_query": {
         "text": text, "session": name, "session_row": row,
         "hops": check_int("hops", req.get("hops", 2), 1, MAX_HOPS),
         "limit": check_int("limit", req.get("limit", 10), 1, MAX_LIMIT)}}
 
 
-def checked_community_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedCommunityRefWrites(TypedDict):
+    community_id: Any
+
+
+@node
+def checked_community_ref(request: Any) -> CheckedCommunityRefWrites:
+    req = request or {}
     return {"community_id": check_int("community_id", req.get("community_id"), 1, 2**63 - 1)}
 
 
-def checked_graph_export(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedGraphExportWrites(TypedDict):
+    export: Any
+
+
+@node
+def checked_graph_export(request: Any) -> CheckedGraphExportWrites:
+    req = request or {}
     fmt = req.get("format", "json")
     if fmt not in EXPORT_FORMATS:
         raise InvalidInput(f"format={str(fmt)[:20]!r} is not valid; use graphml or json")
     return {"export": {"format": fmt}}
 
 
-def graph_batch_contract(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphBatchContractWrites(TypedDict):
+    provenance: Any
+
+
+@node
+def graph_batch_contract(pending: Any, window: Any, records: Any) -> GraphBatchContractWrites:
     """Every entity row cites a turn of the batch that contains one of its surface
     forms; every edge's turns are batch turns (or the window's turn before) whose
     entities include its ends. A violation is a bug: nothing of the batch is written."""
-    turns, previous = state.get("pending"), state.get("window")
+    turns, previous = pending, window
     text = {t.id: t.content for t in turns}
     text.update({t.id: t.content for t in previous.values() if t is not None})
-    records = state.get("records")
     with bulk_allocations():
         _check_provenance(records, text)
     return {"provenance": {"entity_turns": len(records.entity_turns),

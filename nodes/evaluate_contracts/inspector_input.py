@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, node
 from nodes.evaluate_contracts.inputs import check_int
 from store.errors import InvalidInput
 
@@ -16,9 +15,14 @@ MAX_PAGE = 200
 _GRAPH_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-def checked_listing(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedListingWrites(TypedDict):
+    listing: Any
+
+
+@node
+def checked_listing(request: Any, *, cfg: Cfg) -> CheckedListingWrites:
     """A page of a listing: ``limit`` (1-200), ``offset``, an optional graph filter."""
-    req = state.get("request") or {}
+    req = request or {}
     limit = check_int("limit", req.get("limit", cfg.get("default_limit", 50)), 1, MAX_PAGE)
     offset = check_int("offset", req.get("offset", 0), 0, 1_000_000_000)
     graph = req.get("graph") or None
@@ -29,11 +33,21 @@ def checked_listing(state: State, cfg: Mapping[str, Any]) -> Writes:
                         "all_graphs": bool(req.get("all_graphs", False))}}
 
 
-def checked_exchange_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedExchangeRefWrites(TypedDict):
+    exchange_id: Any
+
+
+@node
+def checked_exchange_ref(request: Any) -> CheckedExchangeRefWrites:
+    req = request or {}
     return {"exchange_id": check_int("exchange_id", req.get("exchange_id"), 1, 2**63 - 1)}
 
 
-def checked_brief_ref(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedBriefRefWrites(TypedDict):
+    brief_id: Any
+
+
+@node
+def checked_brief_ref(request: Any) -> CheckedBriefRefWrites:
+    req = request or {}
     return {"brief_id": check_int("brief_id", req.get("brief_id"), 1, 2**63 - 1)}

@@ -9,10 +9,9 @@ source stops the copy at the first bad turn, before its page is written.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int
 from store.errors import InvalidInput, StoreError
 from store.provenance import GENESIS, chain_hash
@@ -23,12 +22,17 @@ DEFAULT_MIGRATE_BATCH = 500
 MAX_MIGRATE_BATCH = 100_000
 
 
-def checked_migration(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedMigrationWrites(TypedDict):
+    migration: Any
+
+
+@node
+def checked_migration(request: Any, *, run: RunContext) -> CheckedMigrationWrites:
+    req = request or {}
     batch = req.get("batch")
     batch = check_int("batch", DEFAULT_MIGRATE_BATCH if batch is None else batch,
                       1, MAX_MIGRATE_BATCH)
-    source, target = state.ctx.source, state.ctx.store
+    source, target = run.source, run.store
     if source is None:
         raise InvalidInput("migrate needs a store to copy from (--from, or the configured one)")
     if source.location == target.location:
@@ -46,9 +50,13 @@ def _bad(exchange_id: int, what: str) -> StoreError:
         exchange_id=exchange_id)
 
 
-def verified_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+class VerifiedTurnsWrites(TypedDict):
+    verified: Any
+
+
+@node
+def verified_turns(rows: Any, evidence: Any) -> VerifiedTurnsWrites:
     """Walk the page's turns and the tombstones between them in chain order."""
-    rows, evidence = state.get("rows"), state.get("evidence")
     records: list[tuple[int, int, Any]] = [(int(r[1]), int(r[0]), r) for r in rows]
     records += [(s, e, chain) for s, e, chain in evidence.tombstones]
     records.sort(key=lambda rec: (rec[0], rec[1]))

@@ -6,9 +6,9 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import (
     ROLES,
     check_int,
@@ -66,8 +66,8 @@ def decode_cursor(req: Mapping[str, Any], cursor: str) -> tuple[float, int]:
     return score, exchange_id
 
 
-def _session_row(state: State, session: str, *, required: bool) -> int | None:
-    with state.ctx.store.read() as conn:
+def _session_row(run: RunContext, session: str, *, required: bool) -> int | None:
+    with run.store.read() as conn:
         row = session_row_id(conn, session)
     if row is None and required:
         raise NotFound(f"no session {session!r} has been recorded; session ids are "
@@ -75,8 +75,13 @@ def _session_row(state: State, session: str, *, required: bool) -> int | None:
     return row
 
 
-def checked_query(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedQueryWrites(TypedDict):
+    query: Any
+
+
+@node
+def checked_query(request: Any, *, run: RunContext) -> CheckedQueryWrites:
+    req = request or {}
     query = check_text("query", req.get("query"), max_chars=MAX_QUERY_CHARS)
     mode = req.get("mode") or "hybrid"
     if mode not in MODES:
@@ -94,7 +99,7 @@ def checked_query(state: State, cfg: Mapping[str, Any]) -> Writes:
                            "(reads are scoped to one session by default)")
     session_row = None
     if not cross:
-        session_row = _session_row(state, check_session_id(session), required=False)
+        session_row = _session_row(run, check_session_id(session), required=False)
     since, until = check_time("since", req.get("since")), check_time("until", req.get("until"))
     if since is not None and until is not None and since >= until:
         raise InvalidInput("since must be earlier than until")
@@ -123,18 +128,25 @@ def checked_query(state: State, cfg: Mapping[str, Any]) -> Writes:
     }
 
 
-def checked_guard(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedGuardWrites(TypedDict):
+    query: Any
+    session: Any
+    max_chars: Any
+
+
+@node
+def checked_guard(request: Any, *, run: RunContext) -> CheckedGuardWrites:
+    req = request or {}
     session = check_session_id(req.get("session_id"))
     text = req.get("query")
     if text is not None and text.strip() == "":
         text = None
     if text is not None:
         text = check_text("query", text, max_chars=MAX_QUERY_CHARS)
-    top_k = check_int("top_k", req.get("top_k") or state.ctx.settings.top_k, 1, 50)
-    max_chars = check_int("max_chars", req.get("max_chars") or state.ctx.settings.max_chars,
+    top_k = check_int("top_k", req.get("top_k") or run.settings.top_k, 1, 50)
+    max_chars = check_int("max_chars", req.get("max_chars") or run.settings.max_chars,
                           500, 200_000)
-    session_row = _session_row(state, session, required=False)
+    session_row = _session_row(run, session, required=False)
     return {
         "query": {
             "text": text,
@@ -152,22 +164,34 @@ def checked_guard(state: State, cfg: Mapping[str, Any]) -> Writes:
     }
 
 
-def checked_notes(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedNotesWrites(TypedDict):
+    session: Any
+    max_chars: Any
+    session_row: Any
+
+
+@node
+def checked_notes(request: Any, *, run: RunContext) -> CheckedNotesWrites:
+    req = request or {}
     session = check_session_id(req.get("session_id"))
-    max_chars = check_int("max_chars", req.get("max_chars") or state.ctx.settings.max_chars,
+    max_chars = check_int("max_chars", req.get("max_chars") or run.settings.max_chars,
                           500, 200_000)
     return {"session": session, "max_chars": max_chars,
-            "session_row": _session_row(state, session, required=False)}
+            "session_row": _session_row(run, session, required=False)}
 
 
-def checked_milestone(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
+class CheckedMilestoneWrites(TypedDict):
+    milestone: Any
+
+
+@node
+def checked_milestone(request: Any, *, run: RunContext) -> CheckedMilestoneWrites:
+    req = request or {}
     session = check_session_id(req.get("session_id"))
     exchange_id = check_int("exchange_id", req.get("exchange_id"), 1, 2**63 - 1)
     label = " ".join(check_text("label", req.get("label"), max_chars=MAX_LABEL_CHARS).split())
-    session_row = _session_row(state, session, required=True)
-    with state.ctx.store.read() as conn:
+    session_row = _session_row(run, session, required=True)
+    with run.store.read() as conn:
         owner = exchange_session(conn, exchange_id)
     if owner is None:
         raise NotFound(f"exchange #{exchange_id} does not exist", exchange_id=exchange_id)

@@ -3,13 +3,12 @@ anything of it is applied."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from constants import PEER_URL_FORM, peer_url
 from nodes.bundles import verify_bundle
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
 from store.errors import InvalidInput
 from store.migrations import SCHEMA_VERSION
@@ -27,10 +26,10 @@ MAX_BATCH = 10_000
 MAX_ID = 2**63 - 1
 
 
-def max_record_bytes(state: State) -> int:
+def max_record_bytes(run: RunContext) -> int:
     """The longest bundle line accepted: a turn of max_content_chars characters, JSON
     escaped at worst, plus its metadata."""
-    return state.ctx.settings.max_content_chars * 12 + 64 * 1024
+    return run.settings.max_content_chars * 12 + 64 * 1024
 
 
 def _path(value: Any, name: str) -> Path:
@@ -38,10 +37,15 @@ def _path(value: Any, name: str) -> Path:
     return Path(text).expanduser().absolute()
 
 
-def checked_export(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedExportWrites(TypedDict):
+    export: Any
+
+
+@node
+def checked_export(request: Any) -> CheckedExportWrites:
     """``path`` (a new file; refuses to overwrite one unless ``overwrite``), optional
     ``session_id``, ``after`` (export turns after this id) and ``limit`` (records)."""
-    raw = state.get("request") or {}
+    raw = request or {}
     path = _path(raw.get("path"), "path")
     if path.exists() and not raw.get("overwrite"):
         raise InvalidInput(f"{path} already exists; choose a new file name (or overwrite)")
@@ -58,10 +62,15 @@ def checked_export(state: State, cfg: Mapping[str, Any]) -> Writes:
                        "limit": limit}}
 
 
-def checked_import(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedImportWrites(TypedDict):
+    incoming: Any
+
+
+@node
+def checked_import(request: Any) -> CheckedImportWrites:
     """``path`` of an existing bundle, and who it came from (``peer``, recorded with
     the turns that had to be re-linked)."""
-    raw = state.get("request") or {}
+    raw = request or {}
     path = _path(raw.get("path"), "path")
     if not path.is_file():
         raise InvalidInput(f"{path} is not a file; give the path of a bundle "
@@ -70,17 +79,26 @@ def checked_import(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"incoming": {"path": str(path), "peer": peer}}
 
 
-def verified_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
+class VerifiedBundleWrites(TypedDict):
+    bundle: Any
+
+
+@node
+def verified_bundle(incoming: Any, *, run: RunContext) -> VerifiedBundleWrites:
     """The bundle's manifest once every record was checked (nodes.bundles)."""
-    incoming = state.get("incoming")
-    manifest = verify_bundle(Path(incoming["path"]), max_line=max_record_bytes(state),
+    manifest = verify_bundle(Path(incoming["path"]), max_line=max_record_bytes(run),
                              schema_version=SCHEMA_VERSION)
     return {"bundle": manifest.summary()}
 
 
-def checked_peer(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedPeerWrites(TypedDict):
+    peer: Any
+
+
+@node
+def checked_peer(request: Any) -> CheckedPeerWrites:
     """A peer's base URL and the batch size, for a push or a pull."""
-    raw = state.get("request") or {}
+    raw = request or {}
     url = peer_url(str(raw.get("url") or ""))
     if url is None:
         raise InvalidInput(f"url={str(raw.get('url'))[:200]!r} is not a peer URL "

@@ -4,10 +4,9 @@ redacts its secrets and hashes it)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import (
     ROLES,
     TRACE_ID_FORM,
@@ -23,15 +22,20 @@ __all__ = ["TRACE_ID_FORM", "checked_turn"]
 MAX_SOURCE_KEY_CHARS = 500
 
 
-def checked_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CheckedTurnWrites(TypedDict):
+    turn: Any
+
+
+@node
+def checked_turn(request: Any, *, run: RunContext) -> CheckedTurnWrites:
     """The turn, validated and normalised: created_at in epoch seconds."""
-    raw = state.get("request") or {}
+    raw = request or {}
     role = raw.get("role")
     if role not in ROLES:
         raise InvalidInput(f"role={role!r} is not valid; valid roles: {', '.join(ROLES)}")
     session = check_session_id(raw.get("session_id"))
     content = check_text(
-        "content", raw.get("content"), max_chars=state.ctx.settings.max_content_chars
+        "content", raw.get("content"), max_chars=run.settings.max_content_chars
     )
     created_at = check_time("created_at", raw.get("created_at"))
     source_key = raw.get("source_key")

@@ -7,10 +7,9 @@ Cut to its length like a reply to its budget (nodes.publish.budget): whole lines
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.publish.budget import Group, Item, fitted
 
@@ -56,8 +55,12 @@ def brief_text(batch: list[dict[str, Any]]) -> tuple[str, str]:
     return tier, fitted(MAX_BRIEF_CHARS, [head], [(Group((), tuple(parts)), 0)], LEFT_IN_TURNS)
 
 
-def brief_draft(state: State, cfg: Mapping[str, Any]) -> Writes:
-    batch = state.get("batch")
+class BriefDraftWrites(TypedDict):
+    draft: Any
+
+
+@node
+def brief_draft(batch: Any) -> BriefDraftWrites:
     if not batch:
         return {"draft": None}
     tier, body = brief_text(batch)

@@ -14,11 +14,11 @@ lost 1-4 points to score fusion, which keeps how far apart the keyword scores ar
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.extract.embedding_config import embedding_config
 
 __all__ = ["VECTOR_WEIGHT", "fused", "fused_hits", "hit_match", "listed_ids"]
@@ -59,10 +59,16 @@ def fused(keyword: Sequence[Sequence[Any]], semantic: Sequence[Sequence[Any]],
 _SCORE = itemgetter(1)
 
 
-def fused_hits(state: State, cfg: Mapping[str, Any]) -> Writes:
-    config = embedding_config(state.ctx.settings)
+class FusedHitsWrites(TypedDict):
+    ranked: Any
+
+
+@node
+def fused_hits(keyword: Any, semantic: Any = None, provider: Any = None, *, run: RunContext,
+               cfg: Cfg) -> FusedHitsWrites:
+    config = embedding_config(run.settings)
     return {"ranked": fused(
-        state.get("keyword") or [], state.get("semantic") or [], state.get("provider") or [],
+        keyword or [], semantic or [], provider or [],
         vector_weight=float(cfg.get("vector_weight", VECTOR_WEIGHT)),
         provider_weight=config.weight if config is not None else 0.0)}
 

@@ -8,9 +8,9 @@ keeps these bulk values out of the engine's state).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes, bulk_allocations
+from nodes.context import RunContext, bulk_allocations, node
 from nodes.extract.entities import mentions_and_occurrences
 from nodes.extract.relations import (
     PAIR_ENTITIES,
@@ -100,17 +100,25 @@ def batch_records(turns: Sequence[PendingTurn], previous: Mapping[int, PendingTu
     return out
 
 
-def graph_records(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphRecordsWrites(TypedDict):
+    records: Any
+    extracted: Any
+    extracted_in: Any
+
+
+@node
+def graph_records(pending: Any, window: Any, lookahead: Any, lookahead_window: Any, *,
+                  run: RunContext) -> GraphRecordsWrites:
     """The batch's records: the worker process's when it extracted exactly this batch
     ahead (``extracted_in``: "worker process"), else extracted here; the next batch, if the load
     stage read one, goes to the worker before this one is checked and written."""
-    turns, window = state.get("pending"), state.get("window")
-    prefetch = state.ctx.graph_prefetch
+    turns = pending
+    prefetch = run.graph_prefetch
     records = None if prefetch is None else prefetch.take(turns, window)
     where = "this process" if records is None else "worker process"
-    following = state.get("lookahead")
+    following = lookahead
     if prefetch is not None and following:
-        prefetch.submit(following, state.get("lookahead_window"))
+        prefetch.submit(following, lookahead_window)
     if records is None:
         with bulk_allocations():
             records = batch_records(turns, window)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.entities import mentions
 from nodes.extract.graph_algorithms import QUERY_DAMPING, louvain, pagerank, pair_weights
 from nodes.extract.sentences import sentences
@@ -41,13 +41,21 @@ def _arrays(weights: Mapping[tuple[int, int], float]
     return rows, cols, np.array([weights[p] for p in pairs], dtype=np.float64)
 
 
-def detected_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
+class DetectedCommunitiesWrites(TypedDict):
+    seed: Any
+    detection: Any
+    ranks: Any
+    communities: Any
+
+
+@node
+def detected_communities(graph: Any, graph_entities: Any, graph_edges: Any, *,
+                         run: RunContext) -> DetectedCommunitiesWrites:
     """Louvain communities (seeded) and PageRank centrality of every entity."""
-    graph = state.get("graph")
-    settings = state.ctx.settings
+    settings = run.settings
     seed, resolution = settings.graphrag_seed, settings.graphrag_resolution
-    entities = [(e[0], e[1], e[2]) for e in state.get("graph_entities")]
-    keys, index, weights = _indexed(entities, state.get("graph_edges"), graph["turns_read"])
+    entities = [(e[0], e[1], e[2]) for e in graph_entities]
+    keys, index, weights = _indexed(entities, graph_edges, graph["turns_read"])
     started = time.perf_counter()
     groups = louvain(keys, weights, seed, resolution)
     louvain_ms = (time.perf_counter() - started) * 1e3
@@ -65,14 +73,22 @@ def detected_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"seed": seed, "detection": detection, "ranks": ranks, "communities": labels}
 
 
-def ranked_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
+class RankedNeighbourhoodWrites(TypedDict):
+    ranked: Any
+    top_entities: Any
+    top_relations: Any
+
+
+@node
+def ranked_neighbourhood(graph_query: Any, neighbourhood: Any, hood_entities: Any, hood_edges: Any,
+                         seeds: Any) -> RankedNeighbourhoodWrites:
     """Personalised PageRank over the neighbourhood, teleporting to the query's
     entities (rarer entities weigh more); the top entities and relations."""
-    query = state.get("graph_query")
-    total_read = state.get("neighbourhood")["turns_read"]
-    entities: dict[int, Any] = state.get("hood_entities")
-    edges: list[Any] = state.get("hood_edges")
-    seeds = {s[0] for s in state.get("seeds") or []}
+    query = graph_query
+    total_read = neighbourhood["turns_read"]
+    entities: dict[int, Any] = hood_entities
+    edges: list[Any] = hood_edges
+    seeds = {s[0] for s in seeds or []}
     if not entities:
         return {"ranked": {"entities": 0, "relations": 0}, "top_entities": [],
                 "top_relations": []}
@@ -98,11 +114,15 @@ def ranked_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
             "top_entities": top, "top_relations": relations}
 
 
-def community_sentences(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CommunitySentencesWrites(TypedDict):
+    sentences: Any
+
+
+@node
+def community_sentences(community: Any, community_turns: Any) -> CommunitySentencesWrites:
     """The 3-5 sentences of the community's supporting turns that name the most of its
     entities, each citing its turn (verbatim, at most one per turn)."""
-    community = state.get("community")
-    turns = state.get("community_turns")
+    turns = community_turns
     keys = set(community["keys"])
     scored = []
     for turn_id in sorted(turns):

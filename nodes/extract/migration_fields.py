@@ -9,10 +9,9 @@ first turn the two that the source holds before it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from store.neighbours import NEIGHBOUR_CHARS
@@ -21,8 +20,12 @@ from store.search import dated_terms
 __all__ = ["migration_fields"]
 
 
-def migration_fields(state: State, cfg: Mapping[str, Any]) -> Writes:
-    rows, evidence = state.get("rows"), state.get("evidence")
+class MigrationFieldsWrites(TypedDict):
+    fields: Any
+
+
+@node
+def migration_fields(rows: Any, evidence: Any) -> MigrationFieldsWrites:
     session, previous = rows[0][1], list(evidence.previous_contents)
     fields: list[tuple[str, str]] = []
     for row in rows:  # (id, session_id, role, created_at, content, ...): store.transfer.TABLES

@@ -9,10 +9,9 @@ in the turn, its neighbours' context and its date) instead of requiring all of t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, node
 from nodes.extract.terms import content_words
 from store.search import fts_phrase
 
@@ -32,12 +31,17 @@ def term_expression(text: str) -> str | None:
     return " OR ".join(fts_phrase(t) for t in terms) if terms else None
 
 
-def keyword_query(state: State, cfg: Mapping[str, Any]) -> Writes:
+class KeywordQueryWrites(TypedDict):
+    fts: Any
+
+
+@node
+def keyword_query(query: Any, *, cfg: Cfg) -> KeywordQueryWrites:
     """``fts``: the expression to match, whether the caller wrote it (then it is checked
     alone and matched against the turns' own words), and the word search to fall back
     to when it is not valid FTS5. With ``words_only`` (a query made from the record, not
     typed by a caller) its quotes and parentheses are never read as FTS5 syntax."""
-    text = state.get("query")["text"]
+    text = query["text"]
     if text is None:
         return {"fts": None}
     words = term_expression(text)

@@ -19,10 +19,9 @@ names that other turns and tools refer to, and change nothing here.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import RunContext, State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.secrets import Redacted, redact
 
 __all__ = ["redacted_milestone", "redacted_text", "redacted_turn"]
@@ -36,21 +35,32 @@ def redacted_text(ctx: RunContext, text: str) -> Redacted:
     return redact(text, ctx.secret_patterns)
 
 
-def redacted_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn = dict(state.get("turn"))
-    content = redacted_text(state.ctx, turn["content"])
+class RedactedTurnWrites(TypedDict):
+    turn: Any
+    redacted: Any
+
+
+@node
+def redacted_turn(turn: Any, *, run: RunContext) -> RedactedTurnWrites:
+    turn = dict(turn)
+    content = redacted_text(run, turn["content"])
     turn["content"] = content.text
     kinds = list(content.kinds)
     if turn.get("milestone"):
-        label = redacted_text(state.ctx, turn["milestone"])
+        label = redacted_text(run, turn["milestone"])
         turn["milestone"] = label.text
         kinds += label.kinds
     turn["content_hash"] = hashlib.sha256(turn["content"].encode("utf-8")).hexdigest()
     return {"turn": turn, "redacted": kinds}
 
 
-def redacted_milestone(state: State, cfg: Mapping[str, Any]) -> Writes:
-    milestone = dict(state.get("milestone"))
-    label = redacted_text(state.ctx, milestone["label"])
+class RedactedMilestoneWrites(TypedDict):
+    milestone: Any
+
+
+@node
+def redacted_milestone(milestone: Any, *, run: RunContext) -> RedactedMilestoneWrites:
+    milestone = dict(milestone)
+    label = redacted_text(run, milestone["label"])
     milestone["label"] = label.text
     return {"milestone": milestone}

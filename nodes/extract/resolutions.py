@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.extract.patterns import FIX_VERBS
 from nodes.extract.sentences import sentences
 from nodes.extract.terms import STOP_WORDS
@@ -164,10 +164,15 @@ def resolutions(blockers: Sequence[tuple[int, str]], fixes: Sequence[FixStatemen
     return out
 
 
-def blocker_status(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BlockerStatusWrites(TypedDict):
+    sessions: Any
+
+
+@node
+def blocker_status(sessions: Any) -> BlockerStatusWrites:
     """Node: split each briefed session's blockers into open and resolved ones."""
-    sessions = []
-    for s in state.get("sessions") or []:
+    out = []
+    for s in sessions or []:
         fixes = [f for turn_id, text in s["fixes"] for f in fix_statements(turn_id, text)]
         found = resolutions([(int(i), text) for i, text in s["blockers"]], fixes)
         open_, resolved = [], []
@@ -176,6 +181,6 @@ def blocker_status(state: State, cfg: Mapping[str, Any]) -> Writes:
                 open_.append([blocker_id, text])
             else:
                 resolved.append([blocker_id, text, fix.turn_id])
-        sessions.append({**{k: v for k, v in s.items() if k not in ("blockers", "fixes")},
-                         "open_blockers": open_, "resolved_blockers": resolved})
-    return {"sessions": sessions}
+        out.append({**{k: v for k, v in s.items() if k not in ("blockers", "fixes")},
+                    "open_blockers": open_, "resolved_blockers": resolved})
+    return {"sessions": out}

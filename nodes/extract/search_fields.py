@@ -8,10 +8,9 @@ and year. Both are ranked below the turn's own words
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.extract.terms import context_terms
 from store.search import dated_terms
 
@@ -20,8 +19,12 @@ __all__ = ["CONTEXT_TURNS", "search_fields"]
 CONTEXT_TURNS = 2  # one turn back holds most questions; two adds the topic being discussed
 
 
-def search_fields(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn = state.get("turn")
-    previous = (state.get("previous") or [])[:CONTEXT_TURNS]
+class SearchFieldsWrites(TypedDict):
+    fields: Any
+
+
+@node
+def search_fields(turn: Any, previous: Any) -> SearchFieldsWrites:
+    previous = (previous or [])[:CONTEXT_TURNS]
     return {"fields": {"context": context_terms(turn["content"], previous),
                        "dated": dated_terms(turn["created_at"])}}

@@ -6,10 +6,9 @@ and blockers: they never count as blockers and never change the brief tier.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.extract.nafe import nafe_flags_in
 
 __all__ = ["nafe_flags"]
@@ -17,8 +16,12 @@ __all__ = ["nafe_flags"]
 SCANNED_ROLES = ("assistant",)
 
 
-def nafe_flags(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn = state.get("turn")
+class NafeFlagsWrites(TypedDict):
+    flags: Any
+
+
+@node
+def nafe_flags(turn: Any) -> NafeFlagsWrites:
     if turn["role"] not in SCANNED_ROLES:
         return {"flags": []}
     return {"flags": [{"signature": f.signature, "span": f.span, "start": f.start,

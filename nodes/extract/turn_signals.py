@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.signals import blockers, decisions
 
 __all__ = ["turn_signals"]
 
 
-def turn_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
-    text = state.get("turn")["content"]
-    patterns = state.ctx.patterns
+class TurnSignalsWrites(TypedDict):
+    decisions: Any
+    blockers: Any
+
+
+@node
+def turn_signals(turn: Any, *, run: RunContext) -> TurnSignalsWrites:
+    text = turn["content"]
+    patterns = run.patterns
     return {"decisions": decisions(text, patterns), "blockers": blockers(text, patterns)}

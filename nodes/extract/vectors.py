@@ -21,14 +21,14 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.terms import STOP_WORDS, words
 
 __all__ = [
@@ -97,8 +97,13 @@ def quantize(vec: npt.NDArray[np.float32]) -> bytes:
     return bytes(np.clip(np.rint(vec * 127.0), -127, 127).astype(np.int8).tobytes())
 
 
-def turn_vector(state: State, cfg: Mapping[str, Any]) -> Writes:
+class TurnVectorWrites(TypedDict):
+    vector: Any
+
+
+@node
+def turn_vector(previous: Any, turn: Any, *, run: RunContext) -> TurnVectorWrites:
     """Node: the vector of the turn being ingested, as hex of its int8 bytes."""
-    previous = (state.get("previous") or [])[: len(CONTEXT_WEIGHTS)]
-    vec = text_vector(state.get("turn")["content"], state.ctx.settings.vector_dim, previous)
+    previous = (previous or [])[: len(CONTEXT_WEIGHTS)]
+    vec = text_vector(turn["content"], run.settings.vector_dim, previous)
     return {"vector": quantize(vec).hex()}

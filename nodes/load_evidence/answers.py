@@ -13,11 +13,10 @@ for exactly the turns that match it. Measured on LoCoMo-format conversations:
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.load_evidence.hits import hit_filter
 from store.neighbours import answers_to
 from store.search import ids_matching
@@ -28,15 +27,20 @@ ANSWER_SHARE = 0.2
 ASKING_TURNS = 50  # the best-ranked turns whose answers are looked up
 
 
-def answered_hits(state: State, cfg: Mapping[str, Any]) -> Writes:
-    ranked = state.get("ranked") or []
+class AnsweredHitsWrites(TypedDict):
+    ranked: Any
+
+
+@node
+def answered_hits(ranked: Any, fts: Any, query: Any, *, run: RunContext,
+                  cfg: Cfg) -> AnsweredHitsWrites:
+    ranked = ranked or []
     top = ranked[:ASKING_TURNS]
-    fts = state.get("fts")
     if not top or (fts is not None and fts.get("caller")):
         return {"ranked": ranked}  # FTS5 syntax asks for the turns that match, no others
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         answers = answers_to(conn, [i for i, _ in top])
-        allowed = ids_matching(conn, list(answers.values()), hit_filter(state.get("query"), cfg),
+        allowed = ids_matching(conn, list(answers.values()), hit_filter(query, cfg),
                                in_session=True)  # an answer is in its question's session
     if not allowed:
         return {"ranked": ranked}

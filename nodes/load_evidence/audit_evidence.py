@@ -8,10 +8,9 @@ store of any size is audited in constant memory. Each page is read in its own sn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from store.audit import (
     brief_page,
     compression_page,
@@ -30,27 +29,40 @@ AUDIT_BATCH = 5_000
 PASSES = ("turns", "briefs", "indexes", "milestones", "forgotten", "compression", "runs")
 
 
-def audit_scope(state: State, cfg: Mapping[str, Any]) -> Writes:
+class AuditScopeWrites(TypedDict):
+    audit: Any
+    position: Any
+    pages: Any
+
+
+@node
+def audit_scope(audit: Any, *, run: RunContext) -> AuditScopeWrites:
     """The session's row id (an unknown session is an error, not a clean audit)."""
-    audit = dict(state.get("audit"))
+    audit = dict(audit)
     row = None
     if audit["session"] is not None:
-        with state.ctx.store.read() as conn:
+        with run.store.read() as conn:
             row = session_row_id(conn, audit["session"])
         if row is None:
             raise NotFound(f"session {audit['session']!r} is not in the store")
-    settings = state.ctx.settings
+    settings = run.settings
     audit.update(session_row=row, turn_limit=settings.turn_limit,
                  retention=settings.trace_retention)
     return {"audit": audit, "position": {"pass": PASSES[0], "after": None}, "pages": 0}
 
 
-def audit_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
-    audit, position = state.get("audit"), state.get("position")
+class AuditBatchWrites(TypedDict):
+    batch: Any
+    pages: Any
+
+
+@node
+def audit_batch(audit: Any, position: Any, pages: Any, *, run: RunContext,
+                cfg: Cfg) -> AuditBatchWrites:
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         if name == "turns":
             records, cursor = turn_page(conn, after, limit, session_row)
         elif name == "briefs":
@@ -68,4 +80,4 @@ def audit_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
             records, cursor = run_page(conn, audit["retention"])
     return {"batch": {"pass": name, "records": records, "first": after is None,
                       "next": cursor},
-            "pages": (state.get("pages") or 0) + 1}
+            "pages": (pages or 0) + 1}

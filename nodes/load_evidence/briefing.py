@@ -10,10 +10,9 @@ sessions of the project directory, without the query.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.extract.resolutions import FIX_FRAGMENTS
 from store.briefing import (
@@ -72,9 +71,15 @@ def _query(session_row: int | None, text: str | None, top_k: int,
             "since": None, "until": until, "after": None}
 
 
-def session_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
-    row = state.get("session_row")
-    with state.ctx.store.read() as conn:
+class SessionSignalsWrites(TypedDict):
+    sessions: Any
+    query: Any
+
+
+@node
+def session_signals(session_row: Any, *, run: RunContext) -> SessionSignalsWrites:
+    row = session_row
+    with run.store.read() as conn:
         info = session_info(conn, row)
         sessions = [] if info is None else [_session(conn, info, ASKED_TURNS)]
     asked = sessions[0]["asked"] if sessions else []
@@ -82,12 +87,18 @@ def session_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
     # The briefs are looked for before the requests: those the requests fall in match
     # them best, and hold what the host has just shown the agent anyway.
     until = min((a[3] for a in asked), default=None)
-    return {"sessions": sessions, "query": _query(row, text, state.ctx.settings.top_k, until)}
+    return {"sessions": sessions, "query": _query(row, text, run.settings.top_k, until)}
 
 
-def project_signals(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ProjectSignalsWrites(TypedDict):
+    sessions: Any
+    query: Any
+
+
+@node
+def project_signals(cwd: Any, session: Any, *, run: RunContext, cfg: Cfg) -> ProjectSignalsWrites:
     limit = int(cfg.get("sessions", PROJECT_SESSIONS))
-    with state.ctx.store.read() as conn:
-        found = project_sessions(conn, state.get("cwd"), state.get("session"), limit)
+    with run.store.read() as conn:
+        found = project_sessions(conn, cwd, session, limit)
         sessions = [_session(conn, info, 1) for info in found]
-    return {"sessions": sessions, "query": _query(None, None, state.ctx.settings.top_k)}
+    return {"sessions": sessions, "query": _query(None, None, run.settings.top_k)}

@@ -8,11 +8,10 @@ one by one. Without a bus (``VERITAS_SHARED_DIR=off``) there is nothing to read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.claeg import shutdown_of
 
 __all__ = ["MAX_EVENTS", "shutdown_event"]
@@ -20,11 +19,17 @@ __all__ = ["MAX_EVENTS", "shutdown_event"]
 MAX_EVENTS = 20  # per ingest; more wait for the next ingest of the session
 
 
-def shutdown_event(state: State, cfg: Mapping[str, Any]) -> Writes:
-    session = state.get("caller")["session"]
-    pending = state.get("pending")
+class ShutdownEventWrites(TypedDict):
+    pending: Any
+    event: Any
+    turn: NotRequired[Any]
+
+
+@node
+def shutdown_event(caller: Any, pending: Any, *, run: RunContext) -> ShutdownEventWrites:
+    session = caller["session"]
     if pending is None:
-        bus = state.ctx.bus
+        bus = run.bus
         found = [] if bus is None else bus.pending_shutdowns(session, MAX_EVENTS)
         pending = [asdict(e) for e in found]
     if not pending:

@@ -8,10 +8,9 @@ last error — its cursor is also listed with the sync peers under ``delivery``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.publish.bus_outbox import BUS_OUTBOX
 from nodes.publish.wording import counted
@@ -48,15 +47,15 @@ def _publishing_text(p: dict[str, Any]) -> str:
     return text
 
 
-def _publishing(state: State, path: str) -> dict[str, Any]:
+def _publishing(run: RunContext, path: str) -> dict[str, Any]:
     """The bus outbox (its ``outbox:bus`` cursor): turns delivered and pending, the
     last success and the last error."""
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         cursor = get_cursor(conn, BUS_OUTBOX, path)
         position = 0 if cursor is None else cursor.position
         pending = pending_after(conn, position)[0]
     return {
-        "enabled": state.ctx.settings.bus_publish, "position": position, "pending": pending,
+        "enabled": run.settings.bus_publish, "position": position, "pending": pending,
         "delivered": 0 if cursor is None else cursor.captured,
         "duplicates": 0 if cursor is None else cursor.duplicates,
         "batches": 0 if cursor is None else cursor.lines,
@@ -68,17 +67,23 @@ def _publishing(state: State, path: str) -> dict[str, Any]:
     }
 
 
-def bus_status(state: State, cfg: Mapping[str, Any]) -> Writes:
-    status, text = dict(state.get("status")), state.get("text")
-    with state.ctx.store.read() as conn:
+class BusStatusWrites(TypedDict):
+    status: Any
+    text: Any
+
+
+@node
+def bus_status(status: Any, text: Any, *, run: RunContext) -> BusStatusWrites:
+    status = dict(status)
+    with run.store.read() as conn:
         recorded = count_shutdown_turns(conn)
-    bus = state.ctx.bus
+    bus = run.bus
     if bus is None:
         report: dict[str, Any] = {"state": "off", "path": None, "detail": None,
                                   "pending_shutdowns": None, "process": None}
     else:
         report = {"path": str(bus.path), **bus.probe(), "process": bus.snapshot(),
-                  "publishing": _publishing(state, str(bus.path))}
+                  "publishing": _publishing(run, str(bus.path))}
     report["recorded_shutdowns"] = recorded
     status["bus"] = report
     return {"status": status, "text": f"{text} | {_summary(report)}"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.exchanges import Exchange, live_turns
 from store.milestones import milestone_ids
 
@@ -33,10 +33,15 @@ def batch_records(turns: Sequence[Exchange], labels: Mapping[int, str]
     ]
 
 
-def compression_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
-    limit = state.ctx.settings.turn_limit
-    with state.ctx.store.read() as conn:
-        turns = live_turns(conn, state.get("session_row"), limit)
+class CompressionBatchWrites(TypedDict):
+    batch: Any
+
+
+@node
+def compression_batch(session_row: Any, *, run: RunContext) -> CompressionBatchWrites:
+    limit = run.settings.turn_limit
+    with run.store.read() as conn:
+        turns = live_turns(conn, session_row, limit)
         labels = milestone_ids(conn, [t.id for t in turns]) if len(turns) >= limit else {}
     if len(turns) < limit:
         return {"batch": []}

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.errors import NotFound
 from store.exchanges import session_row_id
 
 __all__ = ["forget_scope"]
 
 
-def forget_scope(state: State, cfg: Mapping[str, Any]) -> Writes:
-    forget = dict(state.get("forget"))
+class ForgetScopeWrites(TypedDict):
+    forget: Any
+
+
+@node
+def forget_scope(forget: Any, *, run: RunContext) -> ForgetScopeWrites:
+    forget = dict(forget)
     row = None
     if forget["session"] is not None:
-        with state.ctx.store.read() as conn:
+        with run.store.read() as conn:
             row = session_row_id(conn, forget["session"])
         if row is None:
             raise NotFound(f"session {forget['session']!r} is not in the store")

@@ -8,10 +8,9 @@ so the counts channels stay small for the stage trace.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.extract.entities import query_keys
 from store.exchanges import exchanges_by_ids
@@ -50,14 +49,24 @@ MAX_NODES = 1_500
 FRONTIER = 48  # entities a further hop starts from
 
 
-def graph_batch_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphBatchTurnsWrites(TypedDict):
+    batch: Any
+    pending: Any
+    window: Any
+    skipped: Any
+    lookahead: Any
+    lookahead_window: Any
+
+
+@node
+def graph_batch_turns(batch_request: Any, *, run: RunContext) -> GraphBatchTurnsWrites:
     """The batch's turns and, per session, the turn before its first (the window). When
     the next batch is big enough to extract in the worker process while this one is
     written (``graphrag_prefetch``), its turns and window too (``lookahead``)."""
-    req = state.get("batch_request")
+    req = batch_request
     size, session, since = req["batch_size"], req["session"], req["since"]
-    ahead = state.ctx.settings.graphrag_prefetch if state.ctx.graph_prefetch else 0
-    with state.ctx.store.read() as conn:
+    ahead = run.settings.graphrag_prefetch if run.graph_prefetch else 0
+    with run.store.read() as conn:
         turns, skipped = pending_turns(conn, session, since, size)
         previous = _windows(conn, turns)
         remaining = max(0, count_pending(conn, session, since) - len(turns))
@@ -83,32 +92,52 @@ def _windows(conn: Conn, turns: list[PendingTurn]) -> dict[int, PendingTurn | No
     return {s: previous_turn(conn, s, first_id) for s, first_id in firsts.items()}
 
 
-def whole_graph_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.read() as conn:
+class WholeGraphEvidenceWrites(TypedDict):
+    graph: Any
+    graph_entities: Any
+    graph_edges: Any
+
+
+@node
+def whole_graph_evidence(*, run: RunContext) -> WholeGraphEvidenceWrites:
+    with run.store.read() as conn:
         entities, edges = whole_graph(conn)
         total = int(graph_meta(conn, "turns_read") or 0)
     return {"graph": {"entities": len(entities), "edges": len(edges), "turns_read": total},
             "graph_entities": entities, "graph_edges": edges}
 
 
-def graph_seeds(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphSeedsWrites(TypedDict):
+    seeds: Any
+
+
+@node
+def graph_seeds(graph_query: Any, *, run: RunContext) -> GraphSeedsWrites:
     """The stored entities that the query names (within the session when scoped)."""
-    query = state.get("graph_query")
+    query = graph_query
     keys = query_keys(query["text"])
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         rows = entities_by_keys(conn, keys, query["session_row"])
     order = {k: i for i, k in enumerate(keys)}
     rows.sort(key=lambda r: order[r[1]])
     return {"seeds": [[int(r[0]), str(r[1]), int(r[4])] for r in rows[:MAX_SEEDS]]}
 
 
-def graph_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphNeighbourhoodWrites(TypedDict):
+    neighbourhood: Any
+    hood_entities: Any
+    hood_edges: Any
+
+
+@node
+def graph_neighbourhood(graph_query: Any, seeds: Any, *,
+                        run: RunContext) -> GraphNeighbourhoodWrites:
     """Entities and edges within ``hops`` of the seeds (bounded per entity and in all)."""
-    query = state.get("graph_query")
-    seeds = [s[0] for s in state.get("seeds") or []]
+    query = graph_query
+    seeds = [s[0] for s in seeds or []]
     nodes, frontier = set(seeds), list(seeds)
     edges: dict[int, tuple[int, int, int, str, int]] = {}
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         for _ in range(query["hops"]):
             if not frontier or len(nodes) >= MAX_NODES:
                 break
@@ -131,17 +160,27 @@ def graph_neighbourhood(state: State, cfg: Mapping[str, Any]) -> Writes:
             "hood_entities": entities, "hood_edges": kept}
 
 
-def graph_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.read() as conn:
+class GraphStatsWrites(TypedDict):
+    stats: Any
+
+
+@node
+def graph_stats(*, run: RunContext) -> GraphStatsWrites:
+    with run.store.read() as conn:
         counts = graph_counts(conn)
         counts["pending"] = count_pending(conn, None, None)
     return {"stats": counts}
 
 
-def community_list(state: State, cfg: Mapping[str, Any]) -> Writes:
-    listing = state.get("listing")
+class CommunityListWrites(TypedDict):
+    communities: Any
+    total: Any
+
+
+@node
+def community_list(listing: Any, *, run: RunContext) -> CommunityListWrites:
     out = []
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         total = graph_counts(conn)["communities"]
         for cid, size, label in community_rows(conn, listing["limit"], listing["offset"]):
             members = community_members(conn, int(cid), 5)
@@ -150,13 +189,19 @@ def community_list(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"communities": out, "total": total}
 
 
-def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
+class CommunityEvidenceWrites(TypedDict):
+    community: Any
+    community_turns: Any
+
+
+@node
+def community_evidence(community_id: Any, *, run: RunContext, cfg: Cfg) -> CommunityEvidenceWrites:
     """One community: its members, strongest relations, and the turns behind them."""
     from store.errors import NotFound
 
-    cid = state.get("community_id")
+    cid = community_id
     limit = int(cfg.get("members", 25))
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         row = community_row(conn, cid)
         if row is None:
             raise NotFound(f"no community {cid}; list them with `stenographer graphrag "
@@ -183,24 +228,38 @@ def community_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"community": community, "community_turns": turns}
 
 
-def export_rows(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.read() as conn:
+class ExportRowsWrites(TypedDict):
+    rows: Any
+    export_entities: Any
+    export_edges: Any
+    detection: Any
+
+
+@node
+def export_rows(*, run: RunContext) -> ExportRowsWrites:
+    with run.store.read() as conn:
         entities, edges = export_entities(conn), export_edges(conn)
         detection = graph_counts(conn)["detection"]
     return {"rows": {"entities": len(entities), "edges": len(edges)},
             "export_entities": entities, "export_edges": edges, "detection": detection}
 
 
-def graph_support(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GraphSupportWrites(TypedDict):
+    graph_result: Any
+
+
+@node
+def graph_support(graph_query: Any, top_entities: Any, top_relations: Any, hood_entities: Any, *,
+                  run: RunContext) -> GraphSupportWrites:
     """The turns behind the ranked entities and relations, best first: a turn scores the
     ranks of the top entities it names. Each entity and relation keeps its newest
     supporting turn ids; the answer lists the turns with their provenance."""
-    query = state.get("graph_query")
-    top, relations = state.get("top_entities"), state.get("top_relations")
-    entities: dict[int, Any] = state.get("hood_entities")
+    query = graph_query
+    top, relations = top_entities, top_relations
+    entities: dict[int, Any] = hood_entities
     session_row = query["session_row"]
     score = dict(top)
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         by_entity = entity_support(conn, [e for e, _ in top], session_row, 5)
         by_edge = edge_support(conn, [r[0] for r in relations], session_row, 5)
         candidates = sorted({t for ids in (*by_entity.values(), *by_edge.values())

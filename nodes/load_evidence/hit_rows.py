@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.query_input import encode_cursor
 from nodes.extract.fusion import hit_match, listed_ids
@@ -29,20 +28,28 @@ def snippet(content: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
 
 
-def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
-    query, ranked = state.get("query"), state.get("ranked") or []
+class HitPageWrites(TypedDict):
+    hits: Any
+    next_cursor: Any
+    total: Any
+
+
+@node
+def hit_page(query: Any, ranked: Any, keyword: Any, semantic: Any, provider: Any, request: Any, *,
+             run: RunContext) -> HitPageWrites:
+    ranked = ranked or []
     after = query["after"]
     total = len(ranked)  # of the whole query, whichever page this is
     if after is not None:
         score, last_id = after
         ranked = [h for h in ranked if (-h[1], h[0]) > (-score, last_id)]
     page = ranked[: query["limit"]]
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         rows = exchanges_by_ids(conn, [i for i, _ in page])
         flags = flags_by_exchange(conn, [i for i, _ in page])
     terms = content_words(query["text"] or "")
-    keyword_ids = listed_ids(state.get("keyword"))
-    similar_ids = listed_ids(state.get("semantic"), state.get("provider"))
+    keyword_ids = listed_ids(keyword)
+    similar_ids = listed_ids(semantic, provider)
     hits = []
     for exchange_id, score in page:
         ex = rows.get(exchange_id)
@@ -64,6 +71,6 @@ def hit_page(state: State, cfg: Mapping[str, Any]) -> Writes:
                       if any(f.signature == sig for f in flags.get(ex.id, ()))],
         })
     more = len(ranked) > len(page) and bool(page)
-    req = state.get("request") or {}
+    req = request or {}
     cursor = encode_cursor(req, page[-1][1], page[-1][0]) if more else None
     return {"hits": hits, "next_cursor": cursor, "total": total}

@@ -7,9 +7,9 @@ only: the texts stay in the store); ``nodes.extract.fusion`` merges them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.extract.embedding_config import embedding_config
 from store.backend import Backend
 from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits, syntax_notes
@@ -47,13 +47,19 @@ def hit_filter(query: Mapping[str, Any], cfg: Mapping[str, Any]) -> HitFilter:
     )
 
 
-def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
-    query, fts = state.get("query"), state.get("fts")
+class KeywordCandidatesWrites(TypedDict):
+    keyword: Any
+    notes: NotRequired[Any]
+
+
+@node
+def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
+                       cfg: Cfg) -> KeywordCandidatesWrites:
     if fts is None or fts["expression"] is None or query["unknown_session"]:
         return {"keyword": []}
     flt = hit_filter(query, cfg)
     caller_syntax = bool(fts.get("caller"))
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
                                 caller_syntax=caller_syntax)
@@ -82,33 +88,42 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
     return [[i, round(s, 6)] for i, s in hits[:CANDIDATES]]
 
 
-def vector_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
+class VectorCandidatesWrites(TypedDict):
+    semantic: Any
+
+
+@node
+def vector_candidates(query: Any, *, run: RunContext, cfg: Cfg) -> VectorCandidatesWrites:
     from nodes.extract.vectors import text_vector
 
-    query = state.get("query")
     if query["text"] is None or query["unknown_session"]:
         return {"semantic": []}
-    vec = text_vector(query["text"], state.ctx.settings.vector_dim)
+    vec = text_vector(query["text"], run.settings.vector_dim)
     if not vec.any():
         return {"semantic": []}
-    store = state.ctx.store
+    store = run.store
     return {"semantic": _nearest(store, store.vectors, vec, hit_filter(query, cfg))}
 
 
-def provider_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ProviderCandidatesWrites(TypedDict):
+    provider: Any
+    notes: NotRequired[Any]
+
+
+@node
+def provider_candidates(query: Any, *, run: RunContext, cfg: Cfg) -> ProviderCandidatesWrites:
     """The provider's nearest turns (an empty list when none is configured, or when it
     cannot embed the query: the search goes on with the other lists, and says so)."""
     from nodes.extract.embeddings import EmbeddingError, embed_query
     from store.provider_vectors import provider_cache
 
-    config = embedding_config(state.ctx.settings)
-    query = state.get("query")
+    config = embedding_config(run.settings)
     if config is None or query["text"] is None or query["unknown_session"]:
         return {"provider": []}
     try:
         vec = embed_query(config, query["text"])
     except EmbeddingError as ex:
         return {"provider": [], "notes": [f"Embedding provider not used: {ex}"]}
-    store = state.ctx.store
+    store = run.store
     cache = provider_cache(store, config.key)
     return {"provider": _nearest(store, cache, vec, hit_filter(query, cfg))}

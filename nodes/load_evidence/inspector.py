@@ -3,10 +3,9 @@ recent runs. Read-only; every read is bounded."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from store.briefs import Brief, briefs_by_ids
 from store.errors import NotFound
@@ -26,9 +25,15 @@ __all__ = ["brief_detail", "exchange_detail", "run_list", "session_list"]
 SOURCE_EXCERPT_CHARS = 600
 
 
-def session_list(state: State, cfg: Mapping[str, Any]) -> Writes:
-    listing = state.get("listing")
-    with state.ctx.store.read() as conn:
+class SessionListWrites(TypedDict):
+    sessions: Any
+    total: Any
+    counts: Any
+
+
+@node
+def session_list(listing: Any, *, run: RunContext) -> SessionListWrites:
+    with run.store.read() as conn:
         rows = list_sessions(conn, listing["limit"], listing["offset"])
         total = count_sessions(conn)
         counts = store_counts(conn)
@@ -48,10 +53,14 @@ def _signals(ex: Exchange) -> dict[str, Any]:
     return {"decisions": ex.decisions, "blockers": ex.blockers}
 
 
-def exchange_detail(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ExchangeDetailWrites(TypedDict):
+    exchange: Any
+
+
+@node
+def exchange_detail(exchange_id: Any, *, run: RunContext) -> ExchangeDetailWrites:
     """One turn in full, with its brief, milestone label and session neighbours."""
-    exchange_id = state.get("exchange_id")
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         ex = exchanges_by_ids(conn, [exchange_id]).get(exchange_id)
         if ex is None:
             raise NotFound(f"exchange #{exchange_id} does not exist", exchange_id=exchange_id)
@@ -67,10 +76,14 @@ def exchange_detail(state: State, cfg: Mapping[str, Any]) -> Writes:
     }}
 
 
-def brief_detail(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BriefDetailWrites(TypedDict):
+    brief: Any
+
+
+@node
+def brief_detail(brief_id: Any, *, run: RunContext) -> BriefDetailWrites:
     """One brief with its source turns, each checked against the hash recorded for it."""
-    brief_id = state.get("brief_id")
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         brief = briefs_by_ids(conn, [brief_id]).get(brief_id)
         if brief is None:
             raise NotFound(f"brief {brief_id} does not exist")
@@ -89,11 +102,16 @@ def brief_detail(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"brief": {**_brief(brief), "sources": sources}}
 
 
-def run_list(state: State, cfg: Mapping[str, Any]) -> Writes:
+class RunListWrites(TypedDict):
+    runs: Any
+    hidden_graphs: Any
+
+
+@node
+def run_list(listing: Any, *, run: RunContext, cfg: Cfg) -> RunListWrites:
     """The newest runs; by default without the read-only graphs named in ``hide``."""
-    listing = state.get("listing")
     hide = () if listing["all_graphs"] else tuple(cfg.get("hide", ()))
-    state.ctx.store.traces.flush()
-    with state.ctx.store.read() as conn:
+    run.store.traces.flush()
+    with run.store.read() as conn:
         runs = recent_runs_except(conn, listing["limit"], listing["graph"], hide)
     return {"runs": runs, "hidden_graphs": [] if listing["graph"] else list(hide)}

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.errors import InvalidInput
 from store.neighbours import NEIGHBOUR_CHARS
 from store.transfer import (
@@ -35,12 +34,19 @@ __all__ = ["ROWS_PER_TURN", "migration_page", "migration_plan"]
 ROWS_PER_TURN = 4  # other tables' rows are small: a page of them is this many times larger
 
 
-def migration_plan(state: State, cfg: Mapping[str, Any]) -> Writes:
-    migration = state.get("migration")
+class MigrationPlanWrites(TypedDict):
+    progress: Any
+    claimed: Any
+    resumed: bool
+    stopped: bool
+
+
+@node
+def migration_plan(migration: Any, resumed: bool | None, *, run: RunContext) -> MigrationPlanWrites:
     source_name, target_name = migration["source"], migration["target"]
-    source = state.ctx.source
+    source = run.source
     assert source is not None  # checked_migration
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         stored = read_progress(conn)
         held = held_records(conn)
         target_dim = vector_dim(conn)
@@ -51,7 +57,8 @@ def migration_plan(state: State, cfg: Mapping[str, Any]) -> Writes:
                 f"the target {target_name} holds a copy of {progress['source']}, not of "
                 f"{source_name}; migrate into a new SQLite file or an empty PostgreSQL "
                 "database")
-        return {"progress": progress, "claimed": stored, **_run_flags(state, True)}
+        return {"progress": progress, "claimed": stored,
+                **_run_flags(run, resumed, True)}
     if any(held.values()):
         tables = ", ".join(name for name, found in held.items() if found)
         raise InvalidInput(
@@ -67,25 +74,36 @@ def migration_plan(state: State, cfg: Mapping[str, Any]) -> Writes:
             f"{target_dim}: open both with the same vector dimension")
     progress = {"source": source_name, "started_at": time.time(), "finished_at": None,
                 "table": TABLES[0].name, "after": None, "copied": {}, "total": totals}
-    return {"progress": progress, "claimed": None, **_run_flags(state, False)}
+    return {"progress": progress, "claimed": None, **_run_flags(run, resumed, False)}
 
 
-def _run_flags(state: State, stored: bool) -> Writes:
+def _run_flags(run: RunContext, resumed: bool | None, stored: bool) -> _RunFlags:
     """Whether the run resumed a copy (as its first plan found the target), and whether
     a stop was asked."""
-    resumed = state.get("resumed")
-    stop = state.ctx.stop
+    stop = run.stop
     return {"resumed": stored if resumed is None else resumed,
             "stopped": stop is not None and stop.is_set()}
 
 
-def migration_page(state: State, cfg: Mapping[str, Any]) -> Writes:
+class _RunFlags(TypedDict):
+    resumed: bool
+    stopped: bool
+
+
+class MigrationPageWrites(TypedDict):
+    rows: Any
+    evidence: Any
+    page: Any
+
+
+@node
+def migration_page(progress: Any, migration: Any, *, run: RunContext) -> MigrationPageWrites:
     """The next page of the table being copied, read in one snapshot of the source;
     for turns, with what checking and indexing them needs (``TurnEvidence``)."""
-    progress, batch = state.get("progress"), state.get("migration")["batch"]
+    batch = migration["batch"]
     table, after = progress["table"], progress["after"]
     limit = batch if table == "exchanges" else batch * ROWS_PER_TURN
-    source = state.ctx.source
+    source = run.source
     assert source is not None
     evidence = None
     with source.read() as conn:

@@ -3,10 +3,9 @@ that borrows from them (the vector and the keyword index's context field)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.neighbours import previous_contents
 
 __all__ = ["PREVIOUS_TURNS", "previous_turns"]
@@ -14,7 +13,12 @@ __all__ = ["PREVIOUS_TURNS", "previous_turns"]
 PREVIOUS_TURNS = 2  # as many as the most demanding reader uses (vectors, context field)
 
 
-def previous_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.read() as conn:
-        previous = previous_contents(conn, state.get("turn")["session"], PREVIOUS_TURNS)
+class PreviousTurnsWrites(TypedDict):
+    previous: Any
+
+
+@node
+def previous_turns(turn: Any, *, run: RunContext) -> PreviousTurnsWrites:
+    with run.store.read() as conn:
+        previous = previous_contents(conn, turn["session"], PREVIOUS_TURNS)
     return {"previous": previous}

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.extract.fusion import hit_match, listed_ids
 from store.briefs import Brief, briefs_by_ids, session_briefs
@@ -38,11 +38,19 @@ def _brief(b: Brief, score: float | None = None,
     return out
 
 
-def notes_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
-    row = state.get("session_row")
+class NotesEvidenceWrites(TypedDict):
+    milestones: Any
+    flags: Any
+    briefs: Any
+    live: Any
+
+
+@node
+def notes_evidence(session_row: Any, *, run: RunContext) -> NotesEvidenceWrites:
+    row = session_row
     if row is None:
         return {"milestones": [], "flags": [], "briefs": [], "live": []}
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         milestones = session_milestones(conn, row, MAX_ITEMS)
         flags = session_flags(conn, row, MAX_FLAGS)
         briefs = session_briefs(conn, row, MAX_ITEMS)
@@ -57,23 +65,29 @@ def notes_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
     }
 
 
-def guard_evidence(state: State, cfg: Mapping[str, Any]) -> Writes:
+class GuardEvidenceWrites(TypedDict):
+    briefs: Any
+    live: Any
+
+
+@node
+def guard_evidence(query: Any, keyword: Any, ranked: Any, semantic: Any = None,
+                   provider: Any = None, *, run: RunContext) -> GuardEvidenceWrites:
     """Live turns, and the top-K briefs: ranked by their hit turns, or the newest."""
-    query = state.get("query")
     row, top_k = query["session_row"], query["limit"]
     if row is None:
         return {"briefs": [], "live": []}
     lists = None if query["text"] is None else (
-        listed_ids(state.get("keyword")),
-        listed_ids(state.get("semantic"), state.get("provider")))
-    with state.ctx.store.read() as conn:
+        listed_ids(keyword),
+        listed_ids(semantic, provider))
+    with run.store.read() as conn:
         live = recent_turns(conn, row, MAX_ITEMS)
-        ranked: list[tuple[Brief, float | None]]
+        chosen: list[tuple[Brief, float | None]]
         if query["text"] is None:
-            ranked = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
+            chosen = [(b, None) for b in reversed(session_briefs(conn, row, top_k))]
         else:
-            ranked = _rank_briefs(conn, state.get("ranked") or [], top_k)
-    return {"briefs": [_brief(b, s, lists) for b, s in ranked],
+            chosen = _rank_briefs(conn, ranked or [], top_k)
+    return {"briefs": [_brief(b, s, lists) for b, s in chosen],
             "live": [_turn(t) for t in live]}
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.load_evidence.capture_status import capture_summary
 from nodes.load_evidence.delivery_status import delivery_summary
@@ -33,15 +33,21 @@ def _rewrite(found: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return rewrite, ""
 
 
-def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.read() as conn:
+class CaptureStatusWrites(TypedDict):
+    status: Any
+    text: Any
+
+
+@node
+def capture_status(*, run: RunContext) -> CaptureStatusWrites:
+    with run.store.read() as conn:
         counts = store_counts(conn)
         rewrite, rewrite_text = _rewrite(rewrite_status(conn))
-        capture, capture_text = capture_summary(conn, state.ctx.store.data_dir)
-        delivery, delivery_text = delivery_summary(conn, state.ctx.settings.sync_peer)
-    read_only = state.ctx.store.read_only
+        capture, capture_text = capture_summary(conn, run.store.data_dir)
+        delivery, delivery_text = delivery_summary(conn, run.settings.sync_peer)
+    read_only = run.store.read_only
     status = {
-        "store": {"path": state.ctx.store.location, "read_only": read_only, **counts,
+        "store": {"path": run.store.location, "read_only": read_only, **counts,
                   "rewrite": rewrite},
         "capture": capture,
         "delivery": delivery,
@@ -57,13 +63,18 @@ def capture_status(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"status": status, "text": text}
 
 
-def stored_trace(state: State, cfg: Mapping[str, Any]) -> Writes:
-    run_id = (state.get("request") or {}).get("run_id")
+class StoredTraceWrites(TypedDict):
+    trace: Any
+
+
+@node
+def stored_trace(request: Any, *, run: RunContext) -> StoredTraceWrites:
+    run_id = (request or {}).get("run_id")
     if not isinstance(run_id, str) or not run_id.isalnum() or len(run_id) > 64:
         raise InvalidInput("run_id must be the 32-character hex id of a run "
                            "(list recent ones with `stenographer trace`)")
-    state.ctx.store.traces.flush()
-    with state.ctx.store.read() as conn:
+    run.store.traces.flush()
+    with run.store.read() as conn:
         trace = load_trace(conn, run_id)
     if trace is None:
         raise NotFound(f"no stored run {run_id!r} (traces are kept for the most recent "
@@ -71,9 +82,14 @@ def stored_trace(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"trace": trace}
 
 
-def recent_traces(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("request") or {}
-    state.ctx.store.traces.flush()
-    with state.ctx.store.read() as conn:
+class RecentTracesWrites(TypedDict):
+    runs: Any
+
+
+@node
+def recent_traces(request: Any, *, run: RunContext) -> RecentTracesWrites:
+    req = request or {}
+    run.store.traces.flush()
+    with run.store.read() as conn:
         runs = recent_runs(conn, int(req.get("limit", 20)), req.get("graph"))
     return {"runs": runs}

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 from store.footprint import applied_migrations, page_stats, table_bytes
 from store.migrations import RECORDED
@@ -22,8 +21,13 @@ def _file_bytes(path: Path) -> int | None:
         return None
 
 
-def store_stats(state: State, cfg: Mapping[str, Any]) -> Writes:
-    store = state.ctx.store
+class StoreStatsWrites(TypedDict):
+    stats: Any
+
+
+@node
+def store_stats(*, run: RunContext) -> StoreStatsWrites:
+    store = run.store
     store.traces.flush()  # so that `runs` counts this process's recent runs too
     with store.read() as conn:
         counts = store_counts(conn)

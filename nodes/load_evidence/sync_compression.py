@@ -4,33 +4,47 @@ then fold it, as after an ingest), and the list of the sessions so found."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.publish.brief import MAX_ROUNDS
 from store.sync import next_overdue
 
 __all__ = ["overdue_session", "recovered_session"]
 
 
-def overdue_session(state: State, cfg: Mapping[str, Any]) -> Writes:
+class OverdueSessionWrites(TypedDict):
+    session_row: Any
+    after_session: Any
+    rounds: Any
+    briefs: Any
+    sessions_compressed: Any
+
+
+@node
+def overdue_session(after_session: Any, session_row: Any, rounds: Any, briefs: Any,
+                    sessions_compressed: Any, *, run: RunContext) -> OverdueSessionWrites:
     """Sessions are visited in row order. A session whose compression stopped at its
     round limit while still making briefs is visited again; one that made none (lost
     every claim, or nothing to fold) is passed."""
-    after = int(state.get("after_session") or 0)
-    current = state.get("session_row")
-    if current is not None and (state.get("rounds") or 0) >= MAX_ROUNDS and state.get("briefs"):
+    after = int(after_session or 0)
+    current = session_row
+    if current is not None and (rounds or 0) >= MAX_ROUNDS and briefs:
         after = int(current) - 1
-    with state.ctx.store.read() as conn:
-        found = next_overdue(conn, after, state.ctx.settings.turn_limit)
-    visited = int(state.get("sessions_compressed") or 0) + (1 if current is not None else 0)
+    with run.store.read() as conn:
+        found = next_overdue(conn, after, run.settings.turn_limit)
+    visited = int(sessions_compressed or 0) + (1 if current is not None else 0)
     return {"session_row": found, "after_session": found if found is not None else after,
             "rounds": 0, "briefs": [], "sessions_compressed": visited}
 
 
-def recovered_session(state: State, cfg: Mapping[str, Any]) -> Writes:
+class RecoveredSessionWrites(TypedDict):
+    recovered: Any
+
+
+@node
+def recovered_session(session_row: Any, recovered: Any) -> RecoveredSessionWrites:
     """Adds the session ``overdue_session`` found to ``recovered`` (once: a session left
     at its round limit is visited again)."""
-    found = state.get("session_row")
-    return {"recovered": [] if found in (state.get("recovered") or []) else [found]}
+    found = session_row
+    return {"recovered": [] if found in (recovered or []) else [found]}

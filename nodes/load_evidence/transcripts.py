@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.transcripts import CorruptRecord, parse_record, session_from_name
 from store.cursors import Cursor, get_cursor
 from store.errors import NotFound
@@ -79,10 +78,14 @@ def _unreadable(path: str | Path, ex: OSError) -> NotFound:
     return NotFound(f"transcript {path} cannot be read: {ex.strerror or ex}")
 
 
-def transcript_start(state: State, cfg: Mapping[str, Any]) -> Writes:
-    source = state.get("source")
+class TranscriptStartWrites(TypedDict):
+    start: Any
+
+
+@node
+def transcript_start(source: Any, *, run: RunContext) -> TranscriptStartWrites:
     path = Path(source["path"])
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         cur = get_cursor(conn, source["kind"], str(path))
     try:
         return {"start": _start(source["kind"], path, cur)}
@@ -112,8 +115,12 @@ def _start(kind: str, path: Path, cur: Cursor | None) -> dict[str, Any]:
     return start
 
 
-def transcript_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
-    source, start = state.get("source"), state.get("start")
+class TranscriptBatchWrites(TypedDict):
+    batch: Any
+
+
+@node
+def transcript_batch(source: Any, start: Any) -> TranscriptBatchWrites:
     try:
         return {"batch": _batch(source, start)}
     except OSError as ex:

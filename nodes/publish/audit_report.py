@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.evaluate_contracts.audit_contracts import CONTRACTS, empty_findings
 from nodes.publish.wording import counted
 
 __all__ = ["audit_report"]
 
 
-def audit_report(state: State, cfg: Mapping[str, Any]) -> Writes:
-    audit, findings = state.get("audit"), state.get("findings") or empty_findings()
+class AuditReportWrites(TypedDict):
+    report: Any
+
+
+@node
+def audit_report(audit: Any, findings: Any, pages: Any) -> AuditReportWrites:
+    findings = findings or empty_findings()
     contracts = [
         {"name": name, "description": description,
          "passed": findings[name]["violations"] == 0, **findings[name]}
@@ -38,5 +42,5 @@ def audit_report(state: State, cfg: Mapping[str, Any]) -> Writes:
         lines.append(line)
         lines.extend(f"     {d}" for d in c["details"][:3] if not c["passed"])
     return {"report": {"passed": passed, "scope": scope, "session_id": audit["session"],
-                       "pages": state.get("pages") or 0, "contracts": contracts,
+                       "pages": pages or 0, "contracts": contracts,
                        "text": "\n".join(lines)}}

@@ -7,10 +7,9 @@ when a milestone is marked on one of them, or some of them were forgotten.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.brief import brief_text
 from nodes.load_evidence.compression import batch_records
 from store.briefs import BriefDraft, ClaimLost, claim_brief
@@ -37,12 +36,18 @@ def rebuilt_brief(conn: Conn, brief_id: int) -> str | None:
     return tier
 
 
-def claimed_brief(state: State, cfg: Mapping[str, Any]) -> Writes:
-    batch, draft = state.get("batch"), state.get("draft")
-    rounds = (state.get("rounds") or 0) + 1
+class ClaimedBriefWrites(TypedDict):
+    briefs: NotRequired[Any]
+    rounds: Any
+    again: Any
+
+
+@node
+def claimed_brief(batch: Any, draft: Any, rounds: Any, session_row: Any, *,
+                  run: RunContext) -> ClaimedBriefWrites:
+    rounds = (rounds or 0) + 1
     if not batch or draft is None:
         return {"rounds": rounds, "again": False}
-    session_row = state.get("session_row")
     new = BriefDraft(
         session_id=session_row,
         tier=draft["tier"],
@@ -50,10 +55,10 @@ def claimed_brief(state: State, cfg: Mapping[str, Any]) -> Writes:
         created_at=time.time(),
         sources=tuple((t["id"], bytes.fromhex(t["hash"])) for t in batch),
     )
-    limit = state.ctx.settings.turn_limit
+    limit = run.settings.turn_limit
     made: list[dict[str, Any]] = []
     try:
-        with state.ctx.store.write() as conn:
+        with run.store.write() as conn:
             brief_id = claim_brief(conn, new)
             tier = draft["tier"]
             # A milestone marked since the batch was read is seen here: the claim holds

@@ -16,11 +16,11 @@ passes the secret detector on its way out, whatever the store holds.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.secrets import redact
 from nodes.publish.budget import Budget
 from nodes.publish.wording import counted
@@ -178,9 +178,9 @@ def _brief_item(rank: int, brief: dict[str, Any], cited: set[tuple[int, str]]) -
                                    *body])
 
 
-def _head(state: State, sessions: list[dict[str, Any]]) -> list[str]:
-    source = state.get("source")
-    if state.get("scope") == "session":
+def _head(scope: str, source: str, cwd: str | None, sessions: list[dict[str, Any]]
+          ) -> list[str]:
+    if scope == "session":
         s = sessions[0]
         when = {"compact": "after compaction", "resume": "resumed"}.get(source, source)
         return [f"# Stenographer briefing: session {s['session']} ({when})",
@@ -189,20 +189,26 @@ def _head(state: State, sessions: list[dict[str, Any]]) -> list[str]:
                 "wrote this, every line is extracted from the record. Each #id is a stored "
                 "turn: stenographer_query_history (session_id "
                 f"{s['session']!r}) shows it in full."]
-    return [f"# Stenographer briefing: previous sessions in {state.get('cwd')}",
+    return [f"# Stenographer briefing: previous sessions in {cwd}",
             "No model wrote this: every line is extracted from the record. Each #id is a "
             "stored turn: stenographer_query_history with its session_id shows it in full."]
 
 
-def briefing_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
-    sessions = state.get("sessions") or []
+class BriefingMarkdownWrites(TypedDict):
+    briefing: Any
+
+
+@node
+def briefing_markdown(sessions: Any, scope: Any, max_chars: Any, ranked: Any, briefs: Any,
+                      source: Any, cwd: Any, *, run: RunContext) -> BriefingMarkdownWrites:
+    sessions = sessions or []
     if not sessions:
         return {"briefing": None}
-    one = state.get("scope") == "session"
-    max_chars = int(state.get("max_chars"))
+    one = scope == "session"
+    max_chars = int(max_chars)
     plan = _Plan(max_chars if one else max_chars // 2, "##" if one else "###",
-                 state.ctx.secret_patterns)
-    plan.offer(_Item(0, HEAD, 0, _head(state, sessions)))
+                 run.secret_patterns)
+    plan.offer(_Item(0, HEAD, 0, _head(scope, source, cwd, sessions)))
     kinds = [_signal_items(n, s, plan) for n, s in enumerate(sessions)]
     if not one:
         headed = [plan.offer(_Item(n, HEAD, 1, [f"## Session {s['session']} (last active "
@@ -220,12 +226,12 @@ def briefing_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
     decisions = items["decisions"]
     for item in decisions[:NEWEST_DECISIONS]:
         plan.offer(item)
-    scores = {int(i): float(score) for i, score in state.get("ranked") or []}
+    scores = {int(i): float(score) for i, score in ranked or []}
     relevant = sorted((d for d in decisions[NEWEST_DECISIONS:] if int(d.order) in scores),
                       key=lambda d: -scores[int(d.order)])
     for item in relevant[:RELEVANT_DECISIONS]:
         plan.offer(item)
-    briefs = state.get("briefs") or []
+    briefs = briefs or []
     plan.totals[(0, BRIEFS)] = len(briefs)
     _offer_brief(plan, 0, briefs)  # the best brief, then every decision, then the others
     for item in decisions[NEWEST_DECISIONS:]:

@@ -14,12 +14,11 @@ applying the bundle again completes it without storing anything twice.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from nodes.bundles import records
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
 from nodes.extract.signals import blockers, decisions
 from nodes.extract.terms import context_terms
@@ -35,9 +34,9 @@ BATCH = 500  # turns per write transaction: other writers wait at most one batch
 PREVIOUS = 2  # turns before a turn that its vector and keyword context borrow from
 
 
-def _new_turn(state: State, rec: dict[str, Any], previous: list[str]) -> NewTurn:
-    text, patterns = rec["content"], state.ctx.patterns
-    vector = text_vector(text, state.ctx.settings.vector_dim, previous)
+def _new_turn(run: RunContext, rec: dict[str, Any], previous: list[str]) -> NewTurn:
+    text, patterns = rec["content"], run.patterns
+    vector = text_vector(text, run.settings.vector_dim, previous)
     return NewTurn(
         session=rec["session"], role=rec["role"], content=text,
         content_hash=bytes.fromhex(rec["content_hash"]),
@@ -47,10 +46,10 @@ def _new_turn(state: State, rec: dict[str, Any], previous: list[str]) -> NewTurn
         context=context_terms(text, previous), dated=dated_terms(float(rec["created_at"])))
 
 
-def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[str, int]
+def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict[str, int]
            ) -> None:
     now = time.time()
-    with state.ctx.store.write() as conn:
+    with run.store.write() as conn:
         previous: dict[str, list[str]] = {}
         for rec in batch:
             origin = bytes.fromhex(rec["origin"])
@@ -69,7 +68,7 @@ def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[st
             before = previous.get(session)
             if before is None:
                 before = previous_contents(conn, session, PREVIOUS)
-            recorded = record_turn(conn, _new_turn(state, rec, before))
+            recorded = record_turn(conn, _new_turn(run, rec, before))
             if recorded.duplicate:  # its source key is stored (captured on both sides)
                 counts["duplicates"] += 1
                 continue
@@ -80,18 +79,24 @@ def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[st
             previous[session] = [rec["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS]
 
 
-def applied_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
-    incoming = state.get("incoming")
+class AppliedBundleWrites(TypedDict):
+    applied: Any
+    after_session: Any
+    rounds: Any
+
+
+@node
+def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundleWrites:
     started = time.perf_counter()
     counts = {"applied": 0, "duplicates": 0, "relinked": 0, "tombstones": 0}
     batch: list[dict[str, Any]] = []
     size = int(cfg.get("batch", BATCH))
-    for rec in records(Path(incoming["path"]), max_line=max_record_bytes(state)):
+    for rec in records(Path(incoming["path"]), max_line=max_record_bytes(run)):
         batch.append(rec)
         if len(batch) >= size:
-            _apply(state, batch, incoming["peer"], counts)
+            _apply(run, batch, incoming["peer"], counts)
             batch = []
     if batch:
-        _apply(state, batch, incoming["peer"], counts)
+        _apply(run, batch, incoming["peer"], counts)
     return {"applied": {**counts, "seconds": round(time.perf_counter() - started, 3)},
             "after_session": 0, "rounds": 0}

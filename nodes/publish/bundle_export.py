@@ -9,12 +9,11 @@ the store however long it takes and memory stays bounded.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from nodes.bundles import BundleWriter
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.exchanges import session_row_id
 from store.migrations import SCHEMA_VERSION
 from store.provenance import GENESIS
@@ -25,14 +24,14 @@ __all__ = ["PAGE", "exported_bundle", "write_bundle"]
 PAGE = 1_000  # records read per statement
 
 
-def write_bundle(state: State, path: Path, after: int, limit: int | None,
+def write_bundle(run: RunContext, path: Path, after: int, limit: int | None,
                  session: str | None) -> dict[str, Any]:
     """Write the bundle; returns what it holds (counts, ids, sizes)."""
     started = time.perf_counter()
     scope = {"after": after, "limit": limit, "session": session}
     writer = BundleWriter(path, SCHEMA_VERSION, scope)
     try:
-        with state.ctx.store.read() as conn:
+        with run.store.read() as conn:
             session_row = session_row_id(conn, session) if session is not None else None
             if session is not None and session_row is None:
                 rows: Any = iter(())
@@ -58,7 +57,12 @@ def write_bundle(state: State, path: Path, after: int, limit: int | None,
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-def exported_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
-    req = state.get("export")
-    return {"exported": write_bundle(state, Path(req["path"]), req["after"], req["limit"],
+class ExportedBundleWrites(TypedDict):
+    exported: Any
+
+
+@node
+def exported_bundle(export: Any, *, run: RunContext) -> ExportedBundleWrites:
+    req = export
+    return {"exported": write_bundle(run, Path(req["path"]), req["after"], req["limit"],
                                      req["session"])}

@@ -13,10 +13,9 @@ nothing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int
 from nodes.publish.wording import counted
 from store.bus import BusUnavailable, OutgoingEvent
@@ -31,44 +30,58 @@ BUS_OUTBOX = "outbox:bus"
 MAX_BATCH = 10_000
 
 
-def bus_destination(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BusDestinationWrites(TypedDict):
+    peer: Any
+
+
+@node
+def bus_destination(request: Any, *, run: RunContext) -> BusDestinationWrites:
     """The configured bus as the destination, and the batch size."""
-    bus = state.ctx.bus
+    bus = run.bus
     if bus is None:
         raise InvalidInput("no coordination bus is configured (VERITAS_SHARED_DIR=off): "
                            "set VERITAS_SHARED_DIR to the bus directory")
-    raw = state.get("request") or {}
+    raw = request or {}
     batch = check_int("batch", raw.get("batch", 200), 1, MAX_BATCH)
     return {"peer": {"url": str(bus.path), "batch": batch, "direction": "outbox"}}
 
 
-def outgoing_events(state: State, cfg: Mapping[str, Any]) -> Writes:
+class OutgoingEventsWrites(TypedDict):
+    outgoing: Any
+    events: Any
+
+
+@node
+def outgoing_events(peer: Any, *, run: RunContext) -> OutgoingEventsWrites:
     """The next batch of turns after the bus cursor, as events."""
-    peer = state.get("peer")
-    with state.ctx.store.read() as conn:
+    with run.store.read() as conn:
         cursor = get_cursor(conn, BUS_OUTBOX, peer["url"])
         after = cursor.position if cursor is not None else 0
-        batch = bus_batch(conn, after, peer["batch"], state.ctx.settings.bus_excerpt_chars)
+        batch = bus_batch(conn, after, peer["batch"], run.settings.bus_excerpt_chars)
     return {"outgoing": {"after": after, "through": batch.through, "records": batch.records,
                          "events": len(batch.events)},
             "events": batch.events}
 
 
-def published_events(state: State, cfg: Mapping[str, Any]) -> Writes:
+class PublishedEventsWrites(TypedDict):
+    delivery: Any
+
+
+@node
+def published_events(events: list[OutgoingEvent], *, run: RunContext) -> PublishedEventsWrites:
     """Insert the batch's events not on the bus yet, in one bus transaction."""
-    bus = state.ctx.bus
+    bus = run.bus
     assert bus is not None  # bus_destination checked
-    events: list[OutgoingEvent] = state.get("events")
     try:
-        inserted, there = bus.publish(events, state.ctx.settings.bus_publish_timeout_ms)
+        inserted, there = bus.publish(events, run.settings.bus_publish_timeout_ms)
     except BusUnavailable as ex:
         return {"delivery": {"ok": False, "retryable": True, "state": ex.state,
                              "error": f"the bus is {ex.state}: {ex.detail}"[:2_000]}}
     return {"delivery": {"ok": True, "applied": inserted, "duplicates": there}}
 
 
-def _batch_line(state: State) -> str:
-    peer, outgoing, delivery = state.get("peer"), state.get("outgoing"), state.get("delivery")
+def _batch_line(peer: dict[str, Any], outgoing: dict[str, Any], delivery: dict[str, Any]
+                ) -> str:
     passed_over = outgoing["records"] - outgoing["events"]
     return (f"Published turns #{outgoing['after'] + 1}-#{outgoing['through']} to "
             f"{peer['url']}: {counted(delivery['applied'], 'new event')}, "
@@ -76,11 +89,15 @@ def _batch_line(state: State) -> str:
             + (f", {counted(passed_over, 'forgotten turn')} passed over" if passed_over else ""))
 
 
-def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BusTotalsWrites(TypedDict):
+    totals: Any
+
+
+@node
+def bus_totals(outgoing: Any, delivery: Any, totals: Any, peer: Any) -> BusTotalsWrites:
     """The run's totals with this batch added; ``more`` while a batch went through.
     A failed batch ends the run (the scheduler backs off before the next)."""
-    outgoing, delivery = state.get("outgoing"), state.get("delivery")
-    totals = dict(state.get("totals") or {
+    totals = dict(totals or {
         "ok": True, "batches": 0, "records": 0, "published": 0, "duplicates": 0,
         "error": None, "retryable": False, "through": None, "lines": []})
     totals["more"] = False
@@ -88,7 +105,7 @@ def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"totals": totals}
     if not delivery["ok"]:
         totals["ok"], totals["retryable"] = False, bool(delivery["retryable"])
-        totals["error"] = f"Publishing to {state.get('peer')['url']} failed: " \
+        totals["error"] = f"Publishing to {peer['url']} failed: " \
                           f"{delivery['error']}"
         return {"totals": totals}
     totals["batches"] += 1
@@ -96,13 +113,18 @@ def bus_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
     totals["published"] += int(delivery["applied"])
     totals["duplicates"] += int(delivery["duplicates"])
     totals["through"], totals["more"] = outgoing["through"], True
-    totals["lines"] = [*totals["lines"], _batch_line(state)]
+    totals["lines"] = [*totals["lines"], _batch_line(peer, outgoing, delivery)]
     return {"totals": totals}
 
 
-def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BusPublishReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def bus_publish_reply(peer: Any, totals: Any, cursor: Any, *,
+                      run: RunContext) -> BusPublishReplyWrites:
     """What the run published, in total."""
-    peer, totals = state.get("peer"), state.get("totals")
     text = (f"Published to {peer['url']}: {counted(totals['batches'], 'batch', 'batches')}, "
             f"{counted(totals['published'], 'new event')}, "
             f"{totals['duplicates']:,} already there")
@@ -111,4 +133,4 @@ def bus_publish_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     fields = ("ok", "batches", "records", "published", "duplicates", "error", "retryable",
               "through", "lines")
     return {"reply": {**{k: totals[k] for k in fields}, "text": text,
-                      "cursor": state.get("cursor")}}
+                      "cursor": cursor}}

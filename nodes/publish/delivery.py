@@ -10,12 +10,12 @@ records the error on the peer's cursor.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from nodes.bundles import verify_bundle
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
 from nodes.publish.sync_cursor import INBOX
 from store.cursors import get_cursor
@@ -31,8 +31,8 @@ CHUNK = 1 << 16
 PUSH_PATH, PULL_PATH = "/sync/push", "/sync/pull"
 
 
-def _headers(state: State) -> dict[str, str]:
-    token = state.ctx.settings.sync_token  # a SecretStr: its value only goes in the header
+def _headers(run: RunContext) -> dict[str, str]:
+    token = run.settings.sync_token  # a SecretStr: its value only goes in the header
     return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
 
 
@@ -70,17 +70,21 @@ def _detail(response: httpx.Response) -> str:
     return str(body.get("error", body))[:500] if isinstance(body, dict) else str(body)[:500]
 
 
-def delivered_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
+class DeliveredBundleWrites(TypedDict):
+    delivery: Any
+
+
+@node
+def delivered_bundle(peer: Any, outgoing: Any, *, run: RunContext) -> DeliveredBundleWrites:
     """POST the outgoing bundle to the peer's /sync/push; its reply says what it stored."""
     import httpx  # here, not at import: servers start without the HTTP client loaded
 
-    peer, outgoing = state.get("peer"), state.get("outgoing")
     path = Path(outgoing["path"])
-    headers = {**_headers(state), "Content-Type": "application/zstd",
+    headers = {**_headers(run), "Content-Type": "application/zstd",
                "Content-Length": str(path.stat().st_size)}
     try:
         response = httpx.post(peer["url"] + PUSH_PATH, content=_chunks(path), headers=headers,
-                              timeout=state.ctx.settings.sync_timeout)
+                              timeout=run.settings.sync_timeout)
     except httpx.HTTPError as ex:
         raise peer_failure(None, f"{type(ex).__name__}: {ex}") from None
     if response.status_code != 200:
@@ -90,20 +94,27 @@ def delivered_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
                          "duplicates": int(reply["duplicates"])}}
 
 
-def fetched_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
+class FetchedBundleWrites(TypedDict):
+    delivery: Any
+    incoming: Any
+    bundle: Any
+
+
+@node
+def fetched_bundle(peer: Any, spool: Any, *, run: RunContext, cfg: Cfg) -> FetchedBundleWrites:
     """GET the next batch after the inbox cursor from the peer's /sync/pull into the
     spool file, and verify it there: a bundle damaged on the way is fetched again."""
     import httpx  # here, not at import: servers start without the HTTP client loaded
 
-    peer, path = state.get("peer"), Path(state.get("spool"))
-    with state.ctx.store.read() as conn:
+    path = Path(spool)
+    with run.store.read() as conn:
         cursor = get_cursor(conn, str(cfg.get("kind") or INBOX), peer["url"])
     after = cursor.position if cursor is not None else 0
     params = {"after": str(after), "limit": str(peer["batch"])}
     try:
         with httpx.stream("GET", peer["url"] + PULL_PATH, params=params,
-                          headers=_headers(state),
-                          timeout=state.ctx.settings.sync_timeout) as response:
+                          headers=_headers(run),
+                          timeout=run.settings.sync_timeout) as response:
             if response.status_code != 200:
                 response.read()
                 raise peer_failure(response.status_code, _detail(response))
@@ -113,7 +124,7 @@ def fetched_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
     except httpx.HTTPError as ex:
         raise peer_failure(None, f"{type(ex).__name__}: {ex}") from None
     try:
-        manifest = verify_bundle(path, max_line=max_record_bytes(state),
+        manifest = verify_bundle(path, max_line=max_record_bytes(run),
                                  schema_version=SCHEMA_VERSION)
     except InvalidInput as ex:  # nothing of it was applied
         raise PeerFailure(f"the pulled bundle was refused: {ex}", retryable=True) from None

@@ -10,10 +10,9 @@ provider is down or slow the backlog simply waits for a later run.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.extract.embedding_config import embedding_config
 from nodes.extract.embeddings import EmbeddingError, embed
 from nodes.extract.vectors import quantize
@@ -37,12 +36,18 @@ def _embed_each(config: Any, batch: list[tuple[int, str]]) -> list[tuple[int, by
     return out
 
 
-def embedded_backlog(state: State, cfg: Mapping[str, Any]) -> Writes:
-    config = embedding_config(state.ctx.settings)
+class EmbeddedBacklogWrites(TypedDict):
+    embedded: NotRequired[Any]
+    notes: NotRequired[Any]
+
+
+@node
+def embedded_backlog(*, run: RunContext, cfg: Cfg) -> EmbeddedBacklogWrites:
+    config = embedding_config(run.settings)
     if config is None:
         return {}
     budget = float(cfg.get("seconds", BACKLOG_SECONDS))
-    store = state.ctx.store
+    store = run.store
     started = time.monotonic()
     done = 0
     notes: list[str] = []

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.publish.wording import counted
 
 __all__ = ["forget_reply"]
@@ -43,8 +43,14 @@ def _rewrite_part(scrubbed: Mapping[str, Any], dialect: str, vacuum: bool) -> st
     return "file rewritten (VACUUM) and its write-ahead log emptied"
 
 
-def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    gone, scrubbed = state.get("forgotten"), state.get("scrubbed")
+class ForgetReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def forget_reply(forgotten: Any, scrubbed: Any, forget: Any, *,
+                 run: RunContext) -> ForgetReplyWrites:
+    gone = forgotten
     count = gone["count"]
     if not count:
         text = "Nothing forgotten: no stored turn matches"
@@ -66,7 +72,7 @@ def forget_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         if graph_part := _graph_part(gone["graph"]):
             parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")
-        parts.append(_rewrite_part(scrubbed, state.ctx.store.dialect,
-                                   state.get("forget")["vacuum"]))
+        parts.append(_rewrite_part(scrubbed, run.store.dialect,
+                                   forget["vacuum"]))
         text += " | " + "; ".join(parts)
     return {"reply": {"text": text, **gone, **scrubbed}}

@@ -14,10 +14,9 @@ connection's read snapshot holds up, or a crash interrupts, is finished later.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.extract.redaction import redacted_text
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
@@ -65,15 +64,19 @@ def _reindex_followers(conn: Conn, gone: Forgotten) -> int:
     return len(followers)
 
 
-def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
-    forget = state.get("forget")
+class ForgottenTurnsWrites(TypedDict):
+    forgotten: Any
+
+
+@node
+def forgotten_turns(forget: Any, *, run: RunContext) -> ForgottenTurnsWrites:
     selection = Selection(ids=tuple(forget["ids"]), session_id=forget["session_row"],
                           since=forget["since"], until=forget["until"], text=forget["text"])
-    store = state.ctx.store
+    store = run.store
     with store.scrubbing(), store.write() as conn:
         graph = forget_graph(conn, selected_turns(conn, selection))
         now = time.time()
-        reason = redacted_text(state.ctx, forget["reason"]).text
+        reason = redacted_text(run, forget["reason"]).text
         gone = forget_turns(conn, selection, reason, now)
         rebuilt, removed = _rebuild_briefs(conn, gone.briefs)
         reindexed = _reindex_followers(conn, gone)
@@ -88,12 +91,17 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "graph": graph}}
 
 
-def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ScrubbedStoreWrites(TypedDict):
+    scrubbed: Any
+
+
+@node
+def scrubbed_store(forgotten: Any, forget: Any, *, run: RunContext) -> ScrubbedStoreWrites:
     """Rewrite the file when something was forgotten (and the caller did not opt out);
     what a reader holds up is finished in the background (``rewrite_pending``)."""
-    if not state.get("forgotten")["count"] or not state.get("forget")["vacuum"]:
+    if not forgotten["count"] or not forget["vacuum"]:
         return {"scrubbed": {"vacuumed": False, "log_emptied": False,
                              "rewrite_pending": False}}
-    done = state.ctx.store.file_rewrite.run()
+    done = run.store.file_rewrite.run()
     return {"scrubbed": {"vacuumed": done.vacuumed, "log_emptied": done.log_emptied,
                          "rewrite_pending": done.pending}}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypedDict
 from xml.sax.saxutils import escape, quoteattr
 
-from nodes.context import State, Writes, bulk_allocations
+from nodes.context import RunContext, bulk_allocations, node
 from nodes.publish.wording import counted
 from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
@@ -28,45 +28,70 @@ __all__ = [
 ]
 
 
-def published_graph_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
-    batch = state.get("batch")
-    records: BatchRecords = state.get("records")
+class PublishedGraphBatchWrites(TypedDict):
+    published: Any
+
+
+@node
+def published_graph_batch(batch: Any, records: BatchRecords, skipped: Any, *,
+                          run: RunContext) -> PublishedGraphBatchWrites:
     cursors = dict(records.cursors)  # the sessions passed over move too (--since)
-    for session_id, through in state.get("skipped").items():
+    for session_id, through in skipped.items():
         cursors[session_id] = max(cursors.get(session_id, 0), through)
-    with bulk_allocations(), state.ctx.store.write() as conn:
+    with bulk_allocations(), run.store.write() as conn:
         written = write_batch(conn, replace(records, cursors=cursors))
     return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
                           "entities": written["entities"], "edges": written["edges"],
                           "turns_read_total": written["turns_read"]}}
 
 
-def extraction_tally(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ExtractionTallyWrites(TypedDict):
+    tally: Any
+
+
+@node
+def extraction_tally(published: Any, tally: Any) -> ExtractionTallyWrites:
     """The batches and turns an extraction has published so far (a batch that found no
     pending turn is not counted)."""
-    turns = state.get("published")["turns"]
-    tally = state.get("tally") or {"batches": 0, "turns_read": 0}
+    turns = published["turns"]
+    tally = tally or {"batches": 0, "turns_read": 0}
     return {"tally": {"batches": tally["batches"] + (1 if turns else 0),
                       "turns_read": tally["turns_read"] + turns}}
 
 
-def published_communities(state: State, cfg: Mapping[str, Any]) -> Writes:
-    communities = state.get("communities")
-    with state.ctx.store.write() as conn:
-        write_communities(conn, state.get("ranks"), communities, state.get("detection"))
+class PublishedCommunitiesWrites(TypedDict):
+    communities_written: Any
+
+
+@node
+def published_communities(communities: Any, ranks: Any, detection: Any, *,
+                          run: RunContext) -> PublishedCommunitiesWrites:
+    with run.store.write() as conn:
+        write_communities(conn, ranks, communities, detection)
     return {"communities_written": len(communities)}
 
 
-def graph_reset(state: State, cfg: Mapping[str, Any]) -> Writes:
-    with state.ctx.store.write() as conn:
+class GraphResetWrites(TypedDict):
+    removed: Any
+    text: Any
+
+
+@node
+def graph_reset(*, run: RunContext) -> GraphResetWrites:
+    with run.store.write() as conn:
         removed = reset_graph(conn)
     return {"removed": removed, "text": (
         f"GraphRAG graph reset: {counted(removed['entities'], 'entity', 'entities')} and "
         f"{counted(removed['edges'], 'edge')} removed; the turns are untouched.")}
 
 
-def graph_stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    s = state.get("stats")
+class GraphStatsTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def graph_stats_text(stats: Any, *, run: RunContext) -> GraphStatsTextWrites:
+    s = stats
     kinds = ", ".join(f"{k} {n}" for k, n in s["entity_kinds"].items()) or "-"
     edge_kinds = ", ".join(f"{k} {v['edges']}" for k, v in s["edge_kinds"].items()) or "-"
     lines = [f"turns read: {s['turns_read']} (pending: {s['pending']}, sessions: "
@@ -84,8 +109,13 @@ def graph_stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"text": "\n".join(lines)}
 
 
-def communities_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    rows = state.get("communities")
+class CommunitiesTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def communities_text(communities: Any, *, run: RunContext) -> CommunitiesTextWrites:
+    rows = communities
     if not rows:
         return {"text": "No communities yet (run `stenographer graphrag extract`)."}
     lines = [f"#{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
@@ -93,8 +123,13 @@ def communities_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"text": "\n".join(lines)}
 
 
-def community_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    c = state.get("community")
+class CommunityTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def community_text(community: Any, sentences: Any) -> CommunityTextWrites:
+    c = community
     lines = [f"Community #{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
              f"{c['label']}", "", "Entities:"]
     lines += [f"- {e['label']} [{e['kind']}] centrality {e['centrality']:.4f}, "
@@ -105,12 +140,17 @@ def community_text(state: State, cfg: Mapping[str, Any]) -> Writes:
               f"#{', #'.join(map(str, r['turn_ids']))})" for r in c["relations"]]
     lines += ["", "Representative sentences:"]
     lines += [f"- #{s['exchange_id']} [{s['session_id']}] {s['text']}"
-              for s in state.get("sentences")]
+              for s in sentences]
     return {"text": "\n".join(lines)}
 
 
-def graph_query_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    r = state.get("graph_result")
+class GraphQueryTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def graph_query_text(graph_result: Any, *, run: RunContext) -> GraphQueryTextWrites:
+    r = graph_result
     if not r["entities"]:
         return {"text": "No entity of the query is in the graph (run `stenographer graphrag "
                         "extract` to build it from new turns)."}
@@ -172,11 +212,18 @@ def _json(data: Mapping[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
-def exported_graph(state: State, cfg: Mapping[str, Any]) -> Writes:
+class ExportedGraphWrites(TypedDict):
+    document: Any
+    exported: Any
+
+
+@node
+def exported_graph(export_entities: Any, export_edges: Any, detection: Any, export: Any, *,
+                   run: RunContext) -> ExportedGraphWrites:
     """The serialised graph, in the ``document`` channel (the command prints or saves
     it from the run's values)."""
-    data = {"entities": state.get("export_entities"), "edges": state.get("export_edges"),
-            "detection": state.get("detection")}
-    fmt = state.get("export")["format"]
+    data = {"entities": export_entities, "edges": export_edges,
+            "detection": detection}
+    fmt = export["format"]
     document = _graphml(data) if fmt == "graphml" else _json(data)
     return {"document": document, "exported": {"format": fmt, "chars": len(document)}}

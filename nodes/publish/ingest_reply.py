@@ -9,10 +9,9 @@ shutdown event of the session that this ingest recorded from the coordination bu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.extract.nafe import SIGNATURES
 from nodes.publish.wording import plural
 
@@ -25,11 +24,17 @@ def _signatures(flags: list[dict[str, Any]]) -> list[str]:
     return [sig for sig in SIGNATURES if sig in present]
 
 
-def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn, rec = state.get("turn"), state.get("recorded")
-    decisions, blockers = state.get("decisions") or [], state.get("blockers") or []
-    briefs = state.get("briefs") or []
-    flags, redacted = state.get("flags") or [], state.get("redacted") or []
+class IngestReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def ingest_reply(turn: Any, recorded: Any, decisions: Any, blockers: Any, briefs: Any, flags: Any,
+                 redacted: Any, shutdowns: Any) -> IngestReplyWrites:
+    rec = recorded
+    decisions, blockers = decisions or [], blockers or []
+    briefs = briefs or []
+    flags, redacted = flags or [], redacted or []
     if rec["duplicate"]:
         text = f"Already captured #{rec['exchange_id']} (source_key {turn['source_key']!r})"
         decisions, blockers, flags, redacted = [], [], [], []
@@ -45,7 +50,7 @@ def ingest_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
         for b in briefs:
             text += (f" | Compressed {b['turns']} {plural(b['turns'], 'turn')} → brief {b['id']} "
                      f"(tier-{b['tier']})")
-    shutdowns = state.get("shutdowns") or []
+    shutdowns = shutdowns or []
     for s in (s for s in shutdowns if s["new"]):  # else only its receipt was late
         text += (f" | CLAEG terminal shutdown from {s['source']} at {s['at']} → "
                  f"#{s['exchange_id']} (milestone)")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.publish.wording import counted
 
 __all__ = ["human_bytes", "sessions_text", "stats_text"]
@@ -22,9 +21,14 @@ def human_bytes(n: int | None) -> str:
     raise AssertionError("unreachable")
 
 
-def sessions_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    sessions = state.get("sessions") or []
-    total = state.get("total") or 0
+class SessionsTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def sessions_text(sessions: Any, total: Any, listing: Any) -> SessionsTextWrites:
+    sessions = sessions or []
+    total = total or 0
     if not sessions:
         return {"text": "No sessions recorded yet."}
     width = max(7, *(len(s["session_id"]) for s in sessions))
@@ -33,15 +37,20 @@ def sessions_text(state: State, cfg: Mapping[str, Any]) -> Writes:
     for s in sessions:
         lines.append(f"{s['session_id']:<{width}}  {s['turns']:>6}  {s['uncompressed']:>5}  "
                      f"{s['briefs']:>6}  {s['milestones']:>5}  {s['last_at']}")
-    offset = (state.get("listing") or {}).get("offset", 0)
+    offset = (listing or {}).get("offset", 0)
     footer = f"sessions {offset + 1}-{offset + len(sessions)} of {total}"
     if offset + len(sessions) < total:
         footer += f"; more with --offset {offset + len(sessions)}"
     return {"text": "\n".join([*lines, footer])}
 
 
-def stats_text(state: State, cfg: Mapping[str, Any]) -> Writes:
-    st = state.get("stats")
+class StatsTextWrites(TypedDict):
+    text: Any
+
+
+@node
+def stats_text(stats: Any) -> StatsTextWrites:
+    st = stats
     counts, size, schema = st["counts"], st["size"], st["schema"]
     lines = [
         f"Store {st['path']}",

@@ -12,10 +12,9 @@ and tombstone, the index is built, and the copy is marked done.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from store.errors import StoreError
 from store.transfer import (
     TABLES,
@@ -33,15 +32,21 @@ _NEXT = {t.name: (TABLES[i + 1].name if i + 1 < len(TABLES) else None)
          for i, t in enumerate(TABLES)}
 
 
-def copied_page(state: State, cfg: Mapping[str, Any]) -> Writes:
-    progress, claimed, page = state.get("progress"), state.get("claimed"), state.get("page")
-    table, rows = page["table"], state.get("rows")
-    with state.ctx.store.write() as conn:
+class CopiedPageWrites(TypedDict):
+    progress: Any
+    written: Any
+
+
+@node
+def copied_page(progress: Any, claimed: Any, page: Any, rows: Any, fields: Any, evidence: Any, *,
+                run: RunContext) -> CopiedPageWrites:
+    table = page["table"]
+    with run.store.write() as conn:
         if claimed is None:
             progress = {**progress, "deferred": defer_indexes(conn)}
             claimed = claim_target(conn, progress)
         if table == "exchanges" and rows:
-            written = write_turns(conn, rows, state.get("fields"), state.get("evidence").vectors)
+            written = write_turns(conn, rows, fields, evidence.vectors)
         else:
             written = write_page(conn, table, rows)
         copied = dict(progress["copied"])
@@ -59,12 +64,17 @@ def copied_page(state: State, cfg: Mapping[str, Any]) -> Writes:
                                            "turns": written if table == "exchanges" else 0}}
 
 
-def migration_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    migration, progress = state.get("migration"), state.get("progress")
-    written = state.get("written") or {"table": None, "rows": 0, "turns": 0}
+class MigrationReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def migration_reply(migration: Any, progress: Any, written: Any,
+                    resumed: bool) -> MigrationReplyWrites:
+    written = written or {"table": None, "rows": 0, "turns": 0}
     return {"reply": {
         "source": migration["source"], "target": migration["target"],
         "table": written["table"], "rows": written["rows"], "turns": written["turns"],
-        "done": progress["table"] is None, "resumed": state.get("resumed"),
+        "done": progress["table"] is None, "resumed": resumed,
         "copied": progress["copied"], "total": progress["total"],
         "started_at": progress["started_at"], "finished_at": progress["finished_at"]}}

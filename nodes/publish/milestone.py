@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.publish.brief import rebuilt_brief
 from store.briefs import briefs_by_ids
 from store.milestones import mark_milestone
@@ -14,13 +13,18 @@ from store.milestones import mark_milestone
 __all__ = ["marked_milestone"]
 
 
-def marked_milestone(state: State, cfg: Mapping[str, Any]) -> Writes:
+class MarkedMilestoneWrites(TypedDict):
+    reply: Any
+
+
+@node
+def marked_milestone(milestone: Any, *, run: RunContext) -> MarkedMilestoneWrites:
     """Mark the turn; when it is already compressed, make its brief again as compression
     would make it now (tier A, listing the milestone with its label), in the same
     transaction."""
-    m = state.get("milestone")
+    m = milestone
     promoted = False
-    with state.ctx.store.write() as conn:
+    with run.store.write() as conn:
         brief_id = mark_milestone(conn, m["session_row"], m["exchange_id"], m["label"],
                                   time.time())
         if brief_id is not None:

@@ -8,9 +8,9 @@ meaning, and each such hit is marked "vector only".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.publish.budget import Group, Item, fitted
 from nodes.publish.wording import clipped, counted, plural
 
@@ -40,20 +40,27 @@ def _hit(h: Mapping[str, Any]) -> Item:
     return Item(tuple(lines), "hit", f"#{h['exchange_id']}")
 
 
-def search_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
-    query, hits = state.get("query"), state.get("hits") or []
-    req = state.get("request") or {}
+class SearchReplyWrites(TypedDict):
+    text: Any
+    notes: Any
+
+
+@node
+def search_reply(query: Any, hits: Any, request: Any, notes: Any, keyword: Any, total: Any,
+                 next_cursor: Any, *, run: RunContext) -> SearchReplyWrites:
+    hits = hits or []
+    req = request or {}
     scope = "all sessions" if req.get("cross_session") else f"session {req.get('session_id')!r}"
-    notes = list(state.get("notes") or [])
+    notes = list(notes or [])
     added = []
-    if query["mode"] != "semantic" and not query["unknown_session"] and not state.get("keyword"):
+    if query["mode"] != "semantic" and not query["unknown_session"] and not keyword:
         added.append(no_word_note(len(hits)))  # the keyword index was asked and found nothing
-    title = [f"Found {len(hits)} of {counted(state.get('total') or 0, 'hit')} for "
+    title = [f"Found {len(hits)} of {counted(total or 0, 'hit')} for "
              f"{clipped(query['text'], QUERY_CHARS)!r} ({query['mode']}; {scope})",
              *(f"Note: {note}" for note in [*notes, *added])]
     if query["unknown_session"]:
         title.append("Note: no turns have been recorded in this session.")
-    more = ("More hits: pass next_cursor as cursor.",) if state.get("next_cursor") else ()
+    more = ("More hits: pass next_cursor as cursor.",) if next_cursor else ()
     page = Group((), tuple(_hit(h) for h in hits), closing=more)
-    return {"text": fitted(state.ctx.settings.max_chars, title, [(page, 0)], HIT_ADVICE),
+    return {"text": fitted(run.settings.max_chars, title, [(page, 0)], HIT_ADVICE),
             "notes": added}

@@ -8,10 +8,9 @@ decisions, blockers or excerpts that fit, and says what it left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import node
 from nodes.publish.budget import Group, Item, fitted
 from nodes.publish.wording import clipped, counted, plural
 
@@ -76,44 +75,55 @@ def _live_reserve(live: list[dict[str, Any]], cap: int) -> int:
     return min(cap, sum(len(t["content"]) for t in live[-5:]) + 200)
 
 
-def notes_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
-    session, live = state.get("session"), state.get("live") or []
+class NotesMarkdownWrites(TypedDict):
+    markdown: Any
+
+
+@node
+def notes_markdown(session: Any, live: Any, max_chars: Any, session_row: Any, milestones: Any,
+                   flags: Any, briefs: Any) -> NotesMarkdownWrites:
+    live = live or []
     title = [f"# Running notes — session {session!r}"]
-    max_chars = state.get("max_chars")
-    if state.get("session_row") is None:
+    if session_row is None:
         return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
     reserve = _live_reserve(live, LIVE_RESERVE)
     milestones = Group(("## Milestones",), tuple(
         Item((f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]"
               + (f" (brief {m['brief_id']})" if m["brief_id"] else "")
               + f": {clipped(m['excerpt'], 160)}",), "milestone", f"#{m['exchange_id']}")
-        for m in state.get("milestones") or []), newest_last=True, empty="_none_")
+        for m in milestones or []), newest_last=True, empty="_none_")
     flags = Group(("## Reasoning-drift flags (NAFE, heuristic — not blockers)",), tuple(
         Item((f"- #{f['exchange_id']} {f['signature']}: “{clipped(f['span'], 120)}”",),
              "NAFE flag", f"#{f['exchange_id']}")
-        for f in state.get("flags") or []), newest_last=True)  # no heading when none
+        for f in flags or []), newest_last=True)  # no heading when none
     briefs = Group(("## Compressed briefs",), tuple(
-        _brief_item(b) for b in state.get("briefs") or []), newest_last=True, empty="_none_")
+        _brief_item(b) for b in briefs or []), newest_last=True, empty="_none_")
     sections = [(milestones, reserve), (flags, reserve), (briefs, reserve),
                 (_live_section(live), 0)]
     return {"markdown": fitted(max_chars, title, sections)}
 
 
-def guard_markdown(state: State, cfg: Mapping[str, Any]) -> Writes:
-    query, live = state.get("query"), state.get("live") or []
-    title = [f"# Compaction briefing — session {state.get('session')!r}"]
+class GuardMarkdownWrites(TypedDict):
+    markdown: Any
+
+
+@node
+def guard_markdown(query: Any, live: Any, session: Any, briefs: Any, keyword: Any,
+                   max_chars: Any) -> GuardMarkdownWrites:
+    live = live or []
+    title = [f"# Compaction briefing — session {session!r}"]
     if query["session_row"] is None:
         return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
-    briefs = state.get("briefs") or []
+    briefs = briefs or []
     about = (f" for {clipped(query['text'], QUERY_CHARS)!r}" if query["text"]
              else " (newest; no query given)")
     heading = [f"## Top {counted(len(briefs), 'brief')}{about}"]
-    if briefs and query["text"] is not None and not state.get("keyword"):  # no keyword hit
+    if briefs and query["text"] is not None and not keyword:  # no keyword hit
         heading.append(f"_No compressed turn of this session matches a word of the query: "
                        f"the {plural(len(briefs), 'brief')} below "
                        f"{'is' if len(briefs) == 1 else 'are'} ranked by vector similarity "
                        "only._")
     ranked = Group(tuple(heading), tuple(_brief_item(b) for b in briefs), empty="_none_")
     reserve = _live_reserve(live, 2_000)
-    return {"markdown": fitted(state.get("max_chars"), title,
+    return {"markdown": fitted(max_chars, title,
                                [(ranked, reserve), (_live_section(live), 0)])}

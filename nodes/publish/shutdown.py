@@ -7,18 +7,23 @@ ingest, which finds the turn stored and does not store it again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import iso
 
 __all__ = ["acknowledged_shutdown"]
 
 
-def acknowledged_shutdown(state: State, cfg: Mapping[str, Any]) -> Writes:
-    event, rec = state.get("event"), state.get("recorded")
-    bus = state.ctx.bus
+class AcknowledgedShutdownWrites(TypedDict):
+    shutdowns: Any
+
+
+@node
+def acknowledged_shutdown(event: Any, recorded: Any, *,
+                          run: RunContext) -> AcknowledgedShutdownWrites:
+    rec = recorded
+    bus = run.bus
     acknowledged = bus is not None and bus.acknowledge(event["id"])
     return {"shutdowns": [{
         "exchange_id": rec["exchange_id"],

@@ -9,11 +9,10 @@ run's totals and says whether to go round again; ``batches_reply`` renders them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, NoWrites, RunContext, node
 from nodes.publish.sync_cursor import failure_text
 from nodes.publish.wording import counted
 
@@ -38,22 +37,28 @@ def remove_spool(path: Path) -> None:
     path.with_name(path.name + ".part").unlink(missing_ok=True)
 
 
-def spooled_file(state: State, cfg: Mapping[str, Any]) -> Writes:
+class SpooledFileWrites(TypedDict):
+    spool: Any
+
+
+@node
+def spooled_file(*, run: RunContext, cfg: Cfg) -> SpooledFileWrites:
     """A fresh file name for this batch's bundle (``prefix``: out or in)."""
-    return {"spool": str(spool_path(state.ctx.settings.data_dir, cfg["prefix"]))}
+    return {"spool": str(spool_path(run.settings.data_dir, cfg["prefix"]))}
 
 
-def removed_spool(state: State, cfg: Mapping[str, Any]) -> Writes:
+@node
+def removed_spool(spool: Any) -> NoWrites:
     """Delete this batch's bundle file."""
-    remove_spool(Path(state.get("spool")))
+    remove_spool(Path(spool))
     return {}
 
 
-def _batch(state: State, direction: str) -> tuple[dict[str, int], str] | None:
-    """The figures and the line of the batch that just went through, if one did."""
-    peer = state.get("peer")
-    if direction == "push":
-        outgoing, delivery = state.get("outgoing"), state.get("delivery")
+def _batch(peer: dict[str, Any], outgoing: Any, delivery: Any, bundle: Any, applied: Any
+           ) -> tuple[dict[str, int], str] | None:
+    """The figures and the line of the batch that just went through, if one did: a
+    push's ``outgoing`` and ``delivery``, or a pull's ``bundle`` and ``applied``."""
+    if outgoing is not None:
         if outgoing["through"] is None:
             return None
         line = (f"Pushed {counted(outgoing['turns'], 'turn')} to {peer['url']} "
@@ -61,7 +66,6 @@ def _batch(state: State, direction: str) -> tuple[dict[str, int], str] | None:
                 f"{delivery['duplicates']:,} already there")
         return {"records": outgoing["turns"] + outgoing["tombstones"],
                 "applied": delivery["applied"], "duplicates": delivery["duplicates"]}, line
-    bundle, applied = state.get("bundle"), state.get("applied")
     if bundle["through"] is None:
         return None
     line = (f"Pulled {counted(bundle['turns'], 'turn')} from {peer['url']}: "
@@ -72,23 +76,31 @@ def _batch(state: State, direction: str) -> tuple[dict[str, int], str] | None:
             "duplicates": applied["duplicates"]}, line
 
 
-def sync_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
+class SyncTotalsWrites(TypedDict):
+    totals: Any
+
+
+@node
+def sync_totals(totals: Any, peer: Any, failures: Any, outgoing: Any = None, delivery: Any = None,
+                bundle: Any = None, applied: Any = None, *, run: RunContext, cfg: Cfg
+                ) -> SyncTotalsWrites:
     """The run's totals with this batch added; ``more`` while batches are left.
 
     A failure (the failure edge's error channel is not empty) ends the run: the
-    retries counted are the network node's failed attempts that were tried again."""
+    retries counted are the network node's failed attempts that were tried again. A
+    push graph has ``outgoing`` and ``delivery``, a pull graph ``bundle`` and ``applied``."""
     direction, network = str(cfg["direction"]), str(cfg["network"])
-    totals = dict(state.get("totals") or {
+    totals = dict(totals or {
         "batches": 0, "records": 0, "applied": 0, "duplicates": 0, "lines": []})
-    failures = state.get(ERRORS) or []
-    totals["retries"] = len(state.errors(network)) - len(failures)
+    failures = failures or []
+    totals["retries"] = len(run.errors(network)) - len(failures)
     totals["ok"], totals["error"], totals["more"] = not failures, None, False
     if failures:
         verb = "Push to" if direction == "push" else "Pull from"
-        totals["error"] = f"{verb} {state.get('peer')['url']} failed: " \
-                          f"{failure_text(state, ERRORS)}"
+        totals["error"] = f"{verb} {peer['url']} failed: " \
+                          f"{failure_text(run, failures)}"
         return {"totals": totals}
-    batch = _batch(state, direction)
+    batch = _batch(peer, outgoing, delivery, bundle, applied)
     if batch is not None:
         figures, line = batch
         totals["batches"] += 1
@@ -99,10 +111,15 @@ def sync_totals(state: State, cfg: Mapping[str, Any]) -> Writes:
     return {"totals": totals}
 
 
-def batches_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+class BatchesReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def batches_reply(totals: Any, request: Any, *, cfg: Cfg) -> BatchesReplyWrites:
     """What a push or pull did, in total."""
-    direction, totals = str(cfg["direction"]), state.get("totals")
-    peer = str((state.get("request") or {}).get("url") or "").rstrip("/")
+    direction = str(cfg["direction"])
+    peer = str((request or {}).get("url") or "").rstrip("/")
     verb = "Pushed to" if direction == "push" else "Pulled from"
     text = (f"{verb} {peer}: {counted(totals['batches'], 'batch', 'batches')}, "
             f"{counted(totals['applied'], 'new turn')} stored, "

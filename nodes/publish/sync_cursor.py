@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import Cfg, RunContext, node
 from nodes.publish.bundle_export import write_bundle
 from store.cursors import CursorAdvance, advance_cursor, get_cursor
 
@@ -30,9 +30,9 @@ def _kind(direction: str, cfg: Mapping[str, Any]) -> str:
     return str(cfg.get("kind") or (OUTBOX if direction == "outbox" else INBOX))
 
 
-def _advance(state: State, kind: str, name: str, *, through: int | None, applied: int = 0,
+def _advance(run: RunContext, kind: str, name: str, *, through: int | None, applied: int = 0,
              duplicates: int = 0, error: str | None = None) -> dict[str, Any]:
-    with state.ctx.store.write() as conn:
+    with run.store.write() as conn:
         old = get_cursor(conn, kind, name)
         position = old.position if old is not None else 0
         batches = old.lines if old is not None else 0
@@ -48,46 +48,66 @@ def _advance(state: State, kind: str, name: str, *, through: int | None, applied
             "duplicates": cursor.duplicates}
 
 
-def outgoing_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
+class OutgoingBundleWrites(TypedDict):
+    outgoing: Any
+
+
+@node
+def outgoing_bundle(peer: Any, spool: Any, *, run: RunContext, cfg: Cfg) -> OutgoingBundleWrites:
     """The next batch after the destination's cursor, written to the spool file."""
-    peer, path = state.get("peer"), state.get("spool")
-    with state.ctx.store.read() as conn:
+    path = spool
+    with run.store.read() as conn:
         cursor = get_cursor(conn, _kind("outbox", cfg), peer["url"])
     after = cursor.position if cursor is not None else 0
-    written = write_bundle(state, Path(path), after, peer["batch"], None)
+    written = write_bundle(run, Path(path), after, peer["batch"], None)
     return {"outgoing": written}
 
 
-def acked_delivery(state: State, cfg: Mapping[str, Any]) -> Writes:
+class AckedDeliveryWrites(TypedDict):
+    cursor: Any
+
+
+@node
+def acked_delivery(outgoing: Any, delivery: Any, peer: Any, *, run: RunContext,
+                   cfg: Cfg) -> AckedDeliveryWrites:
     """The destination stored the batch: move the cursor past it."""
-    outgoing, delivery = state.get("outgoing"), state.get("delivery")
-    return {"cursor": _advance(state, _kind("outbox", cfg), state.get("peer")["url"],
+    return {"cursor": _advance(run, _kind("outbox", cfg), peer["url"],
                                through=outgoing["through"],
                                applied=int(delivery.get("applied", 0)),
                                duplicates=int(delivery.get("duplicates", 0)))}
 
 
-def acked_pull(state: State, cfg: Mapping[str, Any]) -> Writes:
+class AckedPullWrites(TypedDict):
+    cursor: Any
+
+
+@node
+def acked_pull(bundle: Any, applied: Any, peer: Any, *, run: RunContext,
+               cfg: Cfg) -> AckedPullWrites:
     """The pulled batch is stored: move the inbox cursor past it."""
-    bundle, applied = state.get("bundle"), state.get("applied")
-    return {"cursor": _advance(state, _kind("inbox", cfg), state.get("peer")["url"],
+    return {"cursor": _advance(run, _kind("inbox", cfg), peer["url"],
                                through=bundle["through"], applied=applied["applied"],
                                duplicates=applied["duplicates"])}
 
 
-def failure_text(state: State, errors: str) -> str:
-    """The message of the last failure in the error channel ``errors``."""
-    node = state.get(errors)[-1]["node"]
-    return (state.errors(node) or [f"{node} failed"])[-1]
+def failure_text(run: RunContext, failures: list[dict[str, Any]]) -> str:
+    """The message of the last failure recorded in a failure edge's error channel."""
+    node = failures[-1]["node"]
+    return (run.errors(node) or [f"{node} failed"])[-1]
 
 
-def failed_delivery(state: State, cfg: Mapping[str, Any]) -> Writes:
+class FailedDeliveryWrites(TypedDict):
+    cursor: Any
+
+
+@node
+def failed_delivery(peer: Any, delivery: Any = None, failures: Any = None, *, run: RunContext,
+                    cfg: Cfg) -> FailedDeliveryWrites:
     """Record why a batch did not go through; the cursor stays where it was. The error
-    is the ``delivery`` a node wrote, or with ``errors`` (a failure edge's error
-    channel) what the failed node raised."""
-    peer = state.get("peer")
+    is the ``delivery`` a node wrote, or with ``errors`` (the failure edge's error
+    channel, ``failures``) what the failed node raised."""
     direction = peer.get("direction") or str(cfg.get("direction", "outbox"))
-    error = (failure_text(state, str(cfg["errors"])) if cfg.get("errors")
-             else str(state.get("delivery")["error"]))
-    return {"cursor": _advance(state, _kind(direction, cfg), peer["url"], through=None,
+    error = (failure_text(run, failures) if cfg.get("errors")
+             else str(delivery["error"]))
+    return {"cursor": _advance(run, _kind(direction, cfg), peer["url"], through=None,
                                error=error[:2_000])}

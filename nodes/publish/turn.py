@@ -5,10 +5,9 @@ compression can take it as an ordinary turn in between."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from nodes.context import State, Writes
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace, keep_session_trace, session_trace
 from store.exchanges import NewTurn, record_turn
@@ -18,11 +17,19 @@ from store.signal_flags import StoredFlag, record_flags
 __all__ = ["stored_turn"]
 
 
-def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
-    turn, fields = state.get("turn"), state.get("fields") or {}
+class StoredTurnWrites(TypedDict):
+    recorded: Any
+    compression_due: Any
+    session_row: Any
+
+
+@node
+def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any, blockers: Any, *,
+                run: RunContext) -> StoredTurnWrites:
+    fields = fields or {}
     flags = [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
-             for f in state.get("flags") or ()]
-    with state.ctx.store.write() as conn:
+             for f in flags or ()]
+    with run.store.write() as conn:
         known = None if turn["trace_id"] else session_trace(conn, turn["session"])
         trace_id = turn["trace_id"] or known or new_trace_id(turn["created_at"])
         new = NewTurn(
@@ -31,9 +38,9 @@ def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
             content=turn["content"],
             content_hash=bytes.fromhex(turn["content_hash"]),
             created_at=turn["created_at"],
-            vector=bytes.fromhex(state.get("vector")),
-            decisions=tuple(state.get("decisions") or ()),
-            blockers=tuple(state.get("blockers") or ()),
+            vector=bytes.fromhex(vector),
+            decisions=tuple(decisions or ()),
+            blockers=tuple(blockers or ()),
             source_key=turn["source_key"],
             trace_id=trace_id,
             context=fields.get("context", ""),  # the keyword index's other columns
@@ -49,7 +56,7 @@ def stored_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
             if turn.get("milestone"):
                 mark_milestone(conn, rec.session_id, rec.exchange_id, turn["milestone"],
                                turn["created_at"])
-    due = not rec.duplicate and rec.live_turns >= state.ctx.settings.turn_limit
+    due = not rec.duplicate and rec.live_turns >= run.settings.turn_limit
     return {
         "recorded": {
             "exchange_id": rec.exchange_id,

@@ -417,27 +417,21 @@ def test_the_provenance_contract_refuses_a_record_that_cites_the_wrong_turn(app:
     records = BatchRecords(turns_read=2, aliases={("redis", "Redis", "name"): 1},
                            entity_turns=[("redis", 2, 1)])  # turn 2 does not name Redis
 
-    class State:
-        ctx = app.ctx
-
-        def get(self, channel: str) -> Any:
-            return {"pending": turns, "window": {}, "records": records}[channel]
-
     with pytest.raises(StoreError, match="does not name it"):
-        graph_batch_contract(State(), {})
+        graph_batch_contract(turns, {}, records)
     records.entity_turns = [("redis", 1, 1)]
     records.edges = {("kafka", "redis", "co_occurs"): 1}
     records.edge_turns = {("kafka", "redis", "co_occurs"): [3]}
     with pytest.raises(StoreError, match="names neither end"):
-        graph_batch_contract(State(), {})
+        graph_batch_contract(turns, {}, records)
     records.edge_turns = {("kafka", "redis", "co_occurs"): [1, 9]}
     with pytest.raises(StoreError, match="#9 outside the batch"):
-        graph_batch_contract(State(), {})
+        graph_batch_contract(turns, {}, records)
     records.edge_turns = {("kafka", "redis", "co_occurs"): [1, 2]}
-    assert graph_batch_contract(State(), {})["provenance"]["checked"] is True
+    assert graph_batch_contract(turns, {}, records)["provenance"]["checked"] is True
     records.edges = {}  # an edge cited but not recorded
     with pytest.raises(StoreError, match="#1, which names neither end"):
-        graph_batch_contract(State(), {})
+        graph_batch_contract(turns, {}, records)
 
 
 _TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from graphs.registry import CONDITIONS, DEFINITIONS, NODE_TYPES, build_graphs
+from graphs.registry import CONDITIONS, all_definitions, build_graphs, compile_all, node_modules
 from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
@@ -32,7 +32,7 @@ TURN_LIMIT = 3
 
 @pytest.fixture(scope="module")
 def graphs() -> Graphs:
-    return build_graphs()
+    return compile_all(build_graphs())
 
 
 @pytest.fixture
@@ -86,6 +86,7 @@ def check_trace(trace: dict[str, Any], graph: str, status: str = "Completed") ->
     return nodes
 
 
+DEFINITIONS = all_definitions()
 DEFINITIONS_BY_NAME = {d["name"]: d for d in DEFINITIONS}
 
 
@@ -103,8 +104,8 @@ def test_definitions_are_unique_and_use_only_registered_parts():
 
     for definition in DEFINITIONS:
         for kind, name in parts(definition):
-            assert name in (NODE_TYPES if kind == "node" else CONDITIONS), (definition["name"],
-                                                                           name)
+            assert name in (node_modules() if kind == "node" else CONDITIONS), (
+                definition["name"], name)
 
 
 def test_every_definition_compiles(graphs: Graphs):
@@ -425,17 +426,17 @@ def test_bulk_values_cross_the_engine_as_tokens_and_reach_nodes_unchanged(ctx: R
     seen: dict[str, Any] = {}
     big = [[i, i / 7] for i in range(500)]
 
-    def make(state: Any, cfg: Any) -> dict[str, Any]:
+    def make() -> dict[str, Any]:
         return {"rows": big, "text": "x" * 1000, "mode": "long", "log": ["made"]}
 
-    def use(state: Any, cfg: Any) -> dict[str, Any]:
-        seen.update(rows=state.get("rows"), text=state.get("text"), log=state.get("log"))
-        return {"count": len(state.get("rows")), "log": [{"used": True}]}
+    def use(rows: Any, text: Any, log: Any) -> dict[str, Any]:
+        seen.update(rows=rows, text=text, log=log)
+        return {"count": len(rows), "log": [{"used": True}]}
 
     graphs = Graphs()
     graphs.node_type("make", make)
     graphs.node_type("use", use)
-    graphs.condition("by_text", lambda s: "long" if len(s.get("text")) > 100 else "short")
+    graphs.condition("by_text", lambda text: "long" if len(text) > 100 else "short")
     graphs.compile({
         "schema_version": 1, "name": "held",
         "channels": {"request": {}, "rows": {}, "text": {}, "mode": {}, "count": {},
@@ -460,20 +461,20 @@ def test_a_graph_looping_over_batches_holds_two_batches_at_most(ctx: RunContext)
     held_most = 0
     sums: list[int] = []
 
-    def batch(state: Any, cfg: Any) -> dict[str, Any]:
-        done = state.get("done") or 0
+    def batch(done: Any) -> dict[str, Any]:
+        done = done or 0
         return {"rows": list(range(done * 100, done * 100 + 100))}
 
-    def tally(state: Any, cfg: Any) -> dict[str, Any]:
+    def tally(rows: Any, done: Any) -> dict[str, Any]:
         nonlocal held_most
         held_most = max(held_most, len(graphs.held.values))
-        sums.append(sum(state.get("rows")))
-        return {"done": (state.get("done") or 0) + 1}
+        sums.append(sum(rows))
+        return {"done": (done or 0) + 1}
 
     graphs = Graphs()
     graphs.node_type("batch", batch)
     graphs.node_type("tally", tally)
-    graphs.condition("left", lambda s: "more" if s.get("done") < 50 else "done")
+    graphs.condition("left", lambda done: "more" if done < 50 else "done")
     graphs.compile({
         "schema_version": 1, "name": "batches",
         "channels": {"request": {}, "rows": {}, "done": {}},
@@ -489,15 +490,15 @@ def test_a_graph_looping_over_batches_holds_two_batches_at_most(ctx: RunContext)
 
 
 def test_a_node_reads_the_messages_of_failed_attempts(ctx: RunContext):
-    """The engine's error record has no message: ``state.errors(node)`` has them."""
+    """The engine's error record has no message: ``run.errors(node)`` has them."""
     attempts: list[int] = []
 
-    def flaky(state: Any, cfg: Any) -> dict[str, Any]:
+    def flaky() -> dict[str, Any]:
         attempts.append(1)
         raise ValueError(f"attempt {len(attempts)} failed")
 
-    def handler(state: Any, cfg: Any) -> dict[str, Any]:
-        return {"seen": {"errors": state.errors("flaky"), "record": state.get("failures")}}
+    def handler(failures: Any, *, run: RunContext) -> dict[str, Any]:
+        return {"seen": {"errors": run.errors("flaky"), "record": failures}}
 
     graphs = Graphs()
     graphs.node_type("flaky", flaky)
@@ -527,13 +528,13 @@ def test_a_loop_holds_one_pass_of_values_and_the_observer_sees_each_stage(ctx: R
     held_sizes: list[int] = []
     graphs = Graphs()
 
-    def page(state: Any, cfg: Any) -> dict[str, Any]:
+    def page(n: Any) -> dict[str, Any]:
         held_sizes.append(len(graphs.held.values))
-        n = (state.get("n") or 0) + 1
+        n = (n or 0) + 1
         return {"rows": [n] * 100, "n": n}
 
     graphs.node_type("page", page)
-    graphs.condition("more", lambda s: "more" if s.get("n") < 50 else "done")
+    graphs.condition("more", lambda n: "more" if n < 50 else "done")
     graphs.compile({
         "schema_version": 1, "name": "pages", "channels": {"rows": {}, "n": {}},
         "nodes": {"page": {"type": "page"}},
@@ -552,7 +553,7 @@ def test_a_loop_holds_one_pass_of_values_and_the_observer_sees_each_stage(ctx: R
 
 def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_another():
     graphs = Graphs()
-    graphs.node_type("noop", lambda state, cfg: {})
+    graphs.node_type("noop", lambda: {})
     inner = {"schema_version": 1, "name": "inner", "channels": {"log": {}},
              "nodes": {"a": {"type": "noop"}},
              "edges": [{"from": "__start__", "to": "a"}, {"from": "a", "to": "__end__"}]}

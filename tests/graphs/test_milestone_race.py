@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from graphs.registry import build_graphs
-from graphs.runner import Graphs
+from graphs.runner import Graphs, call
 from nodes.context import RunContext
 from nodes.extract.brief import brief_draft
 from nodes.extract.patterns import compile_patterns
@@ -67,8 +67,9 @@ class _Stages:
         self.ctx = ctx
         self.values: dict[str, Any] = {"session_row": session_row}
 
-    def get(self, channel: str) -> Any:
-        return self.values.get(channel)
+    def run(self, node: Any) -> dict[str, Any]:
+        """Run one node on these channels; returns its writes."""
+        return call(node, self.values, self.ctx)
 
 
 def _session(graphs: Graphs, store: Backend, tmp_path: Path) -> tuple[list[int], _Stages]:
@@ -81,8 +82,8 @@ def _session(graphs: Graphs, store: Backend, tmp_path: Path) -> tuple[list[int],
         row = session_row_id(conn, "m")
     assert row is not None
     stages = _Stages(_context(store, tmp_path, TURN_LIMIT), row)
-    stages.values.update(compression_batch(stages, {}))
-    stages.values.update(brief_draft(stages, {}))
+    stages.values.update(stages.run(compression_batch))
+    stages.values.update(stages.run(brief_draft))
     assert stages.values["draft"]["tier"] == "B"  # no decision, no milestone yet
     return ids, stages
 
@@ -98,7 +99,7 @@ def test_a_milestone_marked_after_the_batch_was_read_makes_the_brief_tier_a(
     ids, stages = _session(graphs, store, tmp_path)
     reply = _mark(graphs, stages.ctx, ids[1], "cutover done")
     assert reply["brief_id"] is None  # not compressed yet
-    [made] = claimed_brief(stages, {})["briefs"]
+    [made] = stages.run(claimed_brief)["briefs"]
     assert made["tier"] == "A"
     with store.read() as conn:
         brief = briefs_by_ids(conn, [made["id"]])[made["id"]]
