@@ -8,18 +8,14 @@ scrub the file (index merge, VACUUM, checkpoint; what another connection holds u
 finished in the background) → reply.
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "forget",
-    "channels": channels("request", "forget", "forgotten", "scrubbed", "reply"),
-    "nodes": {
-        "validate": {"type": "checked_forget"},
-        "scope": {"type": "forget_scope"},
-        "forget": {"type": "forgotten_turns"},
-        "scrub": {"type": "scrubbed_store"},
-        "reply": {"type": "forget_reply"},
-    },
-    "edges": chain(START, "validate", "scope", "forget", "scrub", "reply", END),
-}
+DEFINITION = linear(
+    "forget",
+    channels("request", "forget", "forgotten", "scrubbed", "reply"),
+    validate="checked_forget",
+    scope="forget_scope",
+    forget="forgotten_turns",
+    scrub="scrubbed_store",
+    reply="forget_reply",
+)

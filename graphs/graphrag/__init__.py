@@ -19,7 +19,7 @@ graphrag_stats / graphrag_community_list / graphrag_community / graphrag_export 
 graphrag_reset        the operator's reads and the reset (`stenographer graphrag`)
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
 
 __all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS", "EXPORT",
            "EXTRACT", "MAX_STEPS", "QUERY", "RESET", "STATS"]
@@ -82,77 +82,57 @@ EXTRACT = {
     ],
 }
 
-QUERY = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graph_query",
-    "channels": channels("request", "graph_query", "seeds", "neighbourhood", "hood_entities",
+QUERY = linear(
+    "graph_query",
+    channels("request", "graph_query", "seeds", "neighbourhood", "hood_entities",
                          "hood_edges", "ranked", "top_entities", "top_relations",
                          "graph_result", "text"),
-    "nodes": {
-        "validate": {"type": "checked_graph_query"},
-        "seeds": {"type": "graph_seeds"},
-        "neighbourhood": {"type": "graph_neighbourhood"},
-        "rank": {"type": "ranked_neighbourhood"},
-        "support": {"type": "graph_support"},
-        "reply": {"type": "graph_query_text"},
-    },
-    "edges": chain(START, "validate", "seeds", "neighbourhood", "rank", "support", "reply",
-                   END),
-}
+    validate="checked_graph_query",
+    seeds="graph_seeds",
+    neighbourhood="graph_neighbourhood",
+    rank="ranked_neighbourhood",
+    support="graph_support",
+    reply="graph_query_text",
+)
 
-STATS = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_stats",
-    "channels": channels("request", "stats", "text"),
-    "nodes": {"load": {"type": "graph_stats"}, "reply": {"type": "graph_stats_text"}},
-    "edges": chain(START, "load", "reply", END),
-}
+STATS = linear(
+    "graphrag_stats",
+    channels("request", "stats", "text"),
+    load="graph_stats",
+    reply="graph_stats_text",
+)
 
-COMMUNITY_LIST = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_community_list",
-    "channels": channels("request", "listing", "communities", "total", "text"),
-    "nodes": {
-        "validate": {"type": "checked_listing", "default_limit": 20},
-        "load": {"type": "community_list"},
-        "reply": {"type": "communities_text"},
-    },
-    "edges": chain(START, "validate", "load", "reply", END),
-}
+COMMUNITY_LIST = linear(
+    "graphrag_community_list",
+    channels("request", "listing", "communities", "total", "text"),
+    validate={"type": "checked_listing", "default_limit": 20},
+    load="community_list",
+    reply="communities_text",
+)
 
-COMMUNITY = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_community",
-    "channels": channels("request", "community_id", "community", "community_turns",
+COMMUNITY = linear(
+    "graphrag_community",
+    channels("request", "community_id", "community", "community_turns",
                          "sentences", "text"),
-    "nodes": {
-        "validate": {"type": "checked_community_ref"},
-        "load": {"type": "community_evidence"},
-        "sentences": {"type": "community_sentences"},
-        "reply": {"type": "community_text"},
-    },
-    "edges": chain(START, "validate", "load", "sentences", "reply", END),
-}
+    validate="checked_community_ref",
+    load="community_evidence",
+    sentences="community_sentences",
+    reply="community_text",
+)
 
-EXPORT = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_export",
-    "channels": channels("request", "export", "rows", "export_entities", "export_edges",
+EXPORT = linear(
+    "graphrag_export",
+    channels("request", "export", "rows", "export_entities", "export_edges",
                          "detection", "document", "exported"),
-    "nodes": {
-        "validate": {"type": "checked_graph_export"},
-        "load": {"type": "export_rows"},
-        "render": {"type": "exported_graph"},
-    },
-    "edges": chain(START, "validate", "load", "render", END),
-}
+    validate="checked_graph_export",
+    load="export_rows",
+    render="exported_graph",
+)
 
-RESET = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_reset",
-    "channels": channels("request", "removed", "text"),
-    "nodes": {"reset": {"type": "graph_reset"}},
-    "edges": chain(START, "reset", END),
-}
+RESET = linear(
+    "graphrag_reset",
+    channels("request", "removed", "text"),
+    reset="graph_reset",
+)
 
 DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]

@@ -9,7 +9,7 @@ Running notes, search and one run's trace are the shared graphs ``notes``, ``sea
 and ``trace``.
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
 __all__ = ["BRIEF", "DEFINITIONS", "EXCHANGE", "INSPECTOR_READS", "RUNS", "SESSIONS"]
 
@@ -18,48 +18,32 @@ __all__ = ["BRIEF", "DEFINITIONS", "EXCHANGE", "INSPECTOR_READS", "RUNS", "SESSI
 INSPECTOR_READS = ["inspect_sessions", "inspect_exchange", "inspect_brief", "inspect_runs",
                    "runs", "trace", "graphrag_community_list", "graphrag_community"]
 
-SESSIONS = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "inspect_sessions",
-    "channels": channels("request", "listing", "sessions", "total", "counts"),
-    "nodes": {
-        "validate": {"type": "checked_listing", "default_limit": 100},
-        "load": {"type": "session_list"},
-    },
-    "edges": chain(START, "validate", "load", END),
-}
+SESSIONS = linear(
+    "inspect_sessions",
+    channels("request", "listing", "sessions", "total", "counts"),
+    validate={"type": "checked_listing", "default_limit": 100},
+    load="session_list",
+)
 
-EXCHANGE = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "inspect_exchange",
-    "channels": channels("request", "exchange_id", "exchange"),
-    "nodes": {
-        "validate": {"type": "checked_exchange_ref"},
-        "load": {"type": "exchange_detail"},
-    },
-    "edges": chain(START, "validate", "load", END),
-}
+EXCHANGE = linear(
+    "inspect_exchange",
+    channels("request", "exchange_id", "exchange"),
+    validate="checked_exchange_ref",
+    load="exchange_detail",
+)
 
-BRIEF = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "inspect_brief",
-    "channels": channels("request", "brief_id", "brief"),
-    "nodes": {
-        "validate": {"type": "checked_brief_ref"},
-        "load": {"type": "brief_detail"},
-    },
-    "edges": chain(START, "validate", "load", END),
-}
+BRIEF = linear(
+    "inspect_brief",
+    channels("request", "brief_id", "brief"),
+    validate="checked_brief_ref",
+    load="brief_detail",
+)
 
-RUNS = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "inspect_runs",
-    "channels": channels("request", "listing", "runs", "hidden_graphs"),
-    "nodes": {
-        "validate": {"type": "checked_listing", "default_limit": 50},
-        "load": {"type": "run_list", "hide": INSPECTOR_READS},
-    },
-    "edges": chain(START, "validate", "load", END),
-}
+RUNS = linear(
+    "inspect_runs",
+    channels("request", "listing", "runs", "hidden_graphs"),
+    validate={"type": "checked_listing", "default_limit": 50},
+    load={"type": "run_list", "hide": INSPECTOR_READS},
+)
 
 DEFINITIONS = [SESSIONS, EXCHANGE, BRIEF, RUNS]

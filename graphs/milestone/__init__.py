@@ -2,16 +2,12 @@
 
 validate → redact the label's secrets → store it → reply."""
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "milestone",
-    "channels": channels("request", "milestone", "reply"),
-    "nodes": {
-        "validate": {"type": "checked_milestone"},
-        "redact": {"type": "redacted_milestone"},
-        "mark": {"type": "marked_milestone"},
-    },
-    "edges": chain(START, "validate", "redact", "mark", END),
-}
+DEFINITION = linear(
+    "milestone",
+    channels("request", "milestone", "reply"),
+    validate="checked_milestone",
+    redact="redacted_milestone",
+    mark="marked_milestone",
+)

@@ -4,17 +4,13 @@ validate → milestones, NAFE reasoning-drift flags, briefs and recent live turn
 Markdown within the budget.
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "notes",
-    "channels": channels("request", "session", "session_row", "max_chars", "milestones",
+DEFINITION = linear(
+    "notes",
+    channels("request", "session", "session_row", "max_chars", "milestones",
                          "flags", "briefs", "live", "markdown"),
-    "nodes": {
-        "validate": {"type": "checked_notes"},
-        "evidence": {"type": "notes_evidence"},
-        "reply": {"type": "notes_markdown"},
-    },
-    "edges": chain(START, "validate", "evidence", "reply", END),
-}
+    validate="checked_notes",
+    evidence="notes_evidence",
+    reply="notes_markdown",
+)

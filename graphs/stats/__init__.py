@@ -3,15 +3,11 @@
 counts, file sizes, bytes per table (dbstat) and schema version → text.
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "stats",
-    "channels": channels("request", "stats", "text"),
-    "nodes": {
-        "load": {"type": "store_stats"},
-        "reply": {"type": "stats_text"},
-    },
-    "edges": chain(START, "load", "reply", END),
-}
+DEFINITION = linear(
+    "stats",
+    channels("request", "stats", "text"),
+    load="store_stats",
+    reply="stats_text",
+)

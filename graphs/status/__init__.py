@@ -1,12 +1,11 @@
 """status: store counts, capture and delivery progress, and the coordination bus
 (stenographer_capture_status)."""
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "status",
-    "channels": channels("request", "status", "text"),
-    "nodes": {"status": {"type": "capture_status"}, "bus": {"type": "bus_status"}},
-    "edges": chain(START, "status", "bus", END),
-}
+DEFINITION = linear(
+    "status",
+    channels("request", "status", "text"),
+    status="capture_status",
+    bus="bus_status",
+)

@@ -1,19 +1,15 @@
 """trace: read stored stage traces — one run by id (`trace`), or the recent runs (`runs`)."""
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import channels, linear
 
-DEFINITION = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "trace",
-    "channels": channels("request", "trace"),
-    "nodes": {"load": {"type": "stored_trace"}},
-    "edges": chain(START, "load", END),
-}
+DEFINITION = linear(
+    "trace",
+    channels("request", "trace"),
+    load="stored_trace",
+)
 
-RUNS = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "runs",
-    "channels": channels("request", "runs"),
-    "nodes": {"load": {"type": "recent_traces"}},
-    "edges": chain(START, "load", END),
-}
+RUNS = linear(
+    "runs",
+    channels("request", "runs"),
+    load="recent_traces",
+)
