@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 from nodes.context import State, Writes
 from nodes.extract.embedding_config import embedding_config
 from store.backend import Backend
-from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits, syntax_notes
+from store.search import (
+    FtsSyntaxError,
+    HitFilter,
+    ids_matching,
+    keyword_hits,
+    keyword_index,
+    syntax_notes,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,17 +60,19 @@ def keyword_candidates(state: State, cfg: Mapping[str, Any]) -> Writes:
         return {"keyword": []}
     flt = hit_filter(query, cfg)
     caller_syntax = bool(fts.get("caller"))
+    derived = keyword_index(state.ctx.store)
     with state.ctx.store.read() as conn:
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
-                                caller_syntax=caller_syntax)
+                                caller_syntax=caller_syntax, derived=derived)
             notes = syntax_notes(conn, fts["expression"], caller_syntax=caller_syntax)
         except FtsSyntaxError as ex:
             notes = [f"The query is not valid FTS5 syntax ({ex}); searched for its words "
                      "instead."]
             hits = []
             if fts["fallback"] is not None:
-                hits = keyword_hits(conn, fts["fallback"], flt, CANDIDATES)
+                hits = keyword_hits(conn, fts["fallback"], flt, CANDIDATES,
+                                    derived=derived)
     return {"keyword": [[i, s] for i, s in hits], "notes": notes}
 
 
