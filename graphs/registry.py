@@ -14,6 +14,7 @@ from graphs import (
     forget,
     guard,
     ingest,
+    keyword_index,
     migrate,
     milestone,
     notes,
@@ -130,6 +131,7 @@ from nodes.publish.graph_publish import (
     published_graph_batch,
 )
 from nodes.publish.ingest_reply import ingest_reply
+from nodes.publish.keyword_index import rebuilt_keyword_index
 from nodes.publish.listing_reply import sessions_text, stats_text
 from nodes.publish.migration import copied_page, migration_reply
 from nodes.publish.milestone import marked_milestone
@@ -199,6 +201,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         copied_page, migration_reply,
         # the briefing a host hook prints at session start (graphs/briefing)
         *BRIEFING_NODES,
+        rebuilt_keyword_index,  # graphs/keyword_index
 )
 
 # Route conditions read only small channels that a node wrote for the purpose.
@@ -236,6 +239,7 @@ DEFINITIONS: list[dict[str, Any]] = [
     migrate.DEFINITION,
     briefing_graph.DEFINITION,
     recover.DEFINITION,
+    keyword_index.DEFINITION,
 ]
 
 # Graphs whose loops may run longer than the engine's default step limit.

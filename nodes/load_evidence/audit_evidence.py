@@ -23,6 +23,7 @@ from store.audit import (
 from store.audit_forgotten import forgotten_page
 from store.errors import NotFound
 from store.exchanges import session_row_id
+from store.search import keyword_index
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
 
@@ -50,13 +51,14 @@ def audit_batch(state: State, cfg: Mapping[str, Any]) -> Writes:
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]
+    derived = keyword_index(state.ctx.store) if name == "indexes" else None
     with state.ctx.store.read() as conn:
         if name == "turns":
             records, cursor = turn_page(conn, after, limit, session_row)
         elif name == "briefs":
             records, cursor = brief_page(conn, after, limit, session_row)
         elif name == "indexes":
-            records, cursor = index_page(conn, after, limit, session_row)
+            records, cursor = index_page(conn, after, limit, session_row, derived)
         elif name == "milestones":
             records, cursor = milestone_page(conn, after, limit, session_row)
         elif name == "forgotten":

@@ -216,7 +216,7 @@ def test_a_finished_copy_is_not_copied_again(source: Path, tmp_path: Path):
     reply = again.json()
     assert reply["resumed"] is True and reply["turns_this_run"] == 0
     text = run_cli(source, "migrate", "--to", target)
-    assert "already holds a complete copy" in text.out and "all 10 contracts hold" in text.out
+    assert "already holds a complete copy" in text.out and "all 11 contracts hold" in text.out
 
 
 def test_the_audit_passes_on_the_target(source: Path, database_url: str | None,
@@ -225,7 +225,7 @@ def test_the_audit_passes_on_the_target(source: Path, database_url: str | None,
     reply = result.json()
     assert reply["audit_error"] is None, reply["audit_error"]
     assert reply["audit"]["passed"] is True and result.code == 0
-    assert "all 10 contracts hold" in reply["audit"]["text"]
+    assert "all 11 contracts hold" in reply["audit"]["text"]
 
 
 # --- interrupted copies ---------------------------------------------------------------------

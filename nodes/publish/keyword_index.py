@@ -1,0 +1,48 @@
+"""Node: the derived keyword index written again from the stored turns
+(``store.keyword_index``).
+
+Each turn's entry is what its ingest queued: its words, the words of the two turns
+before it in its session that it does not use (``nodes.extract.search_fields``), its
+month and year; the turns are read a session at a time, oldest first, in one snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from nodes.context import State, Writes
+from nodes.extract.search_fields import CONTEXT_TURNS
+from nodes.extract.terms import context_terms
+from store.db import Store
+from store.errors import StoreError
+from store.keyword_index import KeywordEntry, stored_turns
+from store.neighbours import NEIGHBOUR_CHARS
+from store.search import dated_terms, keyword_index
+from store.sql import Conn
+
+__all__ = ["rebuilt_keyword_index"]
+
+
+def _entries(conn: Conn) -> Iterator[KeywordEntry]:
+    session: int | None = None
+    previous: list[str] = []
+    for exchange_id, session_id, created_at, content in stored_turns(conn):
+        if session_id != session:
+            session, previous = session_id, []
+        yield (exchange_id, session_id, content,
+               context_terms(content, previous[:CONTEXT_TURNS]), dated_terms(created_at))
+        previous = [content[:NEIGHBOUR_CHARS], *previous][:CONTEXT_TURNS]
+
+
+def rebuilt_keyword_index(state: State, cfg: Mapping[str, Any]) -> Writes:
+    store = state.ctx.store
+    derived = keyword_index(store)
+    if derived is None or not isinstance(store, Store):
+        raise StoreError("only a SQLite store has a derived keyword index (PostgreSQL "
+                         "keeps its own in the database): nothing to rebuild")
+    started = time.perf_counter()
+    count = derived.rebuild(store, _entries)
+    return {"reply": {"turns": count, "directory": str(derived.directory),
+                      "seconds": round(time.perf_counter() - started, 2)}}
