@@ -301,6 +301,8 @@ class Store:
         """Close every connection; the stage traces still buffered are written first
         (a StoreError if they cannot be, once the connections are closed)."""
         self.file_rewrite.close()
+        if self._keywords is not None:
+            self._keywords.wait()  # a flush in flight ends with its own connection open
         try:
             self.traces.close()
         finally:

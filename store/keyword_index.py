@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +82,7 @@ MIN_IDF = 1e-6  # as FTS5's bm25()
 
 # Queued turns beyond this are moved into the index by the next search (a commit costs
 # a few milliseconds; the hot tier is scored in Python).
-HOT_LIMIT = 256
+HOT_LIMIT = 128
 FLUSH_HEAP = 32_000_000
 REBUILD_HEAP = 128_000_000
 REBUILD_BATCH = 50_000
@@ -192,6 +194,14 @@ class _Hot:
     length: int
     all_tokens: tuple[str, ...]
     own_tokens: tuple[str, ...]
+    all_counts: dict[str, int]  # each word's count: most phrases are one word
+    own_counts: dict[str, int]
+
+
+def _hot(exchange_id: int, session_id: int | None, length: int, all_tokens: Sequence[str],
+         own_tokens: Sequence[str]) -> _Hot:
+    return _Hot(exchange_id, session_id, length, tuple(all_tokens), tuple(own_tokens),
+                dict(Counter(all_tokens)), dict(Counter(own_tokens)))
 
 
 def _int(value: object) -> int:
@@ -200,9 +210,10 @@ def _int(value: object) -> int:
     return value
 
 
-def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
-    if len(phrase) == 1:
-        return tokens.count(phrase[0])
+def _phrase_count(tokens: Sequence[str], counts: dict[str, int], phrase: Sequence[str]
+                  ) -> int:
+    if len(phrase) == 1 or not counts.get(phrase[0]):
+        return counts.get(phrase[0], 0)
     width = len(phrase)
     first_token = phrase[0]
     return sum(1 for i, t in enumerate(tokens)
@@ -243,6 +254,7 @@ class KeywordIndex:
         self._averages: tuple[float, float] | None = None
         self._trusted: str | None = None
         self._adopted = False
+        self._flusher: threading.Thread | None = None
 
     # --- trust ----------------------------------------------------------------------------
 
@@ -375,6 +387,29 @@ class KeywordIndex:
             conn.execute(DELETE_PENDING, (SQLITE.int_array([int(r[0]) for r in rows]),))
         return len(rows)
 
+    def flush_later(self, store: Store) -> None:
+        """``flush`` on a thread of its own (one at a time): the search that finds the
+        queue full does not wait for the commit; the queue is searched until it ends."""
+        with self._lock:
+            if self._flusher is not None and self._flusher.is_alive():
+                return
+            self._flusher = threading.Thread(target=self._flush_quietly, args=(store,),
+                                             name="keyword-index-flush", daemon=True)
+            self._flusher.start()
+
+    def _flush_quietly(self, store: Store) -> None:
+        try:
+            self.flush(store)
+        except Exception as ex:  # the queue stays: the next search tries again
+            print(f"stenographer: the keyword index did not take its queue in: {ex}",
+                  file=sys.stderr)
+
+    def wait(self) -> None:
+        """Until a flush started by ``flush_later`` has ended (before the store closes)."""
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join()
+
     def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
                 ) -> int:
         """Write the index again from ``entries_of(conn)`` (every stored turn's entry,
@@ -420,12 +455,12 @@ class KeywordIndex:
                 for seq, exchange_id, session_id, content, context, dated in all_rows(
                         conn, SELECT_PENDING_ROWS, (SQLITE.int_array(new),)):
                     if content is None or context is None:
-                        self._hot[int(seq)] = _Hot(int(exchange_id), None, 0, (), ())
+                        self._hot[int(seq)] = _hot(int(exchange_id), None, 0, (), ())
                         continue
                     everything, own = self._fields(str(content), str(context), str(dated))
-                    self._hot[int(seq)] = _Hot(
+                    self._hot[int(seq)] = _hot(
                         int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
-                        tuple(everything), tuple(own))
+                        everything, own)
             hot = list(self._hot.values())
         return hot, set(seqs.values())
 
@@ -456,7 +491,7 @@ class KeywordIndex:
             # doc_freq counts deleted entries until their segment is merged
             df_all = [min(int(searcher.doc_freq("all", t)), n_index) for t in tokens]
             df_own = [min(int(searcher.doc_freq("own", t)), n_index) for t in tokens]
-            held = min(d + sum(1 for h in every if t in h.all_tokens)
+            held = min(d + sum(1 for h in every if t in h.all_counts)
                        for d, t in zip(df_all, tokens, strict=True))
             fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
             own_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_own)
@@ -537,17 +572,21 @@ class KeywordIndex:
         avg_all = (avg_all * n_index + sum(len(h.all_tokens) for h in every)) / total
         avg_own = (avg_own * n_index + sum(len(h.own_tokens) for h in every)) / total
         out = []
+        k1 = K1 + 1
         for h in live:
+            norm_all = K1 * (1 - B + B * len(h.all_tokens) / max(avg_all, 1.0))
+            norm_own = K1 * (1 - B + B * len(h.own_tokens) / max(avg_own, 1.0))
             score = 0.0
             for p, (idf, _, _) in zip(phrases, weights, strict=True):
-                for tokens, avg, boost in ((h.all_tokens, avg_all, 1.0),
-                                           (h.own_tokens, avg_own, OWN_BOOST)):
-                    tf = _phrase_count(tokens, p)
-                    if tf:
-                        norm = K1 * (1 - B + B * len(tokens) / max(avg, 1.0))
-                        score += boost * idf * tf * (K1 + 1) / (tf + norm)
+                tf = _phrase_count(h.all_tokens, h.all_counts, p)
+                if not tf:
+                    continue  # a word of the turn's own is in the first field as well
+                own = _phrase_count(h.own_tokens, h.own_counts, p)
+                score += idf * (tf * k1 / (tf + norm_all)
+                                + (OWN_BOOST * own * k1 / (own + norm_own) if own else 0.0))
             if score > 0:
-                out.append((h.exchange_id, score * max(h.length, 1) ** fts5_search.LENGTH_PRIOR))
+                prior = max(h.length, 1) ** fts5_search.LENGTH_PRIOR
+                out.append((h.exchange_id, score * prior))
         return out
 
     def queue_full(self, store: Store) -> bool:

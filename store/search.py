@@ -51,8 +51,8 @@ def dated_terms(seconds: float) -> str:
 
 def keyword_index(store: Backend) -> KeywordIndex | None:
     """The store's derived keyword index (``store.keyword_index``; SQLite only), its
-    queue moved into it first when it grew past ``HOT_LIMIT`` turns; None on PostgreSQL or a
-    read-only file. Call outside a transaction."""
+    queue moved into it on a thread of its own when it grew past ``HOT_LIMIT`` turns;
+    None on PostgreSQL or a read-only file. Call outside a transaction."""
     if store.dialect != "sqlite" or store.read_only:
         return None
     from store.db import Store
@@ -61,7 +61,7 @@ def keyword_index(store: Backend) -> KeywordIndex | None:
     derived = store.keywords
     derived.adopt_once(store)
     if derived.queue_full(store):
-        derived.flush(store)
+        derived.flush_later(store)
     return derived
 
 
