@@ -28,8 +28,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**reply, "run_id": trace["run_id"]}, indent=2))
     else:
-        print(f"Rebuilt the keyword index of {reply['turns']:,} turns in "
-              f"{reply['seconds']} s ({reply['directory']}).")
+        print(reply["text"])
     return EXIT_OK
 
 

@@ -40,9 +40,14 @@ def rebuilt_keyword_index(state: State, cfg: Mapping[str, Any]) -> Writes:
     store = state.ctx.store
     derived = keyword_index(store)
     if derived is None or not isinstance(store, Store):
-        raise StoreError("only a SQLite store has a derived keyword index (PostgreSQL "
-                         "keeps its own in the database): nothing to rebuild")
+        if store.read_only:
+            raise StoreError("the store is read-only: its keyword index cannot be rebuilt")
+        return {"reply": {"turns": 0, "directory": None, "seconds": 0.0,
+                          "text": "PostgreSQL keeps its keyword index in the database: "
+                                  "there is no derived index to rebuild."}}
     started = time.perf_counter()
     count = derived.rebuild(store, _entries)
-    return {"reply": {"turns": count, "directory": str(derived.directory),
-                      "seconds": round(time.perf_counter() - started, 2)}}
+    seconds = round(time.perf_counter() - started, 2)
+    return {"reply": {"turns": count, "directory": str(derived.directory), "seconds": seconds,
+                      "text": f"Rebuilt the keyword index of {count:,} turns in {seconds} s "
+                              f"({derived.directory})."}}
