@@ -23,6 +23,8 @@ from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.publish.brief import rebuilt_brief
 from nodes.publish.forgotten_graph import forget_graph
+from store.backend import Backend
+from store.errors import StoreError
 from store.forget import (
     Forgotten,
     Selection,
@@ -88,6 +90,25 @@ def forgotten_turns(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "graph": graph}}
 
 
+def rewritten_keyword_index(store: Backend) -> bool | None:
+    """The derived keyword index written again from the remaining turns: a deleted entry
+    stays in its segment's files until a merge, the rewrite leaves none. None: there is
+    none (PostgreSQL); False: another process was writing it (the next forget, or
+    `stenographer index rebuild`, rewrites it)."""
+    from nodes.publish.keyword_index import stored_entries
+    from store.db import Store
+    from store.search import keyword_index
+
+    derived = keyword_index(store)
+    if derived is None or not isinstance(store, Store):
+        return None
+    try:
+        derived.rebuild(store, stored_entries)
+    except StoreError:
+        return False
+    return True
+
+
 def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Rewrite the file when something was forgotten (and the caller did not opt out);
     what a reader holds up is finished in the background (``rewrite_pending``)."""
@@ -96,4 +117,5 @@ def scrubbed_store(state: State, cfg: Mapping[str, Any]) -> Writes:
                              "rewrite_pending": False}}
     done = state.ctx.store.file_rewrite.run()
     return {"scrubbed": {"vacuumed": done.vacuumed, "log_emptied": done.log_emptied,
-                         "rewrite_pending": done.pending}}
+                         "rewrite_pending": done.pending,
+                         "keyword_index_rewritten": rewritten_keyword_index(state.ctx.store)}}

@@ -22,10 +22,11 @@ from store.neighbours import NEIGHBOUR_CHARS
 from store.search import dated_terms, keyword_index
 from store.sql import Conn
 
-__all__ = ["rebuilt_keyword_index"]
+__all__ = ["rebuilt_keyword_index", "stored_entries"]
 
 
-def _entries(conn: Conn) -> Iterator[KeywordEntry]:
+def stored_entries(conn: Conn) -> Iterator[KeywordEntry]:
+    """Every stored turn's entry, a session at a time."""
     session: int | None = None
     previous: list[str] = []
     for exchange_id, session_id, created_at, content in stored_turns(conn):
@@ -46,7 +47,7 @@ def rebuilt_keyword_index(state: State, cfg: Mapping[str, Any]) -> Writes:
                           "text": "PostgreSQL keeps its keyword index in the database: "
                                   "there is no derived index to rebuild."}}
     started = time.perf_counter()
-    count = derived.rebuild(store, _entries)
+    count = derived.rebuild(store, stored_entries)
     seconds = round(time.perf_counter() - started, 2)
     return {"reply": {"turns": count, "directory": str(derived.directory), "seconds": seconds,
                       "text": f"Rebuilt the keyword index of {count:,} turns in {seconds} s "

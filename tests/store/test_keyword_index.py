@@ -248,3 +248,26 @@ def test_a_process_killed_while_ingesting_and_flushing_loses_and_duplicates_noth
         assert audit(app) == {}
     finally:
         app.close()
+
+
+def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
+    marker = "Zephyrquillbrant"
+    keep = ingest(app, "s", "the parser drops tabs")
+    gone = ingest(app, "s", f"the secret is {marker}")
+    store = app.store
+    assert isinstance(store, Store)
+    derived = store.keywords
+    derived.flush(store)  # the word is in a segment of the index now
+    term = derived.words(marker)[0]
+
+    def segments_holding() -> int:  # deleted entries count until their segment goes
+        derived.index.reload()
+        return int(derived.index.searcher().doc_freq("all", term))
+
+    assert segments_holding() == 1
+    out, _ = app.run("forget", {"confirm": True, "exchange_ids": [gone], "session_id": None,
+                                "since": None, "until": None, "text": None,
+                                "reason": "test", "vacuum": True})
+    assert out["reply"]["count"] == 1
+    assert segments_holding() == 0
+    assert found(app, "parser", "s") == [keep] and audit(app) == {}
