@@ -83,6 +83,7 @@ MIN_IDF = 1e-6  # as FTS5's bm25()
 # Queued turns beyond this are moved into the index by the next search (a commit costs
 # a few milliseconds; the hot tier is scored in Python).
 HOT_LIMIT = 128
+BULK_QUEUE = 1_024
 FLUSH_HEAP = 32_000_000
 REBUILD_HEAP = 128_000_000
 REBUILD_BATCH = 50_000
@@ -589,11 +590,18 @@ class KeywordIndex:
                 out.append((h.exchange_id, score * prior))
         return out
 
-    def queue_full(self, store: Store) -> bool:
-        """Whether more than HOT_LIMIT turns are queued."""
+    def take_in_queue(self, store: Store) -> None:
+        """Past HOT_LIMIT queued turns, ``flush_later``; past BULK_QUEUE (a bulk import,
+        a migration), ``flush`` now: scoring them all in Python would cost the search
+        more than the commit."""
         with store.read() as conn:
-            row = first(conn, QUEUE_OVER, (HOT_LIMIT + 1,))
-        return row is not None and int(row[0]) > HOT_LIMIT
+            row = first(conn, QUEUE_OVER, (BULK_QUEUE + 1,))
+        queued = int(row[0]) if row is not None else 0
+        if queued > BULK_QUEUE:
+            self.wait()
+            self.flush(store)
+        elif queued > HOT_LIMIT:
+            self.flush_later(store)
 
     # --- the contract audit -----------------------------------------------------------------
 

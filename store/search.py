@@ -51,8 +51,8 @@ def dated_terms(seconds: float) -> str:
 
 def keyword_index(store: Backend) -> KeywordIndex | None:
     """The store's derived keyword index (``store.keyword_index``; SQLite only), its
-    queue moved into it on a thread of its own when it grew past ``HOT_LIMIT`` turns;
-    None on PostgreSQL or a read-only file. Call outside a transaction."""
+    queue moved into it when it grew long (``KeywordIndex.take_in_queue``); None on
+    PostgreSQL or a read-only file. Call outside a transaction."""
     if store.dialect != "sqlite" or store.read_only:
         return None
     from store.db import Store
@@ -60,8 +60,7 @@ def keyword_index(store: Backend) -> KeywordIndex | None:
     assert isinstance(store, Store)
     derived = store.keywords
     derived.adopt_once(store)
-    if derived.queue_full(store):
-        derived.flush_later(store)
+    derived.take_in_queue(store)
     return derived
 
 

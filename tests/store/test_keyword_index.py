@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import store.keyword_index as keyword_index_module
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.db import Store
@@ -126,6 +127,15 @@ def test_a_long_queue_is_moved_in_after_the_next_search(app: App):
     assert isinstance(store, Store)
     store.keywords.wait()  # the flush runs beside the search
     assert queued(app) == 0 and held(app) == HOT_LIMIT + 5
+
+
+def test_a_bulk_sized_queue_is_moved_in_before_the_search(app: App,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    for n in range(12):
+        ingest(app, "s", f"note {n} about {WORDS[n % len(WORDS)]}")
+    out, _ = app.run("search", {"query": "alpha", "session_id": "s", "limit": 10})
+    assert out["hits"] and queued(app) == 0 and held(app) == 12  # no wait: done before
 
 
 def test_a_forgotten_turn_is_never_found(app: App):
