@@ -70,12 +70,15 @@ KeywordEntry = tuple[int, int, str, str, str]
 # The ranking (docs/keyword_index.md), measured on the LoCoMo dev split through the
 # server (bench/locomo.py, recall@5 / @10 / the guard's brief recall@5; FTS5: 0.730 /
 # 0.802 / 0.851). One field of the turn's words, context and date, a second of the
-# turn's own words and date at OWN_BOOST, FTS5's IDF: 0.722 / 0.796 / 0.847 (own words
-# at 0, 0.25, 0.75: 0.691, 0.713, 0.718 @5; Tantivy's own IDF: 0.713 / 0.797 / 0.847;
-# the turn and date written twice in one field, no second one: 0.714 / 0.793; separate
-# fields per column, as FTS5 weighs them: lower still, keyword candidates alone 0.651
-# against 0.690 @5). Tantivy normalises length and saturates term counts per field,
-# FTS5 per row over the weighted columns: that difference is what is left.
+# turn's own words and date at OWN_BOOST, FTS5's IDF, the session a filter that does
+# not score: 0.717 / 0.799 / 0.853 (own words at 0, 0.25, 1.0: 0.678 / 0.777 / 0.844,
+# 0.720 / 0.787 / 0.857, 0.704 / 0.796). Measured before the session stopped scoring
+# (it added one amount to every hit): Tantivy's own IDF 0.713 / 0.797 / 0.847 against
+# FTS5's 0.722 / 0.796 / 0.847; the turn and date written twice in one field, no second
+# one, 0.714 / 0.793; FTS5's tokenizer or Tantivy's English stemmer, alike; separate
+# fields per column as FTS5 weighs them, keyword candidates alone 0.651 @5 against
+# 0.690. Tantivy normalises length and saturates term counts per field, FTS5 per row
+# over its weighted columns: that difference is what is left.
 OWN_BOOST = 0.5
 K1, B = 1.2, 0.75  # Tantivy's BM25
 MIN_IDF = 1e-6  # as FTS5's bm25()
@@ -514,8 +517,10 @@ class KeywordIndex:
         words = q.boolean_query(should)
         if session_id is None:
             return words
-        return q.boolean_query([(occur.Must, q.term_query(self.schema, "session", session_id)),
-                                (occur.Must, words)])
+        # The session is a filter: scored, its term would add the same amount to every
+        # hit and bring the scores closer together.
+        session = q.const_score_query(q.term_query(self.schema, "session", session_id), 0.0)
+        return q.boolean_query([(occur.Must, session), (occur.Must, words)])
 
     def search(self, conn: Conn, phrases: Sequence[str], session_id: int | None, limit: int,
                exclude: set[int] | None = None) -> list[tuple[int, float]]:
