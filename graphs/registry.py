@@ -30,6 +30,7 @@ from graphs import (
     guard,
     ingest,
     inspector,
+    keyword_index,
     migrate,
     milestone,
     notes,
@@ -86,7 +87,7 @@ def all_definitions() -> list[dict[str, Any]]:
         trace.RUNS, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
-        briefing.DEFINITION, recover.DEFINITION,
+        briefing.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION,
     ]
 
 

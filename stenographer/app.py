@@ -102,4 +102,22 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
     for graph, node in NETWORK.items():  # transient failures of a peer: the engine retries
         app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S, BACKOFF_CAP_S,
                          BACKOFF_JITTER)
+    if compiled is None:  # a server or a command, not a hook's own small set
+        _rebuild_keyword_index(app)
     return app
+
+
+def _rebuild_keyword_index(app: App) -> None:
+    """A SQLite store whose derived keyword index was not built for it (created before
+    it, copied without it) has it written again now, by a process that runs every graph
+    (a server, a command): until then its searches would use FTS5."""
+    if app.store.dialect != "sqlite" or app.store.read_only:
+        return
+    from store.db import Store
+    from store.keyword_index import needs_rebuild
+
+    if isinstance(app.store, Store) and needs_rebuild(app.store):
+        try:
+            app.run("keyword_index_rebuild", {})
+        except StoreError as ex:  # another process is writing it: FTS5 answers meanwhile
+            print(f"stenographer: the keyword index was not rebuilt: {ex}", file=sys.stderr)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stenographer import __version__
+from stenographer.index_cli import add_index_commands
 from stenographer.progress import Progress
 from stenographer.render import run_line, waterfall
 from stenographer.serve_cli import PORT
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     from stenographer.graphrag_cli import add_graphrag_parser
 
     add_graphrag_parser(sub, _sub)
+    add_index_commands(sub, _sub)
     return parser
 
 

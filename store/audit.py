@@ -10,12 +10,15 @@ audited in constant memory. Cursors follow an index: turns by (session, id), bri
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.dialect import dialect
 from store.exchanges import turn_trace_sql
 from store.runs import PRUNE_EVERY
 from store.sql import Conn, all_rows, first, one
+
+if TYPE_CHECKING:
+    from store.keyword_index import KeywordIndex
 
 __all__ = [
     "Page",
@@ -138,10 +141,14 @@ SELECT_VECTOR_SESSION = "SELECT session_id FROM exchange_vectors WHERE rowid = ?
 
 
 def index_page(conn: Conn, after: int | None, limit: int,
-               session_id: int | None) -> Page:
+               session_id: int | None, derived: KeywordIndex | None = None) -> Page:
     """One record for the next ``limit`` turns (of the session, if given):
     ``[checked turns, [turns missing from the keyword index], [keyword rows without a
-    turn], [turns missing from the vectors], [vectors without a turn]]``."""
+    turn], [turns missing from the vectors], [vectors without a turn], [turns missing
+    from the derived keyword index], [its entries without a turn]]`` (the last two empty
+    without one: PostgreSQL). A turn queued for the derived index counts as held, an
+    entry queued for removal as gone; an index not built for this store misses every
+    turn."""
     lo = _BEFORE if after is None else after
     ids = [r[0] for r in all_rows(conn, SELECT_IDS, (lo, session_id, limit))]
     done = len(ids) < limit
@@ -161,8 +168,20 @@ def index_page(conn: Conn, after: int | None, limit: int,
                           and row[0] == session_id}
         vectors &= scoped | vector_orphans
     record = [len(ids), sorted(scoped - fts), sorted(fts - everyone), sorted(scoped - vectors),
-              sorted(vector_orphans)]
+              sorted(vector_orphans), *_derived_page(conn, derived, lo, hi, scoped, everyone,
+                                                     session_id)]
     return [record], (None if done else hi)
+
+
+def _derived_page(conn: Conn, derived: KeywordIndex | None, lo: int, hi: int,
+                  scoped: set[int], everyone: set[int], session_id: int | None
+                  ) -> list[list[int]]:
+    if derived is None:
+        return [[], []]
+    if not derived.trusted(conn):
+        return [sorted(scoped), []]
+    held, queued = derived.audit_ids(conn, lo, hi, session_id, len(everyone))
+    return [sorted(scoped - held - queued), sorted(held - everyone - queued)]
 
 
 # --- milestones -----------------------------------------------------------------------------

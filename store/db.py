@@ -39,6 +39,7 @@ from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 
 if TYPE_CHECKING:
+    from store.keyword_index import KeywordIndex
     from store.vectors import VectorCache
 
 __all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
@@ -90,6 +91,7 @@ class Store:
         self.where = Where(f"the store {self.path}", self.data_dir, busy_timeout_ms / 1000)
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
+        self._keywords: KeywordIndex | None = None
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -118,6 +120,18 @@ class Store:
         self.traces = TraceBuffer(None if self.read_only
                                   else functools.partial(self._write, counted=False))
         self.file_rewrite = FileRewrite(self)
+
+    @property
+    def keywords(self) -> KeywordIndex:
+        """The derived keyword index beside the file (``store.keyword_index``), opened on
+        first use: Tantivy is imported by the processes that search only."""
+        if self._keywords is None:
+            from store.keyword_index import KeywordIndex, index_directory
+
+            with self._all_lock:
+                if self._keywords is None:
+                    self._keywords = KeywordIndex(index_directory(self.path))
+        return self._keywords
 
     @property
     def vectors(self) -> VectorCache:
@@ -287,6 +301,8 @@ class Store:
         """Close every connection; the stage traces still buffered are written first
         (a StoreError if they cannot be, once the connections are closed)."""
         self.file_rewrite.close()
+        if self._keywords is not None:
+            self._keywords.wait()  # a flush in flight ends with its own connection open
         try:
             self.traces.close()
         finally:

@@ -48,6 +48,9 @@ class Dialect(Protocol):
     def index_keyword_page(self, conn: Conn, entries: Sequence[KeywordEntry]) -> None:
         """Add the keyword index entries of a page of copied turns."""
 
+    def unindex_keywords(self, conn: Conn, ids: Sequence[int]) -> None:
+        """Remove forgotten turns' keyword index entries."""
+
     def insert_vector(self, conn: Conn, exchange_id: int, session_id: int,
                       blob: bytes) -> None:
         """Store one turn's hashed vector (int8 components)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.backend import Backend
+from store.dialect import dialect
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, index_keywords
 from store.provider_vectors import forget_provider_caches
 from store.sql import Conn, Row, all_rows, first, id_list, where
@@ -114,7 +115,7 @@ def forget_turns(conn: Conn, sel: Selection, reason: str, now: float) -> Forgott
     for exchange_id, session_id, content_hash, chain, brief_id in rows:
         conn.execute(INSERT_TOMBSTONE, (exchange_id, session_id, now, reason, sel.selector,
                                         content_hash, chain, brief_id))
-        conn.execute(DELETE_FTS, (exchange_id,))
+        dialect(conn).unindex_keywords(conn, [exchange_id])
         conn.execute(DELETE_VECTOR, (exchange_id,))
         conn.execute(DELETE_MILESTONE, (exchange_id,))
         milestones += conn.changes()

@@ -542,6 +542,22 @@ def session_cwd(conn: apsw.Connection) -> None:
     )
 
 
+def keyword_queue(conn: apsw.Connection) -> None:
+    """The queue of the derived keyword index (``store.keyword_index``): turns stored,
+    re-indexed or forgotten since the index last took them in. ``seq`` orders the
+    queue and tells a process's copy of it that an entry was replaced."""
+    conn.execute(
+        """
+        CREATE TABLE keyword_pending(
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          exchange_id INTEGER NOT NULL UNIQUE,
+          context TEXT,
+          dated TEXT
+        );
+        """
+    )
+
+
 SqliteStep = Callable[[apsw.Connection], None]
 PostgresStep = Callable[[Conn, int], None]  # (connection, dimension of the hashed vectors)
 
@@ -571,6 +587,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("compact_storage", compact_storage),
     Migration("traces_without_text", traces_without_text, postgresql.traces_without_text),
     Migration("session_cwd", session_cwd, postgresql.session_cwd),
+    Migration("keyword_queue", keyword_queue),
 )
 
 T = TypeVar("T")

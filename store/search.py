@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from store.correlation import turn_trace_sql
 from store.dialect import dialect
+from store.keyword_index import plain_phrases
 from store.search_filter import FtsSyntaxError, HitFilter, flag_condition, live_sql
 from store.sql import Conn, all_rows, id_list, where
+
+if TYPE_CHECKING:
+    from store.backend import Backend
+    from store.keyword_index import KeywordIndex
 
 __all__ = [
     "FtsSyntaxError",
@@ -24,6 +30,7 @@ __all__ = [
     "fts_phrase",
     "ids_matching",
     "keyword_hits",
+    "keyword_index",
     "syntax_notes",
 ]
 
@@ -42,9 +49,24 @@ def dated_terms(seconds: float) -> str:
     return f"{_MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
 
 
+def keyword_index(store: Backend) -> KeywordIndex | None:
+    """The store's derived keyword index (``store.keyword_index``; SQLite only), its
+    queue moved into it when it grew long (``KeywordIndex.take_in_queue``); None on
+    PostgreSQL or a read-only file. Call outside a transaction."""
+    if store.dialect != "sqlite" or store.read_only:
+        return None
+    from store.db import Store
+
+    assert isinstance(store, Store)
+    derived = store.keywords
+    derived.adopt_once(store)
+    derived.take_in_queue(store)
+    return derived
+
+
 def keyword_hits(
     conn: Conn, expression: str, flt: HitFilter, limit: int, *,
-    caller_syntax: bool = False,
+    caller_syntax: bool = False, derived: KeywordIndex | None = None,
 ) -> list[tuple[int, float]]:
     """Best keyword matches as (exchange id, score), best first; higher score is better.
 
@@ -52,8 +74,29 @@ def keyword_hits(
     NEAR): it is checked on its own first and matched against the turns' own words
     only (not the neighbouring-turn context or the date). Raises ``FtsSyntaxError``
     when ``expression`` is not valid FTS5.
+
+    ``derived``: the derived keyword index (``keyword_index``). It answers a plain
+    words query (``plain_phrases``) in one session or the whole store, also of
+    compressed turns in a session, when it is trusted; anything else is FTS5's.
     """
+    if derived is not None and not caller_syntax:
+        hits = _derived_hits(conn, derived, expression, flt, limit)
+        if hits is not None:
+            return hits
     return dialect(conn).keyword_hits(conn, expression, flt, limit, caller_syntax=caller_syntax)
+
+
+def _derived_hits(conn: Conn, derived: KeywordIndex, expression: str, flt: HitFilter,
+                  limit: int) -> list[tuple[int, float]] | None:
+    if flt.reads_rows or (flt.compressed_only and flt.session_id is None):
+        return None
+    phrases = plain_phrases(expression)
+    if phrases is None or not derived.trusted(conn):
+        return None
+    exclude = None
+    if flt.compressed_only:  # a session's live turns are a few: leave them out
+        exclude = {int(r[0]) for r in all_rows(conn, live_sql("?"), (flt.session_id,))}
+    return derived.search(conn, phrases, flt.session_id, limit, exclude)
 
 
 def syntax_notes(conn: Conn, expression: str, *, caller_syntax: bool = False) -> list[str]:

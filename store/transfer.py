@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.dialect import dialect
+from store.keyword_index import META_KEY as KEYWORD_INDEX_KEY
 from store.provenance import GENESIS
 from store.rewrite import REWRITE_KEYS
 from store.sql import Conn, Row, all_rows, first, id_list
@@ -50,7 +51,8 @@ __all__ = [
 
 MIGRATION_KEY = "migration"  # the target's meta row that records the copy's progress
 # The target's own, never the source's (its file's rewrite after a forget included).
-_NOT_COPIED_META = ("vector_dim", MIGRATION_KEY, *REWRITE_KEYS)
+# The derived keyword index's id names one file's index directory: never copied either.
+_NOT_COPIED_META = ("vector_dim", MIGRATION_KEY, *REWRITE_KEYS, KEYWORD_INDEX_KEY)
 
 
 @dataclass(frozen=True)

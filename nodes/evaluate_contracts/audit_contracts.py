@@ -31,6 +31,8 @@ CONTRACTS: dict[str, str] = {
     "compression_current": "no session holds STENO_TURN_LIMIT or more uncompressed turns",
     "keyword_index": "the keyword (FTS) index holds exactly the stored turns",
     "vector_index": "the vector index holds exactly the stored turns",
+    "derived_keyword_index": "the derived keyword index beside a SQLite store holds exactly "
+                             "the stored turns, with what is queued for it",
     "milestones": "every milestone points at an existing turn of its session",
     "forgotten_derived": "no GraphRAG provenance row, sync origin or NAFE flag cites a "
                          "forgotten turn",
@@ -138,16 +140,22 @@ def _briefs(records: list[list[Any]], findings: Findings) -> None:
 
 
 def _indexes(records: list[list[Any]], findings: Findings) -> None:
-    for checked, fts_missing, fts_orphans, vec_missing, vec_orphans in records:
+    for checked, fts_missing, fts_orphans, vec_missing, vec_orphans, *derived in records:
         for contract, missing, orphans, what in (
                 ("keyword_index", fts_missing, fts_orphans, "keyword index"),
-                ("vector_index", vec_missing, vec_orphans, "vector index")):
-            findings[contract]["checked"] += checked
+                ("vector_index", vec_missing, vec_orphans, "vector index"),
+                ("derived_keyword_index", *(derived or [[], []]),
+                 "derived keyword index")):
+            if contract != "derived_keyword_index" or derived:  # PostgreSQL: none
+                findings[contract]["checked"] += checked
+            repair = ("; `stenographer index rebuild` writes it again"
+                      if contract == "derived_keyword_index" else "")
             for ident in missing:
-                _flag(findings, contract, ident, f"#{ident} is missing from the {what}")
+                _flag(findings, contract, ident,
+                      f"#{ident} is missing from the {what}{repair}")
             for ident in orphans:
                 _flag(findings, contract, ident,
-                      f"the {what} holds #{ident}, which is not a stored turn")
+                      f"the {what} holds #{ident}, which is not a stored turn{repair}")
 
 
 def _milestones(records: list[list[Any]], findings: Findings) -> None:

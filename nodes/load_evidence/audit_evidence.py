@@ -22,6 +22,7 @@ from store.audit import (
 from store.audit_forgotten import forgotten_page
 from store.errors import NotFound
 from store.exchanges import session_row_id
+from store.search import keyword_index
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
 
@@ -62,13 +63,14 @@ def audit_batch(audit: Any, position: Any, pages: Any, *, run: RunContext,
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]
+    derived = keyword_index(run.store) if name == "indexes" else None
     with run.store.read() as conn:
         if name == "turns":
             records, cursor = turn_page(conn, after, limit, session_row)
         elif name == "briefs":
             records, cursor = brief_page(conn, after, limit, session_row)
         elif name == "indexes":
-            records, cursor = index_page(conn, after, limit, session_row)
+            records, cursor = index_page(conn, after, limit, session_row, derived)
         elif name == "milestones":
             records, cursor = milestone_page(conn, after, limit, session_row)
         elif name == "forgotten":

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from nodes.context import Cfg, RunContext, node
 from nodes.extract.embedding_config import embedding_config
 from store.backend import Backend
-from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits, syntax_notes
+from store.search import (
+    FtsSyntaxError,
+    HitFilter,
+    ids_matching,
+    keyword_hits,
+    keyword_index,
+    syntax_notes,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,17 +66,19 @@ def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
         return {"keyword": []}
     flt = hit_filter(query, cfg)
     caller_syntax = bool(fts.get("caller"))
+    derived = keyword_index(run.store)
     with run.store.read() as conn:
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
-                                caller_syntax=caller_syntax)
+                                caller_syntax=caller_syntax, derived=derived)
             notes = syntax_notes(conn, fts["expression"], caller_syntax=caller_syntax)
         except FtsSyntaxError as ex:
             notes = [f"The query is not valid FTS5 syntax ({ex}); searched for its words "
                      "instead."]
             hits = []
             if fts["fallback"] is not None:
-                hits = keyword_hits(conn, fts["fallback"], flt, CANDIDATES)
+                hits = keyword_hits(conn, fts["fallback"], flt, CANDIDATES,
+                                    derived=derived)
     return {"keyword": [[i, s] for i, s in hits], "notes": notes}
 
 

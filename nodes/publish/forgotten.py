@@ -22,6 +22,8 @@ from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.publish.brief import rebuilt_brief
 from nodes.publish.forgotten_graph import forget_graph
+from store.backend import Backend
+from store.errors import StoreError
 from store.forget import (
     Forgotten,
     Selection,
@@ -91,6 +93,25 @@ def forgotten_turns(forget: Any, *, run: RunContext) -> ForgottenTurnsWrites:
                           "graph": graph}}
 
 
+def rewritten_keyword_index(store: Backend) -> bool | None:
+    """The derived keyword index written again from the remaining turns: a deleted entry
+    stays in its segment's files until a merge, the rewrite leaves none. None: there is
+    none (PostgreSQL); False: another process was writing it (the next forget, or
+    `stenographer index rebuild`, rewrites it)."""
+    from nodes.publish.keyword_index import stored_entries
+    from store.db import Store
+    from store.search import keyword_index
+
+    derived = keyword_index(store)
+    if derived is None or not isinstance(store, Store):
+        return None
+    try:
+        derived.rebuild(store, stored_entries)
+    except StoreError:
+        return False
+    return True
+
+
 class ScrubbedStoreWrites(TypedDict):
     scrubbed: Any
 
@@ -104,4 +125,5 @@ def scrubbed_store(forgotten: Any, forget: Any, *, run: RunContext) -> ScrubbedS
                              "rewrite_pending": False}}
     done = run.store.file_rewrite.run()
     return {"scrubbed": {"vacuumed": done.vacuumed, "log_emptied": done.log_emptied,
-                         "rewrite_pending": done.pending}}
+                         "rewrite_pending": done.pending,
+                         "keyword_index_rewritten": rewritten_keyword_index(run.store)}}

@@ -37,6 +37,7 @@ INSERT INTO exchanges_fts(rowid, session_id, doc)
 SELECT r, s, {_document("c", "x", "d")}
 FROM unnest(CAST(?1 AS BIGINT[]), CAST(?2 AS BIGINT[]), CAST(?3 AS TEXT[]), CAST(?4 AS TEXT[]),
             CAST(?5 AS TEXT[])) AS page(r, s, c, x, d)"""
+DELETE_FTS = "DELETE FROM exchanges_fts WHERE rowid = ?"
 INSERT_VECTOR = "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, ?)"
 VECTOR_COLUMNS = ("rowid", "session_id", "embedding")
 SELECT_VECTORS = "SELECT rowid, embedding::text FROM exchange_vectors WHERE {ids}"
@@ -115,6 +116,9 @@ class PgDialect:
                            entries: Sequence[tuple[int, int, str, str, str]]) -> None:
         fields = [[entry[i] for entry in entries] for i in range(5)]  # five arrays
         conn.execute(INSERT_FTS_PAGE, fields)
+
+    def unindex_keywords(self, conn: Conn, ids: Sequence[int]) -> None:
+        conn.executemany(DELETE_FTS, [(i,) for i in ids])
 
     def insert_vector(self, conn: Conn, exchange_id: int, session_id: int,
                       blob: bytes) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import apsw
 
+from store.keyword_index import queue_entries, queue_removals
 from store.search_filter import HitFilter
 from store.sql import Conn, Row, all_rows, first, id_list, one
 from store.sqlite.search import keyword_hits, scope_token
@@ -21,6 +22,7 @@ __all__ = ["SQLITE", "SqliteDialect"]
 
 INSERT_FTS = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
+DELETE_FTS = "DELETE FROM exchanges_fts WHERE rowid = ?"
 INSERT_VECTOR = (
     "INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"
 )
@@ -84,12 +86,19 @@ class SqliteDialect:
                        context: str, dated: str) -> None:
         conn.execute(INSERT_FTS, (exchange_id, content, context, dated,
                                   scope_token(session_id)))
+        queue_entries(conn, [(exchange_id, context, dated)])
 
     def index_keyword_page(self, conn: Conn,
                            entries: Sequence[tuple[int, int, str, str, str]]) -> None:
         conn.executemany(INSERT_FTS, [
             (exchange_id, content, context, dated, scope_token(session_id))
             for exchange_id, session_id, content, context, dated in entries])
+        queue_entries(conn, [(exchange_id, context, dated)
+                             for exchange_id, _, _, context, dated in entries])
+
+    def unindex_keywords(self, conn: Conn, ids: Sequence[int]) -> None:
+        conn.executemany(DELETE_FTS, [(i,) for i in ids])
+        queue_removals(conn, ids)
 
     def insert_vector(self, conn: Conn, exchange_id: int, session_id: int,
                       blob: bytes) -> None:

@@ -20,7 +20,7 @@ def test_audit_exit_codes_and_json(tmp_path: Path):
     ids = seed(data)["alpha_ids"]
     clean = run_cli(data, "audit")
     assert clean.code == 0, clean.err
-    assert clean.out.startswith("Audit of the whole store: all 10 contracts hold")
+    assert clean.out.startswith("Audit of the whole store: all 11 contracts hold")
 
     raw = apsw.Connection(str(data / "steno.db"))
     raw.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (ids[0],))

@@ -29,7 +29,7 @@ async def test_audit_tool_reports_every_contract_and_names_tampering(memory: Con
     report = result.structured_content
     assert report is not None and report["passed"] is True
     assert [c["name"] for c in report["contracts"]][:2] == ["turn_hashes", "hash_chain"]
-    assert text(result).startswith("Audit of the whole store: all 10 contracts hold")
+    assert text(result).startswith("Audit of the whole store: all 11 contracts hold")
     assert_trace(report["trace"], "contract_audit")
 
     raw = apsw.Connection(str(memory.db_path))

@@ -90,7 +90,7 @@ def test_an_untouched_store_passes_every_contract(app: App):
     checked = {c["name"]: c["checked"] for c in report["contracts"]}
     assert checked["turn_hashes"] == 16 and checked["keyword_index"] == 16
     assert checked["brief_sources"] == 12 and checked["milestones"] == 1
-    assert "all 10 contracts hold" in report["text"]
+    assert "all 11 contracts hold" in report["text"]
     scoped = audit(app, session_id="b")
     assert scoped["passed"] and scoped["contracts"][0]["checked"] == 6
 

@@ -198,6 +198,7 @@ RUNS: dict[str, Case] = {
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
     "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
     "recover": lambda g, c, s: {"request": {}},
+    "keyword_index_rebuild": lambda g, c, s: {"request": {}},
 }
 
 # Graphs that read the knowledge graph run after it was built from the seeded turns.
@@ -224,6 +225,8 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["status"]["store"]["exchanges"] == 4 + TURN_LIMIT
     elif name == "trace":
         assert out["trace"]["graph"] == "status"
+    elif name == "keyword_index_rebuild":  # PostgreSQL has none beside it
+        assert out["reply"]["turns"] == (4 + TURN_LIMIT if out["reply"]["directory"] else 0)
     elif name in ("runs", "inspect_runs"):
         assert 0 < len(out["runs"]) <= 5
     elif name == "inspect_sessions":

@@ -1,0 +1,14 @@
+"""keyword_index_rebuild: write the derived keyword index again from the stored turns.
+
+rebuild (every turn's entry, its context and date words computed as an ingest computes
+them, in one snapshot; the queue up to then dropped) → END. SQLite only: PostgreSQL
+keeps its keyword index in the database.
+"""
+
+from graphs.definition import channels, linear
+
+DEFINITION = linear(
+    "keyword_index_rebuild",
+    channels("request", "reply"),
+    rebuild="rebuilt_keyword_index",
+)

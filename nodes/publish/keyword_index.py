@@ -1,0 +1,59 @@
+"""Node: the derived keyword index written again from the stored turns
+(``store.keyword_index``).
+
+Each turn's entry is what its ingest queued: its words, the words of the two turns
+before it in its session that it does not use (``nodes.extract.search_fields``), its
+month and year; the turns are read a session at a time, oldest first, in one snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any, TypedDict
+
+from nodes.context import RunContext, node
+from nodes.extract.search_fields import CONTEXT_TURNS
+from nodes.extract.terms import context_terms
+from store.db import Store
+from store.errors import StoreError
+from store.keyword_index import KeywordEntry, stored_turns
+from store.neighbours import NEIGHBOUR_CHARS
+from store.search import dated_terms, keyword_index
+from store.sql import Conn
+
+__all__ = ["rebuilt_keyword_index", "stored_entries"]
+
+
+def stored_entries(conn: Conn) -> Iterator[KeywordEntry]:
+    """Every stored turn's entry, a session at a time."""
+    session: int | None = None
+    previous: list[str] = []
+    for exchange_id, session_id, created_at, content in stored_turns(conn):
+        if session_id != session:
+            session, previous = session_id, []
+        yield (exchange_id, session_id, content,
+               context_terms(content, previous[:CONTEXT_TURNS]), dated_terms(created_at))
+        previous = [content[:NEIGHBOUR_CHARS], *previous][:CONTEXT_TURNS]
+
+
+class RebuiltKeywordIndexWrites(TypedDict):
+    reply: dict[str, Any]
+
+
+@node
+def rebuilt_keyword_index(*, run: RunContext) -> RebuiltKeywordIndexWrites:
+    store = run.store
+    derived = keyword_index(store)
+    if derived is None or not isinstance(store, Store):
+        if store.read_only:
+            raise StoreError("the store is read-only: its keyword index cannot be rebuilt")
+        return {"reply": {"turns": 0, "directory": None, "seconds": 0.0,
+                          "text": "PostgreSQL keeps its keyword index in the database: "
+                                  "there is no derived index to rebuild."}}
+    started = time.perf_counter()
+    count = derived.rebuild(store, stored_entries)
+    seconds = round(time.perf_counter() - started, 2)
+    return {"reply": {"turns": count, "directory": str(derived.directory), "seconds": seconds,
+                      "text": f"Rebuilt the keyword index of {count:,} turns in {seconds} s "
+                              f"({derived.directory})."}}

@@ -1,0 +1,283 @@
+"""The derived keyword index beside a SQLite store (store.keyword_index), on real stores
+and real processes: a turn is found as soon as its ingest returns (the queue beside the
+index), the queue moves into the index without changing what is found, a forgotten turn
+is never found, the contract audit names a missing and a stale entry and `stenographer
+index rebuild` repairs both, a store without its index searches with FTS5 until rebuilt,
+and a process killed while ingesting and flushing loses and duplicates nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import store.keyword_index as keyword_index_module
+from stenographer.app import App, open_app
+from stenographer.settings import Settings
+from store.db import Store
+from store.keyword_index import HOT_LIMIT, needs_rebuild, plain_phrases
+from store.search import HitFilter, keyword_hits, keyword_index
+from tests.conftest import REPO_ROOT
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+
+def _settings(data: Path) -> Settings:
+    return Settings(data_dir=data, turn_limit=1_000)
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    opened = open_app(_settings(tmp_path / "data"))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def ingest(app: App, session: str, content: str) -> int:
+    out, _ = app.run("ingest", {"role": "user", "content": content, "session_id": session})
+    return int(out["reply"]["exchange_id"])
+
+
+def found(app: App, words: str, session: str | None) -> list[int]:
+    """The derived index's keyword hits (FTS5 not asked)."""
+    store = app.store
+    derived = keyword_index(store)
+    assert derived is not None
+    with store.read() as conn:
+        row = None if session is None else conn.execute(
+            "SELECT id FROM sessions WHERE name = ?", (session,)).fetchone()
+        flt = HitFilter(session_id=None if row is None else int(row[0]))
+        expression = " OR ".join(f'"{w}"' for w in words.split())
+        assert derived.trusted(conn)
+        return [i for i, _ in derived.search(conn, plain_phrases(expression) or [],
+                                             flt.session_id, 10)]
+
+
+def fts5(app: App, words: str) -> list[int]:
+    with app.store.read() as conn:
+        expression = " OR ".join(f'"{w}"' for w in words.split())
+        return [i for i, _ in keyword_hits(conn, expression, HitFilter(), 10)]
+
+
+def audit(app: App) -> dict[str, list[int]]:
+    out, _ = app.run("contract_audit", {"session_id": None})
+    return {c["name"]: sorted(c["ids"]) for c in out["report"]["contracts"] if not c["passed"]}
+
+
+def held(app: App) -> int:
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.index.reload()
+    return int(store.keywords.index.searcher().num_docs)
+
+
+def queued(app: App) -> int:
+    with app.store.read() as conn:
+        return int(conn.execute("SELECT count(*) FROM keyword_pending").fetchone()[0])
+
+
+def test_plain_phrases_reads_the_graphs_word_queries_only():
+    assert plain_phrases('"redis" OR "cache"') == ["redis", "cache"]
+    assert plain_phrases('"say ""hi"""') == ['say "hi"']
+    assert plain_phrases('"sqlite vec" OR "x"') == ["sqlite vec", "x"]
+    for other in ('redis', '"a" AND "b"', '"a" OR', '"a" OR b', '"open', 'NEAR(a b)', ''):
+        assert plain_phrases(other) is None, other
+
+
+def test_a_turn_is_found_when_its_ingest_returns(app: App):
+    first = ingest(app, "s1", "We chose Redis for the session cache.")
+    assert found(app, "redis", "s1") == [first]  # from the queue: the index holds nothing
+    assert held(app) == 0 and queued(app) == 1
+    other = ingest(app, "s2", "Redis is also the job queue of the billing API.")
+    assert found(app, "redis", "s1") == [first]  # a session search sees its own turns
+    assert sorted(found(app, "redis", None)) == sorted([first, other])
+    assert sorted(fts5(app, "redis")) == sorted([first, other])  # FTS5 holds them as well
+
+
+def test_the_queue_moves_into_the_index_and_hits_stay_the_same(app: App):
+    ids = [ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]} and "
+                                    f"{WORDS[(n * 3) % len(WORDS)]}") for n in range(40)]
+    before = {w: found(app, w, None) for w in WORDS}
+    store = app.store
+    assert isinstance(store, Store)
+    assert store.keywords.flush(store) == len(ids)
+    assert queued(app) == 0 and held(app) == len(ids)
+    after = {w: found(app, w, None) for w in WORDS}
+    assert {w: sorted(v) for w, v in after.items()} == {w: sorted(v) for w, v in
+                                                        before.items()}
+    assert audit(app) == {}
+
+
+def test_a_long_queue_is_moved_in_after_the_next_search(app: App):
+    for n in range(HOT_LIMIT + 5):
+        ingest(app, "s", f"note {n} about {WORDS[n % len(WORDS)]}")
+    assert queued(app) == HOT_LIMIT + 5
+    out, _ = app.run("search", {"query": "alpha", "session_id": "s", "limit": 10})
+    assert out["hits"]
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.wait()  # the flush runs beside the search
+    assert queued(app) == 0 and held(app) == HOT_LIMIT + 5
+
+
+def test_a_bulk_sized_queue_is_moved_in_before_the_search(app: App,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    for n in range(12):
+        ingest(app, "s", f"note {n} about {WORDS[n % len(WORDS)]}")
+    out, _ = app.run("search", {"query": "alpha", "session_id": "s", "limit": 10})
+    assert out["hits"] and queued(app) == 0 and held(app) == 12  # no wait: done before
+
+
+def test_a_forgotten_turn_is_never_found(app: App):
+    keep = ingest(app, "s", "the parser drops tabs")
+    gone = ingest(app, "s", "the parser drops newlines")
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.flush(store)
+    out, _ = app.run("forget", {"confirm": True, "exchange_ids": [gone], "session_id": None,
+                                "since": None, "until": None, "text": None,
+                                "reason": "test", "vacuum": False})
+    assert out["reply"]["count"] == 1
+    assert found(app, "parser", "s") == [keep]  # queued removal: the entry is left out
+    store.keywords.flush(store)
+    assert found(app, "parser", "s") == [keep] and held(app) == 1
+    assert audit(app) == {}
+
+
+def test_the_audit_names_missing_and_stale_entries_and_the_rebuild_repairs_them(
+        app: App):
+    ids = [ingest(app, "s", f"turn {n} about {WORDS[n]}") for n in range(6)]
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.flush(store)
+    assert audit(app) == {}
+    store.keywords.delete_entry(ids[2])
+    store.keywords.add_entry((ids[-1] + 50, 1, "a turn that was never stored", "", ""))
+    assert audit(app) == {"derived_keyword_index": [ids[2], ids[-1] + 50]}
+    out, _ = app.run("contract_audit", {"session_id": None})
+    assert "stenographer index rebuild" in out["report"]["text"]
+    app.close()
+    rebuilt = subprocess.run(
+        [str(Path(sys.executable).parent / "stenographer"), "index", "rebuild", "--json"],
+        env={**os.environ, "OMEGA_STENOGRAPHER_DIR": str(app.settings.data_dir)},
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert '"turns": 6' in rebuilt.stdout
+    again = open_app(_settings(app.settings.data_dir))
+    try:
+        assert audit(again) == {}
+        assert found(again, WORDS[2], "s")[0] == ids[2]  # the next turns hold it as context
+        assert found(again, "never", None) == []
+    finally:
+        again.close()
+
+
+def test_a_store_without_its_index_searches_with_fts5_and_is_rebuilt_at_start(app: App):
+    ids = [ingest(app, "s", f"turn {n} about {WORDS[n]}") for n in range(4)]
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.flush(store)
+    data = app.settings.data_dir
+    app.close()
+    shutil.rmtree(data / "steno.db.keywords")  # a copy of the file alone, say
+    bare = Store(data / "steno.db")  # the store alone: no graph runs the rebuild
+    try:
+        assert needs_rebuild(bare)
+        derived = keyword_index(bare)
+        assert derived is not None
+        with bare.read() as conn:
+            assert not derived.trusted(conn)
+            hits = keyword_hits(conn, '"charlie"', HitFilter(), 10, derived=derived)
+        assert [i for i, _ in hits][:1] == [ids[2]]  # FTS5 answered
+    finally:
+        bare.close()
+    later = open_app(_settings(data))  # a server or a command: rebuilt before it serves
+    try:
+        assert isinstance(later.store, Store) and not needs_rebuild(later.store)
+        assert audit(later) == {}
+        assert found(later, "charlie", "s")[0] == ids[2]
+        assert held(later) == 4 and queued(later) == 0
+    finally:
+        later.close()
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+    app = open_app(Settings(data_dir=Path({data!r}), turn_limit=1_000))
+    for n in range(10_000):
+        out, _ = app.run("ingest", {{"role": "user", "session_id": "s{{}}".format(n % 4),
+                                    "content": "turn number w{{}}x of the run".format(n)}})
+        print(out["reply"]["exchange_id"], flush=True)
+        if n % 7 == 6:
+            app.store.keywords.flush(app.store)
+""")
+
+
+def test_a_process_killed_while_ingesting_and_flushing_loses_and_duplicates_nothing(
+        tmp_path: Path):
+    data = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(REPO_ROOT),
+                                                                 data=str(data))],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    assert proc.stdout is not None
+    acknowledged: list[int] = []
+    for line in proc.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 60:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    app = open_app(_settings(data))
+    try:
+        assert audit(app) == {}
+        with app.store.read() as conn:
+            stored = [int(r[0]) for r in conn.execute("SELECT id FROM exchanges ORDER BY id")]
+        assert set(acknowledged) <= set(stored)
+        for n, exchange_id in enumerate(stored):  # later turns of its session: as context
+            hits = found(app, f"w{n}x", None)
+            assert hits[0] == exchange_id and len(hits) == len(set(hits))
+        store = app.store
+        assert isinstance(store, Store)
+        store.keywords.flush(store)
+        assert queued(app) == 0 and held(app) == len(stored)  # no entry twice
+        assert audit(app) == {}
+    finally:
+        app.close()
+
+
+def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
+    marker = "Zephyrquillbrant"
+    keep = ingest(app, "s", "the parser drops tabs")
+    gone = ingest(app, "s", f"the secret is {marker}")
+    store = app.store
+    assert isinstance(store, Store)
+    derived = store.keywords
+    derived.flush(store)  # the word is in a segment of the index now
+    term = derived.words(marker)[0]
+
+    def segments_holding() -> int:  # deleted entries count until their segment goes
+        derived.index.reload()
+        return int(derived.index.searcher().doc_freq("all", term))
+
+    assert segments_holding() == 1
+    out, _ = app.run("forget", {"confirm": True, "exchange_ids": [gone], "session_id": None,
+                                "since": None, "until": None, "text": None,
+                                "reason": "test", "vacuum": True})
+    assert out["reply"]["count"] == 1
+    assert segments_holding() == 0
+    assert found(app, "parser", "s") == [keep] and audit(app) == {}
