@@ -29,10 +29,15 @@ from graphs import stats as stats_graph
 from graphs import sync as sync_graphs
 from graphs.hook_graphs import BRIEFING_CONDITIONS, BRIEFING_NODES
 from graphs.runner import Graphs
+from nodes.batch import batch_items, batch_previous, batch_reply, per_turn
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
 from nodes.evaluate_contracts.audit_input import checked_audit
-from nodes.evaluate_contracts.capture_input import checked_cursor_step, checked_transcript
+from nodes.evaluate_contracts.capture_input import (
+    checked_cursor_step,
+    checked_sources,
+    checked_transcript,
+)
 from nodes.evaluate_contracts.forget_input import checked_forget
 from nodes.evaluate_contracts.graph_input import (
     checked_community_ref,
@@ -103,7 +108,7 @@ from nodes.load_evidence.store_stats import store_stats
 from nodes.load_evidence.sync_compression import overdue_session, recovered_session
 from nodes.load_evidence.transcripts import transcript_batch, transcript_start
 from nodes.publish.audit_report import audit_report
-from nodes.publish.brief import claimed_brief
+from nodes.publish.brief import claimed_brief, compressed_sessions
 from nodes.publish.bundle_apply import applied_bundle
 from nodes.publish.bundle_export import exported_bundle
 from nodes.publish.bus_outbox import (
@@ -114,6 +119,14 @@ from nodes.publish.bus_outbox import (
     published_events,
 )
 from nodes.publish.capture import advanced_cursor
+from nodes.publish.capture_pass import (
+    capture_items,
+    capture_reply,
+    cursor_step,
+    file_failed,
+    file_tally,
+    next_source,
+)
 from nodes.publish.delivery import delivered_bundle, fetched_bundle
 from nodes.publish.embeddings import embedded_backlog
 from nodes.publish.forget_reply import forget_reply
@@ -145,7 +158,7 @@ from nodes.publish.sync_cursor import (
 )
 from nodes.publish.sync_reply import export_reply, import_reply
 from nodes.publish.traces import persist_trace
-from nodes.publish.turn import stored_turn
+from nodes.publish.turn import stored_turn, stored_turns
 
 __all__ = ["CONDITIONS", "DEFINITIONS", "NODE_TYPES", "build_graphs"]
 
@@ -187,6 +200,11 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         graph_reset,
         checked_transcript, transcript_start, transcript_batch,
         checked_cursor_step, advanced_cursor,
+        # a batch of turns through the ingest's node functions (nodes.batch), and a
+        # capture pass over transcript files (graphs/capture)
+        batch_items, per_turn, batch_previous, stored_turns, compressed_sessions, batch_reply,
+        checked_sources, next_source, capture_items, cursor_step, file_tally, file_failed,
+        capture_reply,
         checked_export, exported_bundle, export_reply,
         checked_import, verified_bundle, applied_bundle, overdue_session, import_reply,
         recovered_session,
@@ -217,6 +235,8 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "copy_done": lambda s: "done" if s.get("reply")["done"] else "stopped",
     "turns_pending": lambda s: ("more" if s.get("published")["turns"]
                                 and s.get("published")["remaining"] else "done"),
+    "has_source": lambda s: "yes" if s.get("source") is not None else "no",
+    "capture_again": lambda s: "again" if s.get("again") else "done",
     "communities_stale": lambda s: "stale" if s.get("stats")["stale"] else "fresh",
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),
@@ -224,7 +244,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
 }
 
 DEFINITIONS: list[dict[str, Any]] = [
-    ingest.DEFINITION, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
+    ingest.DEFINITION, ingest.BATCH, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
     notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
@@ -243,6 +263,7 @@ STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "bus_publish": bus_publish_graph.MAX_STEPS,
                                "recover": recover.MAX_STEPS,
                                "migrate": migrate.MAX_STEPS,
+                               "capture": capture.MAX_STEPS,
                                "graphrag_extract": graphrag_graphs.MAX_STEPS,
                                **dict.fromkeys(sync_graphs.LOOPING, sync_graphs.MAX_STEPS)}
 

@@ -11,7 +11,7 @@ from nodes.evaluate_contracts.inputs import check_int, check_text
 from nodes.extract.transcripts import KINDS
 from store.errors import InvalidInput
 
-__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_transcript"]
+__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_sources", "checked_transcript"]
 
 MAX_BATCH_RECORDS = 10_000
 MAX_PATH_CHARS = 4_096
@@ -41,6 +41,18 @@ def checked_transcript(state: State, cfg: Mapping[str, Any]) -> Writes:
         "max_records": check_int("max_records", raw.get("max_records", 200), 1,
                                  MAX_BATCH_RECORDS),
     }}
+
+
+def checked_sources(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The transcript files of a capture pass, in order, each as ``checked_transcript``
+    describes one."""
+    raw = state.get("request") or {}
+    sources = raw.get("sources")
+    if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources):
+        raise InvalidInput("sources must be a list of {kind, path} objects")
+    max_records = check_int("max_records", raw.get("max_records", 200), 1, MAX_BATCH_RECORDS)
+    return {"files": [{"kind": _kind(s.get("kind")), "path": _path(s.get("path")),
+                       "max_records": max_records} for s in sources]}
 
 
 def checked_cursor_step(state: State, cfg: Mapping[str, Any]) -> Writes:

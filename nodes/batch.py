@@ -1,0 +1,130 @@
+"""Nodes: many turns ingested as one batch, through the ingest's own node functions.
+
+A batch is the channel ``items``: one dict per turn, holding that turn's values under
+the ingest graph's channel names (``request``, ``turn``, ``redacted``, ``previous``,
+``decisions``, ``blockers``, ``flags``, ``vector``, ``fields``, then ``recorded``).
+``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``) on each
+turn of the batch, with the turn's values as its state: one stage a batch, the same code
+and the same results as one ingest a turn. A turn the validation refuses gets
+``rejected`` (the reason) and is stepped over; a turn whose source key is already
+stored (or earlier in the batch) gets ``duplicate`` and is not computed again.
+
+What depends on the turns stored before a turn is read once per batch:
+``batch_previous`` gives each turn the two turns before it in its session — the
+store's for a session's first turn in the batch, then the batch's own, as a single
+ingest would read them once the turns before it were stored. The batch is then stored
+in one transaction (nodes.publish.turn.stored_turns) and compressed after it
+(nodes.publish.brief.compressed_sessions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodes.context import NodeFn, RunContext, State, Writes
+from nodes.evaluate_contracts.turn_input import checked_turn
+from nodes.extract.redaction import redacted_turn
+from nodes.extract.search_fields import search_fields
+from nodes.extract.turn_flags import nafe_flags
+from nodes.extract.turn_signals import turn_signals
+from nodes.extract.vectors import turn_vector
+from nodes.load_evidence.neighbours import PREVIOUS_TURNS
+from nodes.publish.wording import counted
+from store.errors import InvalidInput
+from store.exchanges import stored_source_keys
+from store.neighbours import NEIGHBOUR_CHARS, previous_contents
+
+__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_reply", "per_turn"]
+
+# The ingest's node functions that read and write one turn's channels only.
+PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
+    checked_turn, redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
+MAX_BATCH_TURNS = 100_000
+
+
+class _Turn:
+    """One turn of a batch seen as a node's state."""
+
+    __slots__ = ("ctx", "get")
+
+    def __init__(self, ctx: RunContext, item: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.get: Callable[[str], Any] = item.get
+
+    def errors(self, node: str) -> list[str]:
+        return []
+
+
+def batch_items(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The batch of an ``ingest_batch`` request: ``{"turns": [<ingest request>, ...]}``."""
+    request = state.get("request") or {}
+    turns = request.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+        raise InvalidInput("turns must be a list of ingest requests (objects with "
+                           "session_id, role, content...)")
+    if len(turns) > MAX_BATCH_TURNS:
+        raise InvalidInput(f"turns holds {len(turns):,} requests; at most "
+                           f"{MAX_BATCH_TURNS:,} a batch")
+    return {"items": [{"request": t} for t in turns]}
+
+
+def per_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """``cfg["node"]`` on every turn of the batch still to be stored; the validation
+    (``checked_turn``) records a refusal instead of failing the batch."""
+    fn, ctx, items = PER_TURN[cfg["node"]], state.ctx, state.get("items")
+    validating = fn is checked_turn
+    for item in items:
+        if item.get("rejected") is not None or item.get("duplicate"):
+            continue
+        if validating:
+            try:
+                item.update(fn(_Turn(ctx, item), cfg))
+            except InvalidInput as ex:
+                item["rejected"] = str(ex)
+        else:
+            item.update(fn(_Turn(ctx, item), cfg))
+    return {"items": items}
+
+
+def batch_previous(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """Each turn's ``previous`` (nearest first, as nodes.load_evidence.neighbours reads
+    them), and ``duplicate`` for a turn whose source key is stored or came earlier in
+    the batch."""
+    items = [i for i in state.get("items") if i.get("rejected") is None]
+    keys = [i["turn"]["source_key"] for i in items if i["turn"]["source_key"] is not None]
+    running: dict[str, list[str]] = {}
+    with state.ctx.store.read() as conn:
+        stored = stored_source_keys(conn, keys)
+        seen: set[str] = set()
+        for item in items:
+            turn = item["turn"]
+            key = turn["source_key"]
+            if key is not None:
+                if key in stored or key in seen:
+                    item["duplicate"] = True
+                    continue
+                seen.add(key)
+            session = turn["session"]
+            before = running.get(session)
+            if before is None:
+                before = previous_contents(conn, session, PREVIOUS_TURNS)
+            item["previous"] = before
+            running[session] = [turn["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS_TURNS]
+    return {"items": state.get("items")}
+
+
+def batch_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """What the batch stored: counts, the refused turns (their place in the batch and
+    why), the briefs made."""
+    items, briefs = state.get("items"), state.get("briefs") or []
+    stored = [i["recorded"]["exchange_id"] for i in items
+              if i.get("recorded") and not i["recorded"]["duplicate"]]
+    rejected = [{"index": n, "reason": i["rejected"]} for n, i in enumerate(items)
+                if i.get("rejected") is not None]
+    duplicates = len(items) - len(stored) - len(rejected)
+    text = (f"Ingested {counted(len(stored), 'turn')}; {duplicates} already captured; "
+            f"{counted(len(rejected), 'turn')} refused; "
+            f"{counted(len(briefs), 'brief')} made")
+    return {"reply": {"text": text, "stored": len(stored), "duplicates": duplicates,
+                      "rejected": rejected, "exchange_ids": stored, "compressed": briefs}}
