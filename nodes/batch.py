@@ -34,8 +34,10 @@ from nodes.publish.wording import counted
 from store.errors import InvalidInput
 from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
+from store.sql import Conn
 
-__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_reply", "per_turn"]
+__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_reply", "each_turn", "per_turn",
+           "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -72,7 +74,16 @@ def batch_items(state: State, cfg: Mapping[str, Any]) -> Writes:
 def per_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
     """``cfg["node"]`` on every turn of the batch still to be stored; the validation
     (``checked_turn``) records a refusal instead of failing the batch."""
-    fn, ctx, items = PER_TURN[cfg["node"]], state.ctx, state.get("items")
+    items = state.get("items")
+    each_turn(state.ctx, items, cfg["node"], cfg)
+    return {"items": items}
+
+
+def each_turn(ctx: RunContext, items: list[dict[str, Any]], node: str,
+              cfg: Mapping[str, Any] | None = None) -> None:
+    """Run the per-turn node function ``node`` on each item still to be stored, adding
+    what it writes to the item."""
+    fn, cfg = PER_TURN[node], cfg or {}
     validating = fn is checked_turn
     for item in items:
         if item.get("rejected") is not None or item.get("duplicate"):
@@ -84,7 +95,6 @@ def per_turn(state: State, cfg: Mapping[str, Any]) -> Writes:
                 item["rejected"] = str(ex)
         else:
             item.update(fn(_Turn(ctx, item), cfg))
-    return {"items": items}
 
 
 def batch_previous(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -105,13 +115,21 @@ def batch_previous(state: State, cfg: Mapping[str, Any]) -> Writes:
                     item["duplicate"] = True
                     continue
                 seen.add(key)
-            session = turn["session"]
-            before = running.get(session)
-            if before is None:
-                before = previous_contents(conn, session, PREVIOUS_TURNS)
-            item["previous"] = before
-            running[session] = [turn["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS_TURNS]
+            item["previous"] = turns_before(conn, running, turn)
     return {"items": state.get("items")}
+
+
+def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
+                 ) -> list[str]:
+    """The turns before ``turn`` in its session, nearest first: the store's for the
+    session's first turn of a batch (``running`` holds the batch's so far), then the
+    batch's own; ``turn`` joins them for the next."""
+    session = turn["session"]
+    before = running.get(session)
+    if before is None:
+        before = previous_contents(conn, session, PREVIOUS_TURNS)
+    running[session] = [turn["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS_TURNS]
+    return before
 
 
 def batch_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
