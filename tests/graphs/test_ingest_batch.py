@@ -14,6 +14,8 @@ import pytest
 
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
+from tests.conftest import BACKENDS
+from tests.pg_server import PostgresServer
 
 TURN_LIMIT = 4
 SECRET = "ghp_" + "Qx7Lm2Vb9Tz4Rk8Wn3Jd6Hp1Fs5Yc0Ga2Ue7"
@@ -50,13 +52,19 @@ def requests() -> list[dict[str, Any]]:
     return out
 
 
-def open_store(path: Path) -> App:
-    return open_app(Settings(data_dir=path, turn_limit=TURN_LIMIT))
+def open_store(path: Path, url: str | None) -> App:
+    return open_app(Settings(data_dir=path, turn_limit=TURN_LIMIT, database_url=url))
 
 
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[App, App]]:
-    one, batched = open_store(tmp_path / "single"), open_store(tmp_path / "batch")
+@pytest.fixture(params=BACKENDS)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, App]]:
+    """Two empty stores of one backend."""
+    urls: tuple[str | None, str | None] = (None, None)
+    if request.param == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        urls = (server.database(), server.database())
+    one = open_store(tmp_path / "single", urls[0])
+    batched = open_store(tmp_path / "batch", urls[1])
     try:
         yield one, batched
     finally:
@@ -65,6 +73,7 @@ def stores(tmp_path: Path) -> Iterator[tuple[App, App]]:
 
 
 def rows(app: App) -> dict[str, Any]:
+    pg = app.store.dialect == "postgresql"
     queries = {
         "exchanges": "SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, "
                      "e.signals, e.source_key, e.trace_id, e.chain_hash FROM exchanges e "
@@ -73,20 +82,27 @@ def rows(app: App) -> dict[str, Any]:
                     "FROM sessions ORDER BY name",
         "flags": "SELECT exchange_id, signature, span_start, span_end, span FROM signal_flags "
                  "ORDER BY exchange_id, span_start",
-        "keywords": "SELECT f.rowid, f.body, f.context, f.dated, s.name FROM exchanges_fts f "
-                    "JOIN exchanges e ON e.id = f.rowid JOIN sessions s ON s.id = e.session_id "
-                    "ORDER BY f.rowid",
-        "vectors": "SELECT rowid, vec_to_json(embedding) FROM exchange_vectors ORDER BY rowid",
+        "keywords": ("SELECT f.rowid, f.doc::text, s.name FROM exchanges_fts f "
+                     "JOIN sessions s ON s.id = f.session_id ORDER BY f.rowid" if pg else
+                     "SELECT f.rowid, f.body, f.context, f.dated, s.name FROM exchanges_fts f "
+                     "JOIN exchanges e ON e.id = f.rowid JOIN sessions s ON s.id = e.session_id "
+                     "ORDER BY f.rowid"),
+        "vectors": "SELECT rowid, {} FROM exchange_vectors ORDER BY rowid".format(
+            "embedding::text" if pg else "vec_to_json(embedding)"),
         # briefs by the turns they hold (their ids follow the order they were made in)
         "briefs": "SELECT s.name, b.tier, b.first_exchange_id, b.last_exchange_id, b.turns, "
-                  "b.body, (SELECT group_concat(x.exchange_id || ':' || hex(x.content_hash)) "
-                  "FROM brief_sources x WHERE x.brief_id = b.id) FROM briefs b "
-                  "JOIN sessions s ON s.id = b.session_id ORDER BY s.name, b.first_exchange_id",
+                  "b.body, (SELECT {sources} FROM brief_sources x WHERE x.brief_id = b.id) "
+                  "FROM briefs b "
+                  "JOIN sessions s ON s.id = b.session_id ORDER BY s.name, b.first_exchange_id"
+                  .format(sources="string_agg(x.exchange_id || ':' || encode(x.content_hash, "
+                          "'hex'), ',' ORDER BY x.exchange_id)" if pg else
+                          "group_concat(x.exchange_id || ':' || hex(x.content_hash))"),
         "compressed": "SELECT e.id, b.first_exchange_id FROM exchanges e "
                       "LEFT JOIN briefs b ON b.id = e.brief_id ORDER BY e.id",
     }
     with app.store.read() as conn:
-        return {name: [tuple(r) for r in conn.execute(sql)] for name, sql in queries.items()}
+        return {name: [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r)
+                       for r in conn.execute(sql)] for name, sql in queries.items()}
 
 
 def audit_failures(app: App) -> list[str]:
