@@ -29,7 +29,14 @@ from graphs import stats as stats_graph
 from graphs import sync as sync_graphs
 from graphs.hook_graphs import BRIEFING_CONDITIONS, BRIEFING_NODES
 from graphs.runner import Graphs
-from nodes.batch import batch_items, batch_previous, batch_reply, per_turn
+from nodes.batch import (
+    batch_items,
+    batch_previous,
+    batch_receipts,
+    batch_reply,
+    batch_shutdowns,
+    per_turn,
+)
 from nodes.context import NodeFn
 from nodes.evaluate_contracts.audit_contracts import audit_findings
 from nodes.evaluate_contracts.audit_input import checked_audit
@@ -202,7 +209,8 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_cursor_step, advanced_cursor,
         # a batch of turns through the ingest's node functions (nodes.batch), and a
         # capture pass over transcript files (graphs/capture)
-        batch_items, per_turn, batch_previous, stored_turns, compressed_sessions, batch_reply,
+        batch_items, per_turn, batch_shutdowns, batch_previous, stored_turns, batch_receipts,
+        compressed_sessions, batch_reply,
         checked_sources, next_source, capture_items, cursor_step, file_tally, file_failed,
         capture_reply,
         checked_export, exported_bundle, export_reply,

@@ -9,7 +9,10 @@ and the same results as one ingest a turn. A turn the validation refuses gets
 ``rejected`` (the reason) and is stepped over; a turn whose source key is already
 stored (or earlier in the batch) gets ``duplicate`` and is not computed again.
 
-What depends on the turns stored before a turn is read once per batch:
+The CLAEG shutdown events on the coordination bus of each session of the batch become
+system turns before the session's first turn (``batch_shutdowns``), acknowledged once
+stored (``batch_receipts``), as an ingest records them. What depends on the turns
+stored before a turn is read once per batch:
 ``batch_previous`` gives each turn the two turns before it in its session — the
 store's for a session's first turn in the batch, then the batch's own, as a single
 ingest would read them once the turns before it were stored. The batch is then stored
@@ -20,15 +23,18 @@ in one transaction (nodes.publish.turn.stored_turns) and compressed after it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from typing import Any
 
 from nodes.context import NodeFn, RunContext, State, Writes
+from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
+from nodes.load_evidence.bus_events import MAX_EVENTS, shutdown_turn
 from nodes.load_evidence.neighbours import PREVIOUS_TURNS
 from nodes.publish.wording import counted
 from store.errors import InvalidInput
@@ -36,8 +42,8 @@ from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_reply", "each_turn", "per_turn",
-           "turns_before"]
+__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_receipts", "batch_reply",
+           "batch_shutdowns", "each_turn", "per_turn", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -97,6 +103,41 @@ def each_turn(ctx: RunContext, items: list[dict[str, Any]], node: str,
             item.update(fn(_Turn(ctx, item), cfg))
 
 
+def batch_shutdowns(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """The CLAEG terminal-shutdown events of each session of the batch that this store
+    has not acknowledged (nodes.load_evidence.bus_events), each a system turn placed
+    before the session's first turn of the batch, where one ingest a turn records them."""
+    items, bus = state.get("items"), state.ctx.bus
+    if bus is None:
+        return {"items": items}
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in items:
+        session = None if item.get("rejected") is not None else item["turn"]["session"]
+        if session is not None and session not in seen:
+            seen.add(session)
+            for found in bus.pending_shutdowns(session, MAX_EVENTS):
+                event, turn = shutdown_turn(session, asdict(found))
+                out.append({"event": event, "turn": turn})
+        out.append(item)
+    return {"items": out}
+
+
+def batch_receipts(state: State, cfg: Mapping[str, Any]) -> Writes:
+    """This store's receipt on the bus for each shutdown event the batch recorded
+    (nodes.publish.shutdown: one written later covers one that cannot be written now)."""
+    items, bus = state.get("items"), state.ctx.bus
+    for item in items:
+        event, rec = item.get("event"), item.get("recorded")
+        if event is None or rec is None:
+            continue
+        item["shutdown"] = {
+            "exchange_id": rec["exchange_id"], "event_id": event["id"],
+            "source": event["source"], "at": iso(event["at"]), "new": not rec["duplicate"],
+            "acknowledged": bus is not None and bus.acknowledge(event["id"])}
+    return {"items": items}
+
+
 def batch_previous(state: State, cfg: Mapping[str, Any]) -> Writes:
     """Each turn's ``previous`` (nearest first, as nodes.load_evidence.neighbours reads
     them), and ``duplicate`` for a turn whose source key is stored or came earlier in
@@ -144,5 +185,7 @@ def batch_reply(state: State, cfg: Mapping[str, Any]) -> Writes:
     text = (f"Ingested {counted(len(stored), 'turn')}; {duplicates} already captured; "
             f"{counted(len(rejected), 'turn')} refused; "
             f"{counted(len(briefs), 'brief')} made")
+    shutdowns = [i["shutdown"] for i in items if "shutdown" in i]
     return {"reply": {"text": text, "stored": len(stored), "duplicates": duplicates,
-                      "rejected": rejected, "exchange_ids": stored, "compressed": briefs}}
+                      "rejected": rejected, "exchange_ids": stored, "compressed": briefs,
+                      "shutdowns": shutdowns}}

@@ -52,12 +52,14 @@ DEFINITION = {
 
 def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]], str, str]:
     """The stages that store a batch of turns (the channel ``items``, nodes.batch), each
-    through the ingest's own node functions: validate → redact → the turns before each
-    → decisions/blockers → NAFE flags → vector → search fields → store (one
-    transaction) → compress the sessions left with a full batch. Returns the nodes
+    through the ingest's own node functions: validate → each session's CLAEG shutdown
+    events from the bus, as system turns → redact → the turns before each →
+    decisions/blockers → NAFE flags → vector → search fields → store (one transaction)
+    → the events' receipts → compress the sessions left with a full batch. Returns the nodes
     (named with ``prefix``), the edges between them, the first stage and the last."""
     stages: list[tuple[str, dict[str, Any]]] = [
         ("validate", {"type": "per_turn", "node": "checked_turn"}),
+        ("bus", {"type": "batch_shutdowns"}),
         ("redact", {"type": "per_turn", "node": "redacted_turn"}),
         ("previous", {"type": "batch_previous"}),
         ("signals", {"type": "per_turn", "node": "turn_signals"}),
@@ -65,6 +67,7 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
         ("vector", {"type": "per_turn", "node": "turn_vector"}),
         ("fields", {"type": "per_turn", "node": "search_fields"}),
         ("store", {"type": "stored_turns"}),
+        ("receipts", {"type": "batch_receipts"}),
         ("compress", {"type": "compressed_sessions"}),
     ]
     names = [prefix + name for name, _ in stages]

@@ -54,7 +54,8 @@ def cursor_step(state: State, cfg: Mapping[str, Any]) -> Writes:
     """The file's cursor past the batch, with what the batch did (captured, already
     captured, skipped lines: corrupt ones and those the ingest refused)."""
     source, start, batch = state.get("source"), state.get("start"), state.get("batch")
-    end, items = batch["end"], state.get("items")
+    end = batch["end"]
+    items = [i for i in state.get("items") if "line" in i]  # records (not bus events)
     skipped = list(batch["skipped"]) + [
         {"line": i["line"], "offset": i["start"], "reason": f"rejected: {i['rejected']}"}
         for i in items if i.get("rejected") is not None]

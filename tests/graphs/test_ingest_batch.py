@@ -14,6 +14,7 @@ import pytest
 
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
+from tests.busfile import emit, make_bus, receipts
 from tests.conftest import BACKENDS
 from tests.pg_server import PostgresServer
 
@@ -148,3 +149,44 @@ def test_a_bad_batch_request_says_what_is_valid_and_stores_nothing(stores: tuple
     with pytest.raises(InvalidInput, match="turns must be a list"):
         batched.run("ingest_batch", {"turns": [1, 2]})
     assert rows(batched)["exchanges"] == []
+
+
+def test_a_batch_records_bus_shutdown_events_where_single_ingests_do(tmp_path: Path):
+    """Each session's CLAEG shutdown events on the coordination bus become system turns
+    (milestone TERMINAL_SHUTDOWN) before its first turn, acknowledged once, as one
+    ingest a turn records them: two stores, each with its own bus holding the same
+    events."""
+    apps = []
+    for name in ("single", "batch"):
+        shared = tmp_path / f"{name}-shared"
+        bus = make_bus(shared)
+        emit(bus, "alpha", created_at="2026-11-30T06:00:00+00:00", reason="drift budget")
+        emit(bus, "beta", created_at="2026-11-30T06:01:00+00:00")
+        emit(bus, "alpha", created_at="2026-11-30T06:02:00+00:00")
+        apps.append(open_app(Settings(data_dir=tmp_path / name, turn_limit=TURN_LIMIT,
+                                      shared_dir=shared)))
+    one, batched = apps
+    try:
+        reqs = requests()[:20]
+        for req in reqs:
+            one.run("ingest", req)
+        out, _ = batched.run("ingest_batch", {"turns": reqs})
+        expected, got = rows(one), rows(batched)
+        # An event's turn opens its session here, so the session's trace id is a new
+        # (random) one in each store, and the chain hashes and source keys (which name
+        # the bus) differ with it: the rest is the same.
+        for table in ("flags", "keywords", "vectors", "briefs", "compressed"):
+            assert got[table] == expected[table], table
+        assert [r[:7] for r in got["exchanges"]] == [r[:7] for r in expected["exchanges"]]
+        system = [r for r in got["exchanges"] if r[2] == "system"]
+        assert [r[1] for r in system] == ["alpha", "alpha", "beta"]
+        assert [s["acknowledged"] for s in out["reply"]["shutdowns"]] == [True] * 3
+        again, _ = batched.run("ingest_batch", {"turns": reqs[:1]})  # its source key: stored
+        assert again["reply"]["shutdowns"] == [] and again["reply"]["stored"] == 0
+        assert len(receipts(tmp_path / "batch-shared" / "coordination.sqlite")) == 3
+        with batched.store.read() as conn:
+            labels = [str(r[0]) for r in conn.execute("SELECT label FROM milestones")]
+        assert len(labels) == 3 and all("TERMINAL_SHUTDOWN" in label for label in labels)
+    finally:
+        one.close()
+        batched.close()
