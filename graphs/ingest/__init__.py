@@ -75,7 +75,7 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
     return nodes, chain(*names), names[0], names[-1]
 
 
-BATCH_CHANNELS = ("items", "due", "briefs")
+BATCH_CHANNELS = ("items", "due", "briefs", "sessions_compressed")
 _batch_nodes, _batch_edges, _batch_first, _batch_last = batch_stages()
 
 BATCH = {

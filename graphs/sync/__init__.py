@@ -3,7 +3,8 @@
 - ``sync_export``: validate → write the bundle (one read snapshot, pages) → reply.
 - ``sync_import``: validate → verify the whole bundle (checksums, hash chains,
   manifest; nothing is applied from a bundle that fails) → apply its turns in
-  transactions, idempotently → compress every session left with a full batch → reply.
+  transactions, idempotently, through the batch path's node functions → compress the
+  sessions it left with a full batch (one stage) → reply.
 - ``sync_push``: validate → { a spool file → the outbox's next batch after the peer's
   cursor → POST it to the peer → move the cursor → remove the file → add it up } while
   a batch went through → reply.
@@ -32,7 +33,7 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 MAX_STEPS = 10_000_000
 
 _APPLY_CHANNELS = ("incoming", "bundle", "applied", "after_session", "session_row",
-                   "sessions_compressed", "batch", "draft", "rounds", "again", "briefs")
+                   "sessions_compressed", "batch", "draft", "rounds", "again", "briefs", "due")
 
 
 def _apply_and_compress(then: str, *, verify: bool = True
@@ -69,15 +70,16 @@ EXPORT = {
     "edges": chain(START, "validate", "write", "reply", END),
 }
 
-_nodes, _edges, _routes = _apply_and_compress("reply")
+# An import compresses the sessions it filled after the whole bundle, in one stage (the
+# batch path's compression); a session left overdue before is the recover graph's.
 IMPORT = {
     "schema_version": SCHEMA_VERSION,
     "name": "sync_import",
     "channels": channels("request", *_APPLY_CHANNELS, "reply"),
-    "nodes": {"validate": {"type": "checked_import"}, **_nodes,
+    "nodes": {"validate": {"type": "checked_import"}, "verify": {"type": "verified_bundle"},
+              "apply": {"type": "applied_bundle"}, "compress": {"type": "compressed_sessions"},
               "reply": {"type": "import_reply"}},
-    "edges": chain(START, "validate", "verify") + _edges + chain("reply", END),
-    "conditional_edges": _routes,
+    "edges": chain(START, "validate", "verify", "apply", "compress", "reply", END),
 }
 
 ERRORS = "failures"  # the failure edges' error channel (nodes.publish.sync_batches)

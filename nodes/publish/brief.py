@@ -56,7 +56,7 @@ def _claimed(conn: Conn, session_row: int, batch: list[dict[str, Any]],
     labels = milestone_ids(conn, [t["id"] for t in batch])
     if labels != {t["id"]: t["milestone"] for t in batch if t["milestone"]}:
         tier = rebuilt_brief(conn, brief_id) or tier
-    return {"id": brief_id, "tier": tier, "turns": len(batch)}
+    return {"id": brief_id, "tier": tier, "turns": len(batch), "session_row": session_row}
 
 
 def claimed_brief(state: State, cfg: Mapping[str, Any]) -> Writes:
@@ -99,4 +99,4 @@ def compressed_sessions(state: State, cfg: Mapping[str, Any]) -> Writes:
         except ClaimLost:
             continue
         made += session_made
-    return {"briefs": made}
+    return {"briefs": made, "sessions_compressed": len({b["session_row"] for b in made})}

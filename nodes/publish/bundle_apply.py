@@ -10,7 +10,8 @@ batch (nodes.batch) — and linked to the receiving session's head (store.sync e
 the rule); its content, hashes and trace id are the sender's.
 Turns go in transactions of ``BATCH``, their keyword and vector index entries in one
 statement each: a crash part-way leaves whole batches, and applying the bundle again
-completes it without storing anything twice.
+completes it without storing anything twice. ``due``: the sessions that received turns
+and now hold a full batch of uncompressed ones (compressed after the import).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from nodes.batch import each_turn, turns_before
 from nodes.bundles import records
 from nodes.context import State, Writes
 from nodes.evaluate_contracts.sync_input import max_record_bytes
-from store.exchanges import NewTurn, TurnIndex, record_turn, stored_source_keys
+from store.exchanges import NewTurn, TurnIndex, count_live, record_turn, stored_source_keys
 from store.signal_flags import StoredFlag, record_flags
 from store.sync import known_origin, record_origin, record_tombstone, turn_chain
 
@@ -73,8 +74,8 @@ def _extracted(state: State, batch: list[dict[str, Any]]) -> list[dict[str, Any]
     return items
 
 
-def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[str, int]
-           ) -> None:
+def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[str, int],
+           touched: dict[int, None]) -> None:
     now = time.time()
     items = _extracted(state, batch)
     index = TurnIndex()
@@ -98,6 +99,7 @@ def _apply(state: State, batch: list[dict[str, Any]], peer: str, counts: dict[st
                 counts["duplicates"] += 1
                 continue
             counts["applied"] += 1
+            touched[recorded.session_id] = None
             record_flags(conn, recorded.exchange_id, recorded.session_id,
                          [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
                           for f in item["flags"]])
@@ -111,14 +113,18 @@ def applied_bundle(state: State, cfg: Mapping[str, Any]) -> Writes:
     incoming = state.get("incoming")
     started = time.perf_counter()
     counts = {"applied": 0, "duplicates": 0, "relinked": 0, "tombstones": 0}
+    touched: dict[int, None] = {}  # session rows that received turns, in order
     batch: list[dict[str, Any]] = []
     size = int(cfg.get("batch", BATCH))
     for rec in records(Path(incoming["path"]), max_line=max_record_bytes(state)):
         batch.append(rec)
         if len(batch) >= size:
-            _apply(state, batch, incoming["peer"], counts)
+            _apply(state, batch, incoming["peer"], counts, touched)
             batch = []
     if batch:
-        _apply(state, batch, incoming["peer"], counts)
+        _apply(state, batch, incoming["peer"], counts, touched)
+    limit = state.ctx.settings.turn_limit
+    with state.ctx.store.read() as conn:
+        due = [s for s in touched if count_live(conn, s) >= limit]
     return {"applied": {**counts, "seconds": round(time.perf_counter() - started, 3)},
-            "after_session": 0, "rounds": 0}
+            "after_session": 0, "rounds": 0, "due": due}
