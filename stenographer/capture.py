@@ -136,10 +136,6 @@ class Capturer:
         self.batch = batch
         self.stop = stop or threading.Event()  # set: finish the batch at hand, then return
 
-    def capture_file(self, kind: str, path: Path) -> FileReport:
-        """Read one transcript to its end; its records stored a batch at a time."""
-        return self.run_pass([(kind, path)]).files[0]
-
     def run_pass(self, sources: Iterable[Source]) -> PassReport:
         """One run of the ``capture`` graph over ``sources`` (graphs/capture)."""
         report = PassReport()
