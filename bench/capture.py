@@ -7,7 +7,8 @@ Run from the repository root::
 * throughput: ``--turns`` user/assistant turns (~300 characters each, among the tool
   calls, thinking and meta records hosts write in between) in ``--files`` transcripts,
   half Claude Code, half Codex CLI; one in-process capture pass (``Capturer.run_pass``:
-  capture_read, ingest per record, capture_commit); then a second pass over the
+  one run of the capture graph, each batch of records stored through the batch path in
+  one transaction); then a second pass over the
   unchanged files (what a restart costs), and a pass after appending 1 turn per file;
 * latency: a real ``stenographer capture --watch`` subprocess with its default interval
   (1 s) and with 0.1 s; one Claude Code record appended at a time, then the store is
@@ -76,9 +77,9 @@ def throughput(turns: int, files: int) -> None:
         try:
             sources = discover(("claude-code", "codex"), root / "claude", root / "codex")
             capturer = Capturer(app)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             report = capturer.run_pass(sources)
-            first = time.perf_counter() - started
+            first, first_cpu = time.perf_counter() - started, time.process_time() - cpu
             started = time.perf_counter()
             again = capturer.run_pass(sources)
             second = time.perf_counter() - started
@@ -95,7 +96,9 @@ def throughput(turns: int, files: int) -> None:
     print(f"throughput: {report.captured:,} turns from {len(sources)} files "
           f"({size / 1e6:.1f} MB of JSONL, {raw / 1e6:.2f} MB of turn text)")
     print(f"  first pass   {first:7.2f} s  {report.captured / first:8.0f} turns/s  "
-          f"{size / 1e6 / first:6.2f} MB/s of transcript")
+          f"{size / 1e6 / first:6.2f} MB/s of transcript ({first_cpu:.2f} s of CPU: "
+          f"{report.captured / first_cpu:,.0f} turns per CPU second; load "
+          f"{os.getloadavg()[0]:.1f})")
     print(f"  second pass  {second * 1e3:7.1f} ms (nothing new; {again.captured} captured)")
     print(f"  +1 turn in {third.captured} files: {incremental * 1e3:7.1f} ms")
 

@@ -75,6 +75,8 @@ CONDITIONS: dict[str, Callable[..., str]] = {
                                    and page["rows"] else "rows"),
     "briefing_scope": lambda scope: str(scope),
     "has_query": lambda query: "yes" if query["text"] is not None else "no",
+    "has_source": lambda source: "yes" if source is not None else "no",
+    "capture_again": lambda again: "again" if again else "done",
 }
 
 
@@ -82,9 +84,9 @@ def all_definitions() -> list[dict[str, Any]]:
     """Every graph's definition, as the runner compiles it (a subgraph is inside the
     definition that embeds it). Imports definitions only, never a node module."""
     return [
-        ingest.DEFINITION, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
-        notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION,
-        trace.RUNS, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
+        ingest.DEFINITION, ingest.BATCH, compress.DEFINITION, search.DEFINITION,
+        guard.DEFINITION, notes.DEFINITION, milestone.DEFINITION, status.DEFINITION,
+        trace.DEFINITION, trace.RUNS, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
         briefing.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION,
@@ -97,6 +99,7 @@ STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "recover": recover.MAX_STEPS,
                                "migrate": migrate.MAX_STEPS,
                                "graphrag_extract": graphrag.MAX_STEPS,
+                               "capture": capture.MAX_STEPS,
                                **dict.fromkeys(sync.LOOPING, sync.MAX_STEPS)}
 
 

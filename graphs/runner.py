@@ -33,7 +33,6 @@ progress bar advances per batch of a looping graph this way).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import threading
 import time
@@ -44,7 +43,7 @@ from typing import Any
 import neograph_engine as ng
 
 from graphs.summary import error_summary, value_summary
-from nodes.context import NodeFn, RunContext, Writes
+from nodes.context import NodeFn, Reads, RunContext, Writes, call
 
 __all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call"]
 
@@ -103,42 +102,6 @@ class _Held:
         for token in self.by_run.pop(run_id, ()):
             self.values.pop(token, None)
         self.recent.pop(run_id, None)
-
-
-class Reads:
-    """What a node or a route condition reads, from its signature (inspected once):
-    the channels its positional parameters name (``optional``: those with a default,
-    passed only where the graph has the channel), and whether it takes the keyword-only
-    ``run`` (the run context) and ``cfg`` (its configuration in the definition)."""
-
-    __slots__ = ("cfg", "channels", "optional", "run")
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        params = inspect.signature(fn).parameters.values()
-        positional = [p for p in params
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        keywords = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
-        if unknown := keywords - {"run", "cfg"}:
-            raise TypeError(f"{fn.__name__}: keyword-only parameters are run and cfg, "
-                            f"not {sorted(unknown)}")
-        self.channels = tuple(p.name for p in positional)
-        self.optional = frozenset(p.name for p in positional if p.default is not p.empty)
-        self.run, self.cfg = "run" in keywords, "cfg" in keywords
-
-
-def call(fn: NodeFn, channels: Mapping[str, Any], run: RunContext,
-         cfg: Mapping[str, Any] | None = None) -> Writes:
-    """Run one node outside a graph, as the runner would: each channel it reads from
-    ``channels`` (absent: None, or the parameter's default if it has one)."""
-    reads = Reads(fn)
-    values = {c: channels.get(c) for c in reads.channels
-              if c in channels or c not in reads.optional}
-    if reads.run:
-        values["run"] = run
-    if reads.cfg:
-        values["cfg"] = dict(cfg or {})
-    out: Writes = fn(**values)
-    return out
 
 
 def _all_channels(definition: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -21,6 +21,7 @@ under its name in ``NODES``: a graph definition names node types by function nam
 from __future__ import annotations
 
 import gc
+import inspect
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -38,9 +39,8 @@ if TYPE_CHECKING:
 
     from nodes.extract.graph_prefetch import BatchPrefetch
 
-__all__ = ["NODES", "Cfg", "Knobs", "NoWrites", "NodeFn", "RunContext", "Writes",
-           "bulk_allocations",
-           "node"]
+__all__ = ["NODES", "Cfg", "Knobs", "NoWrites", "NodeFn", "Reads", "RunContext", "Writes",
+           "bulk_allocations", "call", "node"]
 
 Writes = dict[str, Any]  # what a node that declares no TypedDict returns
 Cfg = Mapping[str, Any]  # a node's configuration keys in the graph definition
@@ -151,3 +151,44 @@ def bulk_allocations() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+class Reads:
+    """What a node or a route condition reads, from its signature (inspected once):
+    the channels its positional parameters name (``optional``: those with a default,
+    passed only where the graph has the channel), and whether it takes the keyword-only
+    ``run`` (the run context) and ``cfg`` (its configuration in the definition)."""
+
+    __slots__ = ("cfg", "channels", "optional", "run")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        params = inspect.signature(fn).parameters.values()
+        positional = [p for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keywords = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+        if unknown := keywords - {"run", "cfg"}:
+            raise TypeError(f"{fn.__name__}: keyword-only parameters are run and cfg, "
+                            f"not {sorted(unknown)}")
+        self.channels = tuple(p.name for p in positional)
+        self.optional = frozenset(p.name for p in positional if p.default is not p.empty)
+        self.run, self.cfg = "run" in keywords, "cfg" in keywords
+
+
+_READS: dict[Callable[..., Any], Reads] = {}
+
+
+def call(fn: NodeFn, channels: Mapping[str, Any], run: RunContext,
+         cfg: Mapping[str, Any] | None = None) -> Writes:
+    """Run one node outside a graph, as the runner would: each channel it reads from
+    ``channels`` (absent: None, or the parameter's default if it has one)."""
+    reads = _READS.get(fn)
+    if reads is None:
+        reads = _READS[fn] = Reads(fn)
+    values = {c: channels.get(c) for c in reads.channels
+              if c in channels or c not in reads.optional}
+    if reads.run:
+        values["run"] = run
+    if reads.cfg:
+        values["cfg"] = dict(cfg or {})
+    out: Writes = fn(**values)
+    return out

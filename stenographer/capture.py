@@ -1,8 +1,9 @@
 """Automatic capture: find the hosts' transcript files and run the capture graphs on them.
 
-One pass over a file: ``capture_read`` (the next batch of records after the file's
-cursor), the ``ingest`` graph once per record, ``capture_commit`` (the cursor moves past
-what was stored), until the file is read to its end. A watcher repeats passes over the
+A pass over a list of files is one run of the ``capture`` graph (graphs/capture): each
+file read a batch of records at a time after its cursor, each batch stored through the
+ingest's node functions in one transaction, the cursor moved past it, until the file is
+read to its end. A watcher repeats passes over the
 files whose size, time or inode changed since it last looked (polling: no dependency,
 works on every platform and network file system). Only one capture process works on a
 store at a time (``store.capture_lock``).
@@ -10,6 +11,7 @@ store at a time (``store.capture_lock``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -20,11 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from nodes.extract.transcripts import CLAUDE_CODE, CODEX
 from nodes.publish.wording import counted
-from store.errors import InvalidInput, StenoError
+from store.errors import InvalidInput
 
 if TYPE_CHECKING:
     from stenographer.app import App
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["Capturer", "FileReport", "PassReport", "discover", "hook_event", "hook_payload",
            "hook_session", "hook_targets"]
 
-DEFAULT_BATCH = 200  # records per capture_read run
+# Records per batch of a capture pass, one transaction each; a batch also ends at 1 MiB of
+# transcript (nodes.load_evidence.transcripts). Batches of 200 cost ~14% more CPU a turn.
+DEFAULT_BATCH = 1_000
 ERROR_RETRY_S = 10.0  # a watcher retries a file that failed after this long
 MAX_SKIPS_LISTED = 20  # skipped lines listed per file in a pass report
 Source = tuple[str, Path]  # (kind, transcript path)
@@ -136,69 +138,15 @@ class Capturer:
         self.batch = batch
         self.stop = stop or threading.Event()  # set: finish the batch at hand, then return
 
-    def capture_file(self, kind: str, path: Path) -> FileReport:
-        """Read one transcript to its end; every record through the ingest graph."""
-        report = FileReport(kind, str(path))
-        while True:
-            try:
-                out, _ = self.app.run("capture_read", {"kind": kind, "path": str(path),
-                                                       "max_records": self.batch})
-                more = self._ingest_batch(kind, path, out["start"], out["batch"], report)
-            except (StenoError, apsw.Error) as ex:  # unreadable file, busy or failing store:
-                report.error = str(ex)  # reported; a watcher tries again later
-                return report
-            if not more or self.stop.is_set():
-                return report
-
-    def _ingest_batch(self, kind: str, path: Path, start: dict[str, Any],
-                      batch: dict[str, Any], report: FileReport) -> bool:
-        end = batch["end"]
-        step: dict[str, Any] = {
-            "kind": kind, "path": str(path), "position": end["position"],
-            "lines": end["lines"], "identity": end["identity"], "head": end["head"],
-            "session": end["session"], "cwd": end["cwd"], "resets": 1 if start["reset"] else 0}
-        report.reset = report.reset or start["reset"]
-        skipped = list(batch["skipped"])
-        captured = duplicates = 0
-        failure = None
-        for rec in batch["records"]:
-            try:
-                reply = self.app.run("ingest", rec["request"])[0]["reply"]
-            except InvalidInput as ex:  # this record can never be stored: report, go on
-                skipped.append({"line": rec["line"], "offset": rec["start"],
-                                "reason": f"rejected: {ex}"})
-                continue
-            except (StenoError, apsw.Error) as ex:  # the store failed: resume here next time
-                failure = f"line {rec['line']}: {ex}"
-                step.update(position=rec["start"], lines=rec["line"] - 1, head=None)
-                break
-            if reply["duplicate"]:
-                duplicates += 1
-            else:
-                captured += 1
-        skipped.sort(key=lambda s: int(s["line"]))
-        problem = failure
-        if problem is None and skipped:
-            problem = f"skipped line {skipped[-1]['line']}: {skipped[-1]['reason']}"
-        step.update(captured=captured, duplicates=duplicates, skipped=len(skipped),
-                    ok=failure is None, error=problem)
-        self.app.run("capture_commit", step)
-        report.captured += captured
-        report.duplicates += duplicates
-        report.skipped += skipped
-        report.position = step["position"]
-        if failure is not None:
-            report.error = failure
-            return False
-        # A drained predecessor (rotation) is followed at once by its successor.
-        drained = start["drain"] and end["position"] > start["position"]
-        return bool(end["more"]) or drained
-
     def run_pass(self, sources: Iterable[Source]) -> PassReport:
+        """One run of the ``capture`` graph over ``sources`` (graphs/capture)."""
         report = PassReport()
         started = time.perf_counter()
-        for kind, path in sources:
-            report.files.append(self.capture_file(kind, path))
+        request = {"sources": [{"kind": kind, "path": str(path)} for kind, path in sources],
+                   "max_records": self.batch}
+        ctx = dataclasses.replace(self.app.ctx, stop=self.stop)
+        out, _ = self.app.graphs.run("capture", {"request": request}, ctx)
+        report.files = [FileReport(**f) for f in out["reply"]["files"]]
         report.duration_ms = (time.perf_counter() - started) * 1e3
         return report
 
@@ -225,19 +173,14 @@ class Capturer:
                 if seen.get(key) != sig and retry_at.get(key, 0.0) <= now:
                     changed.append(((kind, path), sig))
             if changed:
-                report = PassReport()
-                started = time.perf_counter()
-                for (kind, path), sig in changed:
-                    if self.stop.is_set():
-                        break
-                    file_report = self.capture_file(kind, path)
-                    report.files.append(file_report)
+                report = self.run_pass([source for source, _ in changed])
+                signatures = dict((str(path), sig) for (_, path), sig in changed)
+                for file_report in report.files:
                     if file_report.error:
-                        retry_at[str(path)] = time.monotonic() + ERROR_RETRY_S
-                    else:
-                        seen[str(path)] = sig  # as it was before reading: growth during
-                        retry_at.pop(str(path), None)  # the read is seen next time
-                report.duration_ms = (time.perf_counter() - started) * 1e3
+                        retry_at[file_report.path] = time.monotonic() + ERROR_RETRY_S
+                    else:  # as it was before reading: growth during the read is seen
+                        seen[file_report.path] = signatures[file_report.path]  # next time
+                        retry_at.pop(file_report.path, None)
                 on_pass(report)
             return True  # a file that failed is retried on its own (retry_at)
 

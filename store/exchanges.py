@@ -15,15 +15,19 @@ __all__ = [
     "Exchange",
     "NewTurn",
     "Recorded",
+    "TurnIndex",
     "brief_ids",
     "count_live",
     "exchange_from_row",
     "exchanges_by_ids",
+    "index_keyword_page",
     "index_keywords",
     "live_turns",
     "recent_turns",
     "record_turn",
     "session_row_id",
+    "source_key_turn",
+    "stored_source_keys",
     "turn_trace_sql",
 ]
 
@@ -112,17 +116,41 @@ def exchange_from_row(row: Row) -> Exchange:
     )
 
 
-def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
+class TurnIndex:
+    """The keyword and vector index entries of the turns a batch writes in one
+    transaction, added with one statement each when the batch is written (``add_to``)
+    instead of two statements a turn. Nothing in the batch's transaction reads the
+    indexes before that."""
+
+    __slots__ = ("keywords", "vectors")
+
+    def __init__(self) -> None:
+        self.keywords: list[tuple[int, int, str, str, str]] = []
+        self.vectors: list[tuple[int, int, bytes]] = []
+
+    def add_to(self, conn: Conn) -> None:
+        """Write the entries held (call inside the write that stored their turns)."""
+        index_keyword_page(conn, self.keywords)
+        dialect(conn).insert_vectors(conn, self.vectors)
+        self.keywords, self.vectors = [], []
+
+
+def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
     exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
     session's head read here, inside the caller's write transaction.
+
+    With ``index`` (a batch of turns in one write): the index entries are held there
+    until the batch adds them, and ``live_turns`` is not counted (0): the batch counts
+    each session's once, after its last turn.
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
-            return Recorded(found[0], found[1], True, count_live(conn, found[1]))
+            live = count_live(conn, found[1]) if index is None else 0
+            return Recorded(found[0], found[1], True, live)
     _, head = session_head(conn, turn.session)
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
                         turn.source_key, turn.trace_id)
@@ -145,6 +173,11 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
             linked,
         ),
     )[0]
+    if index is not None:
+        index.keywords.append((exchange_id, session_id, turn.content, turn.context,
+                               turn.dated))
+        index.vectors.append((exchange_id, session_id, turn.vector))
+        return Recorded(exchange_id, session_id, False, 0)
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
@@ -155,6 +188,33 @@ def index_keywords(conn: Conn, exchange_id: int, session_id: int, content: str,
     """Add a turn's keyword index entry: its words, the words it borrows from the turns
     before it, its month and year."""
     dialect(conn).index_keywords(conn, exchange_id, session_id, content, context, dated)
+
+
+def index_keyword_page(conn: Conn, entries: Sequence[tuple[int, int, str, str, str]]) -> None:
+    """Add the keyword index entries (exchange id, session id, its words, the words it
+    borrows, its month and year) of many turns in one statement."""
+    if entries:
+        dialect(conn).index_keyword_page(conn, entries)
+
+
+def source_key_turn(conn: Conn, source_key: str) -> tuple[int, int] | None:
+    """(exchange id, session row id) of the turn stored under ``source_key``, or None."""
+    found = first(conn, FIND_SOURCE_KEY, (source_key,))
+    return None if found is None else (int(found[0]), int(found[1]))
+
+
+SOURCE_KEY_PAGE = 500  # keys looked up in one statement
+
+
+def stored_source_keys(conn: Conn, keys: Sequence[str]) -> set[str]:
+    """Those of ``keys`` that a stored turn carries."""
+    found: set[str] = set()
+    for start in range(0, len(keys), SOURCE_KEY_PAGE):
+        page = keys[start:start + SOURCE_KEY_PAGE]
+        marks = ",".join("?" * len(page))
+        found.update(str(r[0]) for r in all_rows(
+            conn, f"SELECT source_key FROM exchanges WHERE source_key IN ({marks})", page))
+    return found
 
 
 def count_live(conn: Conn, session_id: int) -> int:

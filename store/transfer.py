@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.dialect import dialect
+from store.exchanges import index_keyword_page
 from store.keyword_index import META_KEY as KEYWORD_INDEX_KEY
 from store.provenance import GENESIS
 from store.rewrite import REWRITE_KEYS
@@ -307,7 +308,7 @@ def write_turns(conn: Conn, rows: Sequence[Row], fields: Sequence[tuple[str, str
     table = _BY_NAME["exchanges"]
     sql_dialect = dialect(conn)
     sql_dialect.insert_rows(conn, table.name, table.columns, rows)
-    sql_dialect.index_keyword_page(conn, [
+    index_keyword_page(conn, [
         (r[0], int(r[1]), r[4], context, dated)
         for r, (context, dated) in zip(rows, fields, strict=True)])
     sql_dialect.insert_vectors(conn, [(r[0], r[1], vectors[r[0]]) for r in rows

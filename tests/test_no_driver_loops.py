@@ -16,9 +16,6 @@ from stenographer.scheduler import BACKOFF_CAP_S, Job, Scheduler, backoff
 
 ROOT = Path(__file__).resolve().parents[1] / "stenographer"
 SCHEDULER = "scheduler.py"
-# The capture pass (read a batch, ingest each record, commit the cursor) is still
-# driven from Python; remove it from here once a pass is one graph run.
-NOT_YET_CONVERTED = {"capture.py"}
 RUN_NAMES = {"run", "_run"}
 
 
@@ -55,9 +52,8 @@ def driver_loops(path: Path) -> list[str]:
 
 def test_no_module_drives_graph_runs_in_a_loop_but_the_scheduler() -> None:
     modules = sorted(ROOT.glob("*.py"))
-    assert {p.name for p in modules} >= NOT_YET_CONVERTED | {SCHEDULER}
-    offenders = [where for p in modules if p.name not in NOT_YET_CONVERTED | {SCHEDULER}
-                 for where in driver_loops(p)]
+    assert SCHEDULER in {p.name for p in modules}
+    offenders = [where for p in modules if p.name != SCHEDULER for where in driver_loops(p)]
     assert offenders == []
     # The scheduler is the one loop left: exactly one, and it runs the job's tick.
     tree = ast.parse((ROOT / SCHEDULER).read_text(encoding="utf-8"))

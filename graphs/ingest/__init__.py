@@ -1,4 +1,4 @@
-"""ingest: record one turn.
+"""ingest: record one turn; ingest_batch: record many.
 
 validate → record the session's CLAEG shutdown events from the coordination bus (the
 claeg subgraph: each a system turn, stored once) → redact secrets and hash the turn as
@@ -7,7 +7,12 @@ extract decisions/blockers → NAFE reasoning-drift flags (assistant turns) → 
 vector → extract the keyword index's search fields (neighbouring turns' words, date) →
 publish (turn, flags, keyword and vector index, one transaction) → compress when the
 session reached STENO_TURN_LIMIT uncompressed turns → render the reply.
+
+``ingest_batch`` (bulk ingest: capture, import) runs the same node functions once per
+batch of turns (nodes.batch): ``batch_stages`` below, then a reply that counts them.
 """
+
+from typing import Any
 
 from graphs.claeg import DEFINITION as CLAEG
 from graphs.compress import DEFINITION as COMPRESS
@@ -42,4 +47,42 @@ DEFINITION = {
         {"from": "store", "condition": "compression_due",
          "routes": {"yes": "compress", "default": "reply"}},
     ],
+}
+
+
+def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]], str, str]:
+    """The stages that store a batch of turns (the channel ``items``, nodes.batch), each
+    through the ingest's own node functions: validate → each session's CLAEG shutdown
+    events from the bus, as system turns → redact → the turns before each →
+    decisions/blockers → NAFE flags → vector → search fields → store (one transaction)
+    → the events' receipts → compress the sessions left with a full batch. Returns the nodes
+    (named with ``prefix``), the edges between them, the first stage and the last."""
+    stages: list[tuple[str, dict[str, Any]]] = [
+        ("validate", {"type": "per_turn", "node": "checked_turn"}),
+        ("bus", {"type": "batch_shutdowns"}),
+        ("redact", {"type": "per_turn", "node": "redacted_turn"}),
+        ("previous", {"type": "batch_previous"}),
+        ("signals", {"type": "per_turn", "node": "turn_signals"}),
+        ("flags", {"type": "per_turn", "node": "nafe_flags"}),
+        ("vector", {"type": "per_turn", "node": "turn_vector"}),
+        ("fields", {"type": "per_turn", "node": "search_fields"}),
+        ("store", {"type": "stored_turns"}),
+        ("receipts", {"type": "batch_receipts"}),
+        ("compress", {"type": "compressed_sessions"}),
+    ]
+    names = [prefix + name for name, _ in stages]
+    nodes = {prefix + name: node for name, node in stages}
+    return nodes, chain(*names), names[0], names[-1]
+
+
+BATCH_CHANNELS = ("items", "due", "briefs", "sessions_compressed")
+_batch_nodes, _batch_edges, _batch_first, _batch_last = batch_stages()
+
+BATCH = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "ingest_batch",
+    "channels": channels("request", *BATCH_CHANNELS, "reply"),
+    "nodes": {"items": {"type": "batch_items"}, **_batch_nodes,
+              "reply": {"type": "batch_reply"}},
+    "edges": chain(START, "items", _batch_first) + _batch_edges + chain(_batch_last, "reply", END),
 }

@@ -3,7 +3,8 @@
 - ``sync_export``: validate → write the bundle (one read snapshot, pages) → reply.
 - ``sync_import``: validate → verify the whole bundle (checksums, hash chains,
   manifest; nothing is applied from a bundle that fails) → apply its turns in
-  transactions, idempotently → compress every session left with a full batch → reply.
+  transactions, idempotently, through the batch path's node functions → compress the
+  sessions it left with a full batch (one stage) → reply.
 - ``sync_push``: validate → { a spool file → the outbox's next batch after the peer's
   cursor → POST it to the peer → move the cursor → remove the file → add it up } while
   a batch went through → reply.
@@ -32,17 +33,14 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 # brief inside it).
 MAX_STEPS = 10_000_000
 
-_APPLY_CHANNELS = ("incoming", "bundle", "applied", *OVERDUE_CHANNELS)
+_APPLY_CHANNELS = ("incoming", "bundle", "applied", "due", *OVERDUE_CHANNELS)
 
 
-def _apply_and_compress(then: str, *, verify: bool = True
+def _apply_and_compress(then: str
                         ) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
-    """[verify →] apply → { next overdue session → compress it } → ``then``."""
+    """apply → { next overdue session → compress it } → ``then``."""
     nodes, edges, routes = overdue_loop(then)
-    nodes = {**({"verify": {"type": "verified_bundle"}} if verify else {}),
-             "apply": {"type": "applied_bundle"}, **nodes}
-    edges = (chain("verify", "apply") if verify else []) + chain("apply", "overdue") + edges
-    return nodes, edges, routes
+    return {"apply": {"type": "applied_bundle"}, **nodes}, chain("apply", "overdue") + edges, routes
 
 
 EXPORT = {
@@ -57,15 +55,17 @@ EXPORT = {
     "edges": chain(START, "validate", "write", "reply", END),
 }
 
-_nodes, _edges, _routes = _apply_and_compress("reply")
+# An import compresses the sessions it filled after the whole bundle, in one stage (the
+# batch path's compression); a session left overdue before is the recover graph's.
 IMPORT = {
     "schema_version": SCHEMA_VERSION,
     "name": "sync_import",
-    "channels": channels("request", *_APPLY_CHANNELS, "reply"),
-    "nodes": {"validate": {"type": "checked_import"}, **_nodes,
+    "channels": channels("request", "incoming", "bundle", "applied", "due", "after_session",
+                         "rounds", "briefs", "sessions_compressed", "reply"),
+    "nodes": {"validate": {"type": "checked_import"}, "verify": {"type": "verified_bundle"},
+              "apply": {"type": "applied_bundle"}, "compress": {"type": "compressed_sessions"},
               "reply": {"type": "import_reply"}},
-    "edges": chain(START, "validate", "verify") + _edges + chain("reply", END),
-    "conditional_edges": _routes,
+    "edges": chain(START, "validate", "verify", "apply", "compress", "reply", END),
 }
 
 ERRORS = "failures"  # the failure edges' error channel (nodes.publish.sync_batches)
@@ -111,7 +111,7 @@ PUSH = {
     "failure_edges": [{"from": "deliver", "to": "failed", "error_channel": ERRORS}],
 }
 
-_nodes, _edges, _routes = _apply_and_compress("ack", verify=False)
+_nodes, _edges, _routes = _apply_and_compress("ack")
 _loop_nodes, _loop_routes = _batch_loop("pull", NETWORK["sync_pull"])
 PULL = {
     "schema_version": SCHEMA_VERSION,

@@ -10,7 +10,7 @@ from nodes.evaluate_contracts.inputs import check_int, check_text
 from nodes.extract.transcripts import KINDS
 from store.errors import InvalidInput
 
-__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_transcript"]
+__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_sources", "checked_transcript"]
 
 MAX_BATCH_RECORDS = 10_000
 MAX_PATH_CHARS = 4_096
@@ -45,6 +45,23 @@ def checked_transcript(request: Any) -> CheckedTranscriptWrites:
         "max_records": check_int("max_records", raw.get("max_records", 200), 1,
                                  MAX_BATCH_RECORDS),
     }}
+
+
+class CheckedSourcesWrites(TypedDict):
+    files: Any
+
+
+@node
+def checked_sources(request: Any) -> CheckedSourcesWrites:
+    """The transcript files of a capture pass, in order, each as ``checked_transcript``
+    describes one."""
+    raw = request or {}
+    sources = raw.get("sources")
+    if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources):
+        raise InvalidInput("sources must be a list of {kind, path} objects")
+    max_records = check_int("max_records", raw.get("max_records", 200), 1, MAX_BATCH_RECORDS)
+    return {"files": [{"kind": _kind(s.get("kind")), "path": _path(s.get("path")),
+                       "max_records": max_records} for s in sources]}
 
 
 class CheckedCursorStepWrites(TypedDict):

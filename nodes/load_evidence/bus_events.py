@@ -14,7 +14,7 @@ from typing import Any, NotRequired, TypedDict
 from nodes.context import RunContext, node
 from nodes.extract.claeg import shutdown_of
 
-__all__ = ["MAX_EVENTS", "shutdown_event"]
+__all__ = ["MAX_EVENTS", "shutdown_event", "shutdown_turn"]
 
 MAX_EVENTS = 20  # per ingest; more wait for the next ingest of the session
 
@@ -34,17 +34,20 @@ def shutdown_event(caller: Any, pending: Any, *, run: RunContext) -> ShutdownEve
         pending = [asdict(e) for e in found]
     if not pending:
         return {"pending": [], "event": None}
-    shutdown = shutdown_of(pending[0])
-    return {
-        "pending": pending[1:],
-        "event": {"id": shutdown.event_id, "source": shutdown.source, "at": shutdown.at},
-        "turn": {
-            "session": session,
-            "role": "system",
-            "content": shutdown.content,
-            "created_at": shutdown.at,
-            "source_key": shutdown.source_key,
-            "trace_id": None,  # the session's, as for any turn that names none
-            "milestone": shutdown.label,
-        },
-    }
+    event, turn = shutdown_turn(session, pending[0])
+    return {"pending": pending[1:], "event": event, "turn": turn}
+
+
+def shutdown_turn(session: str, found: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A pending event (``store.bus`` row as a dict) of ``session``: the event and the
+    system turn that records it."""
+    shutdown = shutdown_of(found)
+    return ({"id": shutdown.event_id, "source": shutdown.source, "at": shutdown.at}, {
+        "session": session,
+        "role": "system",
+        "content": shutdown.content,
+        "created_at": shutdown.at,
+        "source_key": shutdown.source_key,
+        "trace_id": None,  # the session's, as for any turn that names none
+        "milestone": shutdown.label,
+    })

@@ -13,12 +13,12 @@ from nodes.context import RunContext, node
 from nodes.extract.brief import brief_text
 from nodes.load_evidence.compression import batch_records
 from store.briefs import BriefDraft, ClaimLost, claim_brief
-from store.exchanges import count_live
+from store.exchanges import count_live, live_turns
 from store.forget import brief_sources_of, delete_brief, rewrite_brief
 from store.milestones import milestone_ids
 from store.sql import Conn
 
-__all__ = ["MAX_ROUNDS", "claimed_brief", "rebuilt_brief"]
+__all__ = ["MAX_ROUNDS", "claimed_brief", "compressed_sessions", "rebuilt_brief"]
 
 MAX_ROUNDS = 64  # one compression run never loops longer than this
 
@@ -36,6 +36,28 @@ def rebuilt_brief(conn: Conn, brief_id: int) -> str | None:
     return tier
 
 
+def _claimed(conn: Conn, session_row: int, batch: list[dict[str, Any]],
+             draft: dict[str, Any]) -> dict[str, Any]:
+    """Claim ``batch`` for a brief of ``draft`` inside the caller's write (ClaimLost:
+    another writer compressed some of its turns first)."""
+    new = BriefDraft(
+        session_id=session_row,
+        tier=draft["tier"],
+        body=draft["body"],
+        created_at=time.time(),
+        sources=tuple((t["id"], bytes.fromhex(t["hash"])) for t in batch),
+    )
+    brief_id = claim_brief(conn, new)
+    tier = draft["tier"]
+    # A milestone marked since the batch was read is seen here: the claim holds
+    # the turns (their rows, on PostgreSQL), and marking reads a turn's brief
+    # under the same lock (store.milestones.mark_milestone).
+    labels = milestone_ids(conn, [t["id"] for t in batch])
+    if labels != {t["id"]: t["milestone"] for t in batch if t["milestone"]}:
+        tier = rebuilt_brief(conn, brief_id) or tier
+    return {"id": brief_id, "tier": tier, "turns": len(batch), "session_row": session_row}
+
+
 class ClaimedBriefWrites(TypedDict):
     briefs: NotRequired[Any]
     rounds: Any
@@ -45,30 +67,48 @@ class ClaimedBriefWrites(TypedDict):
 @node
 def claimed_brief(batch: Any, draft: Any, rounds: Any, session_row: Any, *,
                   run: RunContext) -> ClaimedBriefWrites:
+    batch, draft = batch, draft
     rounds = (rounds or 0) + 1
     if not batch or draft is None:
         return {"rounds": rounds, "again": False}
-    new = BriefDraft(
-        session_id=session_row,
-        tier=draft["tier"],
-        body=draft["body"],
-        created_at=time.time(),
-        sources=tuple((t["id"], bytes.fromhex(t["hash"])) for t in batch),
-    )
     limit = run.settings.turn_limit
     made: list[dict[str, Any]] = []
     try:
         with run.store.write() as conn:
-            brief_id = claim_brief(conn, new)
-            tier = draft["tier"]
-            # A milestone marked since the batch was read is seen here: the claim holds
-            # the turns (their rows, on PostgreSQL), and marking reads a turn's brief
-            # under the same lock (store.milestones.mark_milestone).
-            labels = milestone_ids(conn, [t["id"] for t in batch])
-            if labels != {t["id"]: t["milestone"] for t in batch if t["milestone"]}:
-                tier = rebuilt_brief(conn, brief_id) or tier
+            made.append(_claimed(conn, session_row, batch, draft))
             more = count_live(conn, session_row) >= limit
-        made.append({"id": brief_id, "tier": tier, "turns": len(batch)})
     except ClaimLost:
         more = True  # someone else compressed; look again at what is left
     return {"briefs": made, "rounds": rounds, "again": more and rounds < MAX_ROUNDS}
+
+
+class CompressedSessionsWrites(TypedDict):
+    briefs: Any
+    sessions_compressed: Any
+
+
+@node
+def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrites:
+    """After a batch of turns (nodes.batch): each session it left holding a full batch
+    of uncompressed turns (``due``) is compressed in one write, brief after brief as the
+    compress graph makes them (its oldest turns, the same text and claim), until fewer
+    than a batch are left. A session whose claim is lost to another writer keeps what
+    is left for the next ingest or recovery."""
+    limit = run.settings.turn_limit
+    made: list[dict[str, Any]] = []
+    for session_row in due or ():
+        try:
+            with run.store.write() as conn:
+                session_made = []
+                while True:
+                    turns = live_turns(conn, session_row, limit)
+                    if len(turns) < limit:
+                        break
+                    batch = batch_records(turns, milestone_ids(conn, [t.id for t in turns]))
+                    tier, body = brief_text(batch)
+                    session_made.append(_claimed(conn, session_row, batch,
+                                                 {"tier": tier, "body": body}))
+        except ClaimLost:
+            continue
+        made += session_made
+    return {"briefs": made, "sessions_compressed": len({b["session_row"] for b in made})}

@@ -4,11 +4,14 @@ A turn is skipped when its origin is known here (stored, received before, or for
 here) or its source key is stored. A tombstone of a turn never held here is stored as a
 tombstone (store.sync.record_tombstone), so the chain runs through it as at the sender
 and the turn cannot arrive later from another peer. Every other turn is stored the
-way an ingest stores it — decisions and blockers, vector and keyword fields computed
-here with this store's patterns — and linked to the receiving session's head
-(store.sync explains the rule).
-Turns go in transactions of ``BATCH``: a crash part-way leaves whole batches, and
-applying the bundle again completes it without storing anything twice.
+way an ingest stores it — decisions and blockers, NAFE flags, vector and keyword fields
+computed here with this store's patterns, by the ingest's own node functions over a
+batch (nodes.batch) — and linked to the receiving session's head (store.sync explains
+the rule); its content, hashes and trace id are the sender's.
+Turns go in transactions of ``BATCH``, their keyword and vector index entries in one
+statement each: a crash part-way leaves whole batches, and applying the bundle again
+completes it without storing anything twice. ``due``: the sessions that received turns
+and now hold a full batch of uncompressed ones (compressed after the import).
 """
 
 from __future__ import annotations
@@ -17,41 +20,67 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
+from nodes.batch import each_turn, turns_before
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
-from nodes.extract.signals import blockers, decisions
-from nodes.extract.terms import context_terms
-from nodes.extract.vectors import quantize, text_vector
-from store.exchanges import NewTurn, record_turn
-from store.neighbours import NEIGHBOUR_CHARS, previous_contents
-from store.search import dated_terms
+from store.exchanges import NewTurn, TurnIndex, count_live, record_turn, stored_source_keys
+from store.signal_flags import StoredFlag, record_flags
 from store.sync import known_origin, record_origin, record_tombstone, turn_chain
 
 __all__ = ["BATCH", "applied_bundle"]
 
 BATCH = 500  # turns per write transaction: other writers wait at most one batch
-PREVIOUS = 2  # turns before a turn that its vector and keyword context borrow from
 
 
-def _new_turn(run: RunContext, rec: dict[str, Any], previous: list[str]) -> NewTurn:
-    text, patterns = rec["content"], run.patterns
-    vector = text_vector(text, run.settings.vector_dim, previous)
+def _new_turn(rec: dict[str, Any], item: dict[str, Any]) -> NewTurn:
     return NewTurn(
-        session=rec["session"], role=rec["role"], content=text,
+        session=rec["session"], role=rec["role"], content=rec["content"],
         content_hash=bytes.fromhex(rec["content_hash"]),
-        created_at=float(rec["created_at"]), vector=quantize(vector),
-        decisions=tuple(decisions(text, patterns)), blockers=tuple(blockers(text, patterns)),
+        created_at=float(rec["created_at"]), vector=bytes.fromhex(item["vector"]),
+        decisions=tuple(item["decisions"]), blockers=tuple(item["blockers"]),
         source_key=rec.get("source_key"), trace_id=rec.get("trace_id"),
-        context=context_terms(text, previous), dated=dated_terms(float(rec["created_at"])))
+        context=item["fields"]["context"], dated=item["fields"]["dated"])
 
 
-def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict[str, int]
-           ) -> None:
-    now = time.time()
-    with run.store.write() as conn:
-        previous: dict[str, list[str]] = {}
+def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One item a record (nodes.batch), the turns to store computed as an ingest
+    computes them: the turns before each (a session's first from the store, then the
+    batch's), decisions and blockers, NAFE flags, vector and search fields. A turn whose
+    origin or source key is known here, or came earlier in the batch, is a duplicate."""
+    items: list[dict[str, Any]] = []
+    running: dict[str, list[str]] = {}
+    with run.store.read() as conn:
+        keys = stored_source_keys(conn, [r["source_key"] for r in batch
+                                         if r["t"] != "gone" and r.get("source_key")])
         for rec in batch:
+            item: dict[str, Any] = {"record": rec}
+            items.append(item)
+            if rec["t"] == "gone":
+                item["duplicate"] = True  # nothing to compute
+                continue
+            key = rec.get("source_key")
+            if known_origin(conn, bytes.fromhex(rec["origin"])) or (key and key in keys):
+                item["duplicate"] = True
+                continue
+            if key:
+                keys.add(key)
+            item["turn"] = {"session": rec["session"], "role": rec["role"],
+                            "content": rec["content"], "created_at": float(rec["created_at"])}
+            item["previous"] = turns_before(conn, running, item["turn"])
+    for name in ("turn_signals", "nafe_flags", "turn_vector", "search_fields"):
+        each_turn(run, items, name)
+    return items
+
+
+def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict[str, int],
+           touched: dict[int, None]) -> None:
+    now = time.time()
+    items = _extracted(run, batch)
+    index = TurnIndex()
+    with run.store.write() as conn:
+        for item in items:
+            rec = item["record"]
             origin = bytes.fromhex(rec["origin"])
             if rec["t"] == "gone":
                 # A turn forgotten at the sender: held here, it stays (forgetting is
@@ -61,42 +90,47 @@ def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict
                                      bytes.fromhex(rec["chain"]), origin, peer, now)
                     counts["tombstones"] += 1
                 continue
-            if known_origin(conn, origin):
+            if item.get("duplicate") or known_origin(conn, origin):
                 counts["duplicates"] += 1
                 continue
-            session = rec["session"]
-            before = previous.get(session)
-            if before is None:
-                before = previous_contents(conn, session, PREVIOUS)
-            recorded = record_turn(conn, _new_turn(run, rec, before))
+            recorded = record_turn(conn, _new_turn(rec, item), index)
             if recorded.duplicate:  # its source key is stored (captured on both sides)
                 counts["duplicates"] += 1
                 continue
             counts["applied"] += 1
+            touched[recorded.session_id] = None
+            record_flags(conn, recorded.exchange_id, recorded.session_id,
+                         [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
+                          for f in item["flags"]])
             if turn_chain(conn, recorded.exchange_id).hex() != rec["origin"]:
                 record_origin(conn, origin, recorded.exchange_id, peer, now)
                 counts["relinked"] += 1
-            previous[session] = [rec["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS]
+        index.add_to(conn)
 
 
 class AppliedBundleWrites(TypedDict):
     applied: Any
     after_session: Any
     rounds: Any
+    due: Any
 
 
 @node
 def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundleWrites:
     started = time.perf_counter()
     counts = {"applied": 0, "duplicates": 0, "relinked": 0, "tombstones": 0}
+    touched: dict[int, None] = {}  # session rows that received turns, in order
     batch: list[dict[str, Any]] = []
     size = int(cfg.get("batch", BATCH))
     for rec in records(Path(incoming["path"]), max_line=max_record_bytes(run)):
         batch.append(rec)
         if len(batch) >= size:
-            _apply(run, batch, incoming["peer"], counts)
+            _apply(run, batch, incoming["peer"], counts, touched)
             batch = []
     if batch:
-        _apply(run, batch, incoming["peer"], counts)
+        _apply(run, batch, incoming["peer"], counts, touched)
+    limit = run.settings.turn_limit
+    with run.store.read() as conn:
+        due = [s for s in touched if count_live(conn, s) >= limit]
     return {"applied": {**counts, "seconds": round(time.perf_counter() - started, 3)},
-            "after_session": 0, "rounds": 0}
+            "after_session": 0, "rounds": 0, "due": due}

@@ -186,6 +186,12 @@ RUNS: dict[str, Case] = {
     "graphrag_export": lambda g, c, s: {"request": {"format": "json"}},
     "graphrag_reset": lambda g, c, s: {"request": {}},
     "capture_read": lambda g, c, s: transcript(c),
+    "capture": lambda g, c, s: {"request": {
+        "sources": [{"kind": "claude-code", "path": transcript(c)["request"]["path"]}],
+        "max_records": 10}},
+    "ingest_batch": lambda g, c, s: {"request": {"turns": [
+        turn("We decided to batch.")["request"], turn("a plain one", role="assistant")["request"],
+        {**turn("refused")["request"], "role": "robot"}]}},
     "capture_commit": lambda g, c, s: {"request": {
         "kind": "codex", "path": "/t/rollout.jsonl", "position": 10, "lines": 1,
         "captured": 1, "identity": "1:2", "head": "ab", "session": "x"}},
@@ -270,6 +276,12 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "capture_read":
         assert [r["request"]["content"] for r in out["batch"]["records"]] == ["captured words"]
         assert out["batch"]["end"]["position"] > 0 and out["start"]["position"] == 0
+    elif name == "capture":  # the transcript's one record, stored through the batch stages
+        [report] = out["reply"]["files"]
+        assert (report["captured"], report["error"], out["cursor"]["captured"]) == (1, None, 1)
+    elif name == "ingest_batch":
+        assert (out["reply"]["stored"], out["reply"]["duplicates"]) == (2, 0)
+        assert [r["index"] for r in out["reply"]["rejected"]] == [2]
     elif name == "capture_commit":
         assert (out["cursor"]["position"], out["cursor"]["captured"]) == (10, 1)
     elif name == "sync_export":

@@ -1,0 +1,264 @@
+"""Stores of 20,000 / 100,000 / 1,000,000 turns built through the bulk path, and what
+they cost to search and to keep, on both backends.
+
+Run from the repository root::
+
+    python bench/scale.py [--sizes 20000,100000,1000000] [--backends sqlite,postgresql]
+        [--batch 2000] [--session-turns 200] [--queries 200] [--json FILE]
+
+Each backend's store grows through the sizes in turn (the smaller store is a prefix of
+the larger): generated turns of ~300 characters (bench/ingest_query.make_turns: a small
+technical vocabulary, decisions and blockers, user/assistant/tool roles) in sessions of
+``--session-turns``, handed to the ``ingest_batch`` graph ``--batch`` at a time — the
+bulk path that capture and import take: validation, redaction, signals, flags, vector,
+keyword fields, one transaction a batch, compression after it (STENO_TURN_LIMIT at its
+default). At each size one real stdio server (``python -m stenographer``, the MCP SDK
+client) answers ``query_history`` requests (bench/ingest_query.build_queries:
+questions, keywords, FTS syntax) scoped to a session and store-wide, each call followed
+by a call rejected by argument validation: the floor that every latency is also given
+as a ratio to. Figures: build time and rate, storage per 1,000 turns (SQLite: the file
+after a checkpoint; PostgreSQL: every table with its indexes and TOAST data), session
+search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
+machine's load while it ran. The single ingest and its floor ratio are
+bench/ingest_query.py's.
+
+SQLite is a file in a temporary directory; PostgreSQL 18 with pgvector is started on
+127.0.0.1 by ``tests/pg_server.PostgresServer`` (``fsync=off``, as in the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from backends import Backends, Load, request
+from common import (
+    CallTimer,
+    fmt_bytes,
+    percentile,
+    print_table,
+    spawn_server,
+    structured,
+)
+from ingest_query import BRIEF, QUERY, Turn, build_queries, make_turns
+
+CHUNK = 20_000  # turns generated at a time (a million are never held at once)
+QUERY_TURNS = 20_000  # the newest turns the queries are drawn from
+
+
+def generated(total: int, session_turns: int) -> Iterator[Turn]:
+    """``total`` turns, ``CHUNK`` generated at a time with a seed each, numbered and
+    dated as one stream (a turn every 20 s) in sessions of ``session_turns``."""
+    base = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC).timestamp()
+    for start in range(0, total, CHUNK):
+        for t in make_turns(min(CHUNK, total - start), session_turns=session_turns,
+                            seed=7 + start // CHUNK):
+            n = start + t.index
+            when = datetime.fromtimestamp(base + 20 * n + int(t.created_at[-3:-1]) % 10, UTC)
+            yield dataclasses.replace(t, index=n, session=f"bench-{n // session_turns:05d}",
+                                      created_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def ingest_request(t: Turn) -> dict[str, Any]:
+    return {"session_id": t.session, "role": t.role, "content": t.content,
+            "created_at": t.created_at}
+
+
+class Built:
+    """One backend's store, grown a batch at a time through ``ingest_batch``."""
+
+    def __init__(self, backends: Backends, backend: str, total: int, args: argparse.Namespace
+                 ) -> None:
+        from stenographer.app import open_app
+        from stenographer.settings import Settings
+
+        self.backends, self.backend, self.batch = backends, backend, args.batch
+        self.data_dir, self.url = backends.fresh(backend, "scale")
+        self.settings = Settings(data_dir=self.data_dir, database_url=self.url)
+        self.app = open_app(self.settings)
+        self.source = generated(total, args.session_turns)
+        self.loaded, self.build_s, self.build_cpu_s = 0, 0.0, 0.0
+        self.recent: list[Turn] = []  # the newest QUERY_TURNS turns
+        self.ids: dict[int, int] = {}  # their exchange ids
+
+    def grow_to(self, size: int) -> None:
+        started, cpu = time.perf_counter(), time.process_time()
+        while self.loaded < size:
+            batch = [next(self.source) for _ in range(min(self.batch, size - self.loaded))]
+            out, _ = self.app.run("ingest_batch", {"turns": [ingest_request(t) for t in batch]})
+            reply = out["reply"]
+            assert reply["stored"] == len(batch) and not reply["rejected"], reply["text"]
+            self.recent = (self.recent + batch)[-QUERY_TURNS:]
+            self.ids.update((t.index, i) for t, i in zip(batch, reply["exchange_ids"],
+                                                          strict=True))
+            self.loaded += len(batch)
+            if self.loaded % 100_000 < self.batch:
+                rate = self.loaded / (self.build_s + time.perf_counter() - started)
+                print(f"  {self.backend}: {self.loaded:,} turns ({rate:,.0f}/s)", flush=True)
+        self.ids = {t.index: self.ids[t.index] for t in self.recent}
+        self.build_s += time.perf_counter() - started
+        self.build_cpu_s += time.process_time() - cpu
+
+    def storage(self) -> dict[str, Any]:
+        """Bytes the store occupies, every index included."""
+        if self.url is None:  # the file with the store closed (WAL checkpointed)
+            from stenographer.app import open_app
+
+            self.app.close()
+            try:
+                return self.backends.size(self.backend, self.data_dir, None)
+            finally:
+                self.app = open_app(self.settings)
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            rows = conn.execute(b"""
+                SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+                JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND c.relkind = 'r'
+                ORDER BY 2 DESC""").fetchall()
+        return {"bytes": sum(int(b) for _, b in rows),
+                "largest": {str(n): int(b) for n, b in rows[:6]}}
+
+    def close(self) -> None:
+        self.app.close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def peak_rss(pid: int | None) -> int | None:
+    """The process's peak resident memory in bytes (Linux: VmHWM)."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+async def searched(built: Built, count: int) -> dict[str, Any]:
+    """query_history over one stdio server, each call followed by a rejected one."""
+    scoped = [a for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
+    queries = {"session": scoped,
+               "store": [{**a, "session_id": None, "cross_session": True} for a in scoped]}
+    env = {"STENO_DATABASE_URL": built.url} if built.url else {}
+    out: dict[str, Any] = {}
+    async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
+                            extra_env=env) as server:
+        warm = CallTimer(QUERY)
+        await warm.call(server, QUERY, {"query": "warm up", "cross_session": True})
+        out["first_call_ms"] = warm.latencies_ms[0]
+        floor = CallTimer("floor")
+        for scope, batch in queries.items():
+            timer, hits = CallTimer(QUERY), 0
+            for q in batch:
+                args = {k: v for k, v in request(q).items() if v is not None}
+                result = await timer.call(server, QUERY, args)
+                hits += bool(result is not None and structured(result).get("hits"))
+                await floor.call(server, BRIEF, {"session_id": ""})
+            out[scope] = {"ms": timer.latencies_ms, "errors": len(timer.errors),
+                          "error_samples": timer.errors[:2], "with_hits": hits}
+        assert len(floor.errors) == len(floor.latencies_ms), "the floor call was not rejected"
+        out["floor_ms"] = percentile(floor.latencies_ms, 50)
+        out["server_peak_rss"] = peak_rss(server.pid)
+    for scope in ("session", "store"):
+        ms = out[scope].pop("ms")
+        out[scope].update({q: percentile(ms, v) for q, v in
+                           (("p50", 50), ("p95", 95), ("p99", 99))}, calls=len(ms))
+    return out
+
+
+def run_backend(backends: Backends, backend: str, sizes: list[int],
+                args: argparse.Namespace) -> list[dict[str, Any]]:
+    built = Built(backends, backend, max(sizes), args)
+    rows = []
+    try:
+        for size in sizes:
+            load = Load()
+            built.grow_to(size)
+            row: dict[str, Any] = {
+                "backend": backend, "turns": built.loaded, "build_s": round(built.build_s, 1),
+                "build_cpu_s": round(built.build_cpu_s, 1),
+                "build_turns_per_s": round(built.loaded / built.build_s),
+                "build_machine": load.stop(), "store": built.storage()}
+            load = Load()
+            row["search"] = anyio.run(searched, built, args.queries)
+            row["search_machine"] = load.stop()
+            rows.append(row)
+            print(json.dumps(row)[:700], flush=True)
+    finally:
+        built.close()
+    return rows
+
+
+def ratio(value: float, floor: float) -> str:
+    return f"{value:.1f} ({value / floor:.0f}x)"
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print_table(
+        ["backend", "turns", "build s", "turns/s", "per 1,000 turns", "session p50 (x floor)",
+         "session p99", "store-wide p50", "store-wide p95", "server RSS", "floor ms",
+         "load 1m"],
+        [[r["backend"], f"{r['turns']:,}", r["build_s"], f"{r['build_turns_per_s']:,}",
+          fmt_bytes(r["store"]["bytes"] * 1000 / r["turns"]),
+          ratio(r["search"]["session"]["p50"], r["search"]["floor_ms"]),
+          ratio(r["search"]["session"]["p99"], r["search"]["floor_ms"]),
+          ratio(r["search"]["store"]["p50"], r["search"]["floor_ms"]),
+          ratio(r["search"]["store"]["p95"], r["search"]["floor_ms"]),
+          fmt_bytes(r["search"]["server_peak_rss"]), f"{r['search']['floor_ms']:.2f}",
+          f"{r['build_machine']['loadavg_1m_end']:.1f}"]
+         for r in rows],
+        title="\nStores built through the bulk path (ingest_batch); query_history over "
+              "stdio, ms (ratio to a call rejected by validation)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="20000,100000,1000000")
+    ap.add_argument("--backends", default="sqlite,postgresql")
+    ap.add_argument("--batch", type=int, default=2_000, help="turns per ingest_batch run")
+    ap.add_argument("--session-turns", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=200, help="per scope and size")
+    ap.add_argument("--pg-url", help="a running PostgreSQL server's admin URL")
+    ap.add_argument("--json", help="also write every figure to this file")
+    args = ap.parse_args()
+    sizes = sorted(int(x) for x in args.sizes.split(","))
+    names = args.backends.split(",")
+    root = Path(tempfile.mkdtemp(prefix="steno-scale-"))
+    backends = Backends(root, names, args.pg_url)
+    out: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "loadavg_at_start": os.getloadavg()}, "args": vars(args), "rows": []}
+    try:
+        for backend in names:
+            out["rows"] += run_backend(backends, backend, sizes, args)
+    finally:
+        backends.close()
+        shutil.rmtree(root, ignore_errors=True)
+    report(out["rows"])
+    print("single ingest over stdio and its floor ratio: bench/ingest_query.py")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

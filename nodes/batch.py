@@ -1,0 +1,207 @@
+"""Nodes: many turns ingested as one batch, through the ingest's own node functions.
+
+A batch is the channel ``items``: one dict per turn, holding that turn's values under
+the ingest graph's channel names (``request``, ``turn``, ``redacted``, ``previous``,
+``decisions``, ``blockers``, ``flags``, ``vector``, ``fields``, then ``recorded``).
+``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``) on each
+turn of the batch, with the turn's values as its state: one stage a batch, the same code
+and the same results as one ingest a turn. A turn the validation refuses gets
+``rejected`` (the reason) and is stepped over; a turn whose source key is already
+stored (or earlier in the batch) gets ``duplicate`` and is not computed again.
+
+The CLAEG shutdown events on the coordination bus of each session of the batch become
+system turns before the session's first turn (``batch_shutdowns``), acknowledged once
+stored (``batch_receipts``), as an ingest records them. What depends on the turns
+stored before a turn is read once per batch:
+``batch_previous`` gives each turn the two turns before it in its session — the
+store's for a session's first turn in the batch, then the batch's own, as a single
+ingest would read them once the turns before it were stored. The batch is then stored
+in one transaction (nodes.publish.turn.stored_turns) and compressed after it
+(nodes.publish.brief.compressed_sessions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any, TypedDict
+
+from nodes.context import Cfg, NodeFn, RunContext, call, node
+from nodes.evaluate_contracts.inputs import iso
+from nodes.evaluate_contracts.turn_input import checked_turn
+from nodes.extract.redaction import redacted_turn
+from nodes.extract.search_fields import search_fields
+from nodes.extract.turn_flags import nafe_flags
+from nodes.extract.turn_signals import turn_signals
+from nodes.extract.vectors import turn_vector
+from nodes.load_evidence.bus_events import MAX_EVENTS, shutdown_turn
+from nodes.load_evidence.neighbours import PREVIOUS_TURNS
+from nodes.publish.wording import counted
+from store.errors import InvalidInput
+from store.exchanges import stored_source_keys
+from store.neighbours import NEIGHBOUR_CHARS, previous_contents
+from store.sql import Conn
+
+__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_receipts", "batch_reply",
+           "batch_shutdowns", "each_turn", "per_turn", "turns_before"]
+
+# The ingest's node functions that read and write one turn's channels only.
+PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
+    checked_turn, redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
+MAX_BATCH_TURNS = 100_000
+
+
+class BatchItemsWrites(TypedDict):
+    items: Any
+
+
+@node
+def batch_items(request: Any) -> BatchItemsWrites:
+    """The batch of an ``ingest_batch`` request: ``{"turns": [<ingest request>, ...]}``."""
+    request = request or {}
+    turns = request.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+        raise InvalidInput("turns must be a list of ingest requests (objects with "
+                           "session_id, role, content...)")
+    if len(turns) > MAX_BATCH_TURNS:
+        raise InvalidInput(f"turns holds {len(turns):,} requests; at most "
+                           f"{MAX_BATCH_TURNS:,} a batch")
+    return {"items": [{"request": t} for t in turns]}
+
+
+class PerTurnWrites(TypedDict):
+    items: Any
+
+
+@node
+def per_turn(items: Any, *, run: RunContext, cfg: Cfg) -> PerTurnWrites:
+    """``cfg["node"]`` on every turn of the batch still to be stored; the validation
+    (``checked_turn``) records a refusal instead of failing the batch."""
+    each_turn(run, items, cfg["node"], cfg)
+    return {"items": items}
+
+
+def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
+              cfg: Mapping[str, Any] | None = None) -> None:
+    """Run the per-turn node function ``name`` on each item still to be stored, the
+    item's values as its channels, adding what it writes to the item."""
+    fn = PER_TURN[name]
+    validating = fn is checked_turn
+    for item in items:
+        if item.get("rejected") is not None or item.get("duplicate"):
+            continue
+        if validating:
+            try:
+                item.update(call(fn, item, run, cfg))
+            except InvalidInput as ex:
+                item["rejected"] = str(ex)
+        else:
+            item.update(call(fn, item, run, cfg))
+
+
+class BatchShutdownsWrites(TypedDict):
+    items: Any
+
+
+@node
+def batch_shutdowns(items: Any, *, run: RunContext) -> BatchShutdownsWrites:
+    """The CLAEG terminal-shutdown events of each session of the batch that this store
+    has not acknowledged (nodes.load_evidence.bus_events), each a system turn placed
+    before the session's first turn of the batch, where one ingest a turn records them."""
+    items, bus = items, run.bus
+    if bus is None:
+        return {"items": items}
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in items:
+        session = None if item.get("rejected") is not None else item["turn"]["session"]
+        if session is not None and session not in seen:
+            seen.add(session)
+            for found in bus.pending_shutdowns(session, MAX_EVENTS):
+                event, turn = shutdown_turn(session, asdict(found))
+                out.append({"event": event, "turn": turn})
+        out.append(item)
+    return {"items": out}
+
+
+class BatchReceiptsWrites(TypedDict):
+    items: Any
+
+
+@node
+def batch_receipts(items: Any, *, run: RunContext) -> BatchReceiptsWrites:
+    """This store's receipt on the bus for each shutdown event the batch recorded
+    (nodes.publish.shutdown: one written later covers one that cannot be written now)."""
+    items, bus = items, run.bus
+    for item in items:
+        event, rec = item.get("event"), item.get("recorded")
+        if event is None or rec is None:
+            continue
+        item["shutdown"] = {
+            "exchange_id": rec["exchange_id"], "event_id": event["id"],
+            "source": event["source"], "at": iso(event["at"]), "new": not rec["duplicate"],
+            "acknowledged": bus is not None and bus.acknowledge(event["id"])}
+    return {"items": items}
+
+
+class BatchPreviousWrites(TypedDict):
+    items: Any
+
+
+@node
+def batch_previous(items: Any, *, run: RunContext) -> BatchPreviousWrites:
+    """Each turn's ``previous`` (nearest first, as nodes.load_evidence.neighbours reads
+    them), and ``duplicate`` for a turn whose source key is stored or came earlier in
+    the batch."""
+    kept = [i for i in items if i.get("rejected") is None]
+    keys = [i["turn"]["source_key"] for i in kept if i["turn"]["source_key"] is not None]
+    running: dict[str, list[str]] = {}
+    with run.store.read() as conn:
+        stored = stored_source_keys(conn, keys)
+        seen: set[str] = set()
+        for item in kept:
+            turn = item["turn"]
+            key = turn["source_key"]
+            if key is not None:
+                if key in stored or key in seen:
+                    item["duplicate"] = True
+                    continue
+                seen.add(key)
+            item["previous"] = turns_before(conn, running, turn)
+    return {"items": items}
+
+
+def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
+                 ) -> list[str]:
+    """The turns before ``turn`` in its session, nearest first: the store's for the
+    session's first turn of a batch (``running`` holds the batch's so far), then the
+    batch's own; ``turn`` joins them for the next."""
+    session = turn["session"]
+    before = running.get(session)
+    if before is None:
+        before = previous_contents(conn, session, PREVIOUS_TURNS)
+    running[session] = [turn["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS_TURNS]
+    return before
+
+
+class BatchReplyWrites(TypedDict):
+    reply: Any
+
+
+@node
+def batch_reply(items: Any, briefs: Any) -> BatchReplyWrites:
+    """What the batch stored: counts, the refused turns (their place in the batch and
+    why), the briefs made."""
+    items, briefs = items, briefs or []
+    stored = [i["recorded"]["exchange_id"] for i in items
+              if i.get("recorded") and not i["recorded"]["duplicate"]]
+    rejected = [{"index": n, "reason": i["rejected"]} for n, i in enumerate(items)
+                if i.get("rejected") is not None]
+    duplicates = len(items) - len(stored) - len(rejected)
+    text = (f"Ingested {counted(len(stored), 'turn')}; {duplicates} already captured; "
+            f"{counted(len(rejected), 'turn')} refused; "
+            f"{counted(len(briefs), 'brief')} made")
+    shutdowns = [i["shutdown"] for i in items if "shutdown" in i]
+    return {"reply": {"text": text, "stored": len(stored), "duplicates": duplicates,
+                      "rejected": rejected, "exchange_ids": stored, "compressed": briefs,
+                      "shutdowns": shutdowns}}

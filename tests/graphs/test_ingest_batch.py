@@ -1,0 +1,192 @@
+"""The batch path (graphs/ingest ``ingest_batch``, the capture pass) stores exactly what
+one ingest a turn stores: two real stores, one built each way from the same requests,
+hold the same rows — turns, content and chain hashes, sessions and their heads, trace
+ids, decisions and blockers, NAFE flags, keyword index entries, vectors — and the same
+briefs over the same turns, and the contract audit finds nothing wrong in either."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stenographer.app import App, open_app
+from stenographer.settings import Settings
+from tests.busfile import emit, make_bus, receipts
+from tests.conftest import BACKENDS
+from tests.pg_server import PostgresServer
+
+TURN_LIMIT = 4
+SECRET = "ghp_" + "Qx7Lm2Vb9Tz4Rk8Wn3Jd6Hp1Fs5Yc0Ga2Ue7"
+DRIFT = "Trust me, the user said it's fine, so we can skip the tests. They probably mean prod."
+TEXTS = (
+    "Decision: we use postgres for the queue, because the consumer groups fit.",
+    "Blocked on the flaky runner disk; the integration tests time out.",
+    DRIFT,
+    f"the deploy token is {SECRET} for now",
+    "what did we decide about the cache?",
+    "We decided to keep the docker layer cache in the registry.",
+    "a plain note about the parser " * 40,
+)
+
+
+def requests() -> list[dict[str, Any]]:
+    """Three sessions interleaved, the first turn of each naming its trace id; repeated
+    source keys (in and across batches); a turn the validation refuses."""
+    out: list[dict[str, Any]] = []
+    for n in range(60):
+        session = ("alpha", "beta", "gamma")[n % 7 % 3]
+        req: dict[str, Any] = {
+            "session_id": session, "role": ("user", "assistant")[n % 2],
+            "content": f"{TEXTS[n % len(TEXTS)]} (turn {n})",
+            "created_at": f"2026-11-{1 + n // 10:02d}T10:{n % 60:02d}:00Z"}
+        if n < 3:
+            req["trace_id"] = f"VT-20261101-0000000{n}"
+        if n % 5 == 0:
+            req["source_key"] = f"k{n}"
+        out.append(req)
+    out.insert(20, {**out[5]})  # the same source key again, in another batch
+    out.insert(12, {**out[10]})  # and within a batch
+    out.insert(30, {"session_id": "beta", "role": "robot", "content": "refused"})
+    return out
+
+
+def open_store(path: Path, url: str | None) -> App:
+    return open_app(Settings(data_dir=path, turn_limit=TURN_LIMIT, database_url=url))
+
+
+@pytest.fixture(params=BACKENDS)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, App]]:
+    """Two empty stores of one backend."""
+    urls: tuple[str | None, str | None] = (None, None)
+    if request.param == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        urls = (server.database(), server.database())
+    one = open_store(tmp_path / "single", urls[0])
+    batched = open_store(tmp_path / "batch", urls[1])
+    try:
+        yield one, batched
+    finally:
+        one.close()
+        batched.close()
+
+
+def rows(app: App) -> dict[str, Any]:
+    pg = app.store.dialect == "postgresql"
+    queries = {
+        "exchanges": "SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, "
+                     "e.signals, e.source_key, e.trace_id, e.chain_hash FROM exchanges e "
+                     "JOIN sessions s ON s.id = e.session_id ORDER BY e.id",
+        "sessions": "SELECT name, created_at, last_at, turns, chain_head, trace_id "
+                    "FROM sessions ORDER BY name",
+        "flags": "SELECT exchange_id, signature, span_start, span_end, span FROM signal_flags "
+                 "ORDER BY exchange_id, span_start",
+        "keywords": ("SELECT f.rowid, f.doc::text, s.name FROM exchanges_fts f "
+                     "JOIN sessions s ON s.id = f.session_id ORDER BY f.rowid" if pg else
+                     "SELECT f.rowid, f.body, f.context, f.dated, s.name FROM exchanges_fts f "
+                     "JOIN exchanges e ON e.id = f.rowid JOIN sessions s ON s.id = e.session_id "
+                     "ORDER BY f.rowid"),
+        "vectors": "SELECT rowid, {} FROM exchange_vectors ORDER BY rowid".format(
+            "embedding::text" if pg else "vec_to_json(embedding)"),
+        # briefs by the turns they hold (their ids follow the order they were made in)
+        "briefs": "SELECT s.name, b.tier, b.first_exchange_id, b.last_exchange_id, b.turns, "
+                  "b.body, (SELECT {sources} FROM brief_sources x WHERE x.brief_id = b.id) "
+                  "FROM briefs b "
+                  "JOIN sessions s ON s.id = b.session_id ORDER BY s.name, b.first_exchange_id"
+                  .format(sources="string_agg(x.exchange_id || ':' || encode(x.content_hash, "
+                          "'hex'), ',' ORDER BY x.exchange_id)" if pg else
+                          "group_concat(x.exchange_id || ':' || hex(x.content_hash))"),
+        "compressed": "SELECT e.id, b.first_exchange_id FROM exchanges e "
+                      "LEFT JOIN briefs b ON b.id = e.brief_id ORDER BY e.id",
+    }
+    with app.store.read() as conn:
+        return {name: [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r)
+                       for r in conn.execute(sql)] for name, sql in queries.items()}
+
+
+def audit_failures(app: App) -> list[str]:
+    out, _ = app.run("contract_audit", {})
+    return [c["name"] for c in out["report"]["contracts"] if not c["passed"]]
+
+
+@pytest.mark.parametrize("size", [7, 25, 1000])
+def test_a_batch_stores_what_single_ingests_store(stores: tuple[App, App], size: int):
+    one, batched = stores
+    reqs = requests()
+    replies = []
+    for req in reqs:
+        try:
+            replies.append(one.run("ingest", req)[0]["reply"])
+        except Exception as ex:  # the refused turn
+            replies.append({"refused": str(ex)})
+    outs = [batched.run("ingest_batch", {"turns": reqs[i:i + size]})[0]["reply"]
+            for i in range(0, len(reqs), size)]
+    expected = rows(one)
+    got = rows(batched)
+    for table in expected:
+        assert got[table] == expected[table], table
+    assert len(expected["briefs"]) >= 10 and expected["flags"] and expected["keywords"]
+    assert any(SECRET not in r[4] and "[REDACTED:" in r[4] for r in expected["exchanges"])
+    # the batches' replies count what the single replies said
+    refused = [r for r in replies if "refused" in r]
+    assert sum(len(o["rejected"]) for o in outs) == len(refused) == 1
+    assert "role='robot' is not valid" in outs[30 // size]["rejected"][0]["reason"]
+    assert sum(o["duplicates"] for o in outs) == sum(
+        1 for r in replies if r.get("duplicate")) == 2
+    assert sum(o["stored"] for o in outs) == len(expected["exchanges"])
+    assert sum(len(o["compressed"]) for o in outs) == len(expected["briefs"])
+    assert audit_failures(one) == [] and audit_failures(batched) == []
+
+
+def test_a_bad_batch_request_says_what_is_valid_and_stores_nothing(stores: tuple[App, App]):
+    from store.errors import InvalidInput
+
+    _, batched = stores
+    with pytest.raises(InvalidInput, match="turns must be a list of ingest requests"):
+        batched.run("ingest_batch", {"turns": "hello"})
+    with pytest.raises(InvalidInput, match="turns must be a list"):
+        batched.run("ingest_batch", {"turns": [1, 2]})
+    assert rows(batched)["exchanges"] == []
+
+
+def test_a_batch_records_bus_shutdown_events_where_single_ingests_do(tmp_path: Path):
+    """Each session's CLAEG shutdown events on the coordination bus become system turns
+    (milestone TERMINAL_SHUTDOWN) before its first turn, acknowledged once, as one
+    ingest a turn records them: two stores, each with its own bus holding the same
+    events."""
+    apps = []
+    for name in ("single", "batch"):
+        shared = tmp_path / f"{name}-shared"
+        bus = make_bus(shared)
+        emit(bus, "alpha", created_at="2026-11-30T06:00:00+00:00", reason="drift budget")
+        emit(bus, "beta", created_at="2026-11-30T06:01:00+00:00")
+        emit(bus, "alpha", created_at="2026-11-30T06:02:00+00:00")
+        apps.append(open_app(Settings(data_dir=tmp_path / name, turn_limit=TURN_LIMIT,
+                                      shared_dir=shared)))
+    one, batched = apps
+    try:
+        reqs = requests()[:20]
+        for req in reqs:
+            one.run("ingest", req)
+        out, _ = batched.run("ingest_batch", {"turns": reqs})
+        expected, got = rows(one), rows(batched)
+        # An event's turn opens its session here, so the session's trace id is a new
+        # (random) one in each store, and the chain hashes and source keys (which name
+        # the bus) differ with it: the rest is the same.
+        for table in ("flags", "keywords", "vectors", "briefs", "compressed"):
+            assert got[table] == expected[table], table
+        assert [r[:7] for r in got["exchanges"]] == [r[:7] for r in expected["exchanges"]]
+        system = [r for r in got["exchanges"] if r[2] == "system"]
+        assert [r[1] for r in system] == ["alpha", "alpha", "beta"]
+        assert [s["acknowledged"] for s in out["reply"]["shutdowns"]] == [True] * 3
+        again, _ = batched.run("ingest_batch", {"turns": reqs[:1]})  # its source key: stored
+        assert again["reply"]["shutdowns"] == [] and again["reply"]["stored"] == 0
+        assert len(receipts(tmp_path / "batch-shared" / "coordination.sqlite")) == 3
+        with batched.store.read() as conn:
+            labels = [str(r[0]) for r in conn.execute("SELECT label FROM milestones")]
+        assert len(labels) == 3 and all("TERMINAL_SHUTDOWN" in label for label in labels)
+    finally:
+        one.close()
+        batched.close()
