@@ -8,65 +8,33 @@ input, unknown session or run id, or a store that cannot be used.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from stenographer import __version__
+from stenographer.commands import (
+    EPILOG,
+    EXIT_EMPTY,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CliError,
+    print_json,
+    run_graph,
+    stdout_tty,
+)
 from stenographer.progress import Progress
 from stenographer.render import run_line, waterfall
 from stenographer.serve_cli import PORT
 
 __all__ = ["EXIT_EMPTY", "EXIT_ERROR", "EXIT_OK", "build_parser", "main"]
 
-EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130
-_waterfall = waterfall  # the name stenographer.demo imports
 # nodes.evaluate_contracts.query_input.FLAG_FILTERS, spelled out so that parsing the
 # command line does not compile the extraction patterns (a test keeps them equal).
 FLAG_FILTERS = ("NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT",
                 "INTENT_INFERENCE")
-
-EPILOG = """\
-exit codes:
-  0  success
-  1  nothing found (no hits, an unknown or empty session, no runs, nothing to
-     forget), or (audit, migrate) contract violations
-  2  bad input, an unknown session or run id, a store that cannot be used,
-     (doctor) a failed check, or (migrate) a refused target
-
-environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
-STENO_* settings (see README). `stenographer doctor` checks the set-up.
-"""
-
-
-class CliError(Exception):
-    """Bad use of a command that argparse cannot express (exit 2)."""
-
-    code = "steno.usage"
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def _stdout_tty() -> bool:
-    return sys.stdout.isatty()
-
-
-def _run(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Open the application and run one graph; a spinner on a terminal after 1 s."""
-    with Progress(f"stenographer {graph}"):
-        from stenographer.app import open_app
-
-        app = open_app()
-        try:
-            return app.run(graph, request)
-        finally:
-            app.close()
-
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from stenographer.settings import Settings
@@ -92,13 +60,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    out, trace = _run("search", {
+    out, trace = run_graph("search", {
         "query": args.query, "session_id": args.session, "cross_session": args.all,
         "limit": args.limit, "mode": args.mode, "role": args.role, "since": args.since,
         "until": args.until, "cursor": args.cursor, "trace_id": args.trace_id,
         "flag": args.flag})
     if args.json:
-        _print_json({"hits": out["hits"], "total": out["total"] or 0,
+        print_json({"hits": out["hits"], "total": out["total"] or 0,
                      "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
                      "run_id": trace["run_id"]})
     else:
@@ -107,10 +75,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_brief(args: argparse.Namespace) -> int:
-    out, trace = _run("notes", {"session_id": args.session, "max_chars": args.max_chars})
+    out, trace = run_graph("notes", {"session_id": args.session, "max_chars": args.max_chars})
     found = out["session_row"] is not None
     if args.json:
-        _print_json({"session_id": args.session, "found": found,
+        print_json({"session_id": args.session, "found": found,
                      "markdown": out["markdown"], "run_id": trace["run_id"]})
     else:
         print(out["markdown"])
@@ -118,11 +86,11 @@ def cmd_brief(args: argparse.Namespace) -> int:
 
 
 def cmd_guard(args: argparse.Namespace) -> int:
-    out, trace = _run("guard", {"session_id": args.session, "query": args.query,
+    out, trace = run_graph("guard", {"session_id": args.session, "query": args.query,
                                 "top_k": args.top_k, "max_chars": args.max_chars})
     found = out["query"]["session_row"] is not None
     if args.json:
-        _print_json({"session_id": args.session, "found": found, "markdown": out["markdown"],
+        print_json({"session_id": args.session, "found": found, "markdown": out["markdown"],
                      "brief_ids": [b["id"] for b in out["briefs"]],
                      "live_exchange_ids": [t["id"] for t in out["live"]],
                      "run_id": trace["run_id"]})
@@ -132,9 +100,9 @@ def cmd_guard(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    out, trace = _run("sessions", {"limit": args.limit, "offset": args.offset})
+    out, trace = run_graph("sessions", {"limit": args.limit, "offset": args.offset})
     if args.json:
-        _print_json({"sessions": out["sessions"], "total": out["total"],
+        print_json({"sessions": out["sessions"], "total": out["total"],
                      "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
     else:
         print(out["text"])
@@ -142,9 +110,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    out, trace = _run("stats", {})
+    out, trace = run_graph("stats", {})
     if args.json:
-        _print_json({**out["stats"], "run_id": trace["run_id"]})
+        print_json({**out["stats"], "run_id": trace["run_id"]})
     else:
         print(out["text"])
     return EXIT_OK
@@ -163,36 +131,36 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if len(words) > 1:
         raise CliError("give at most one RUN_ID: `trace [list | show RUN_ID | RUN_ID]`")
     if words:
-        out, _ = _run("trace", {"run_id": words[0]})
+        out, _ = run_graph("trace", {"run_id": words[0]})
         if args.json:
-            _print_json(out["trace"])
+            print_json(out["trace"])
         else:
-            print(waterfall(out["trace"], color=_stdout_tty()))
+            print(waterfall(out["trace"], color=stdout_tty()))
         return EXIT_OK
-    out, _ = _run("runs", {"limit": args.limit, "graph": args.graph})
+    out, _ = run_graph("runs", {"limit": args.limit, "graph": args.graph})
     if args.json:
-        _print_json({"runs": out["runs"]})
+        print_json({"runs": out["runs"]})
     else:
-        color = _stdout_tty()
+        color = stdout_tty()
         for run in out["runs"]:
             print(run_line(run, color))
     return EXIT_OK if out["runs"] else EXIT_EMPTY
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    out, _ = _run("status", {})
+    out, _ = run_graph("status", {})
     if args.json:
-        _print_json(out["status"])
+        print_json(out["status"])
     else:
         print(out["text"])
     return EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    out, trace = _run("contract_audit", {"session_id": args.session})
+    out, trace = run_graph("contract_audit", {"session_id": args.session})
     report = out["report"]
     if args.json:
-        _print_json({**report, "run_id": trace["run_id"]})
+        print_json({**report, "run_id": trace["run_id"]})
     else:
         print(report["text"])
     return EXIT_OK if report["passed"] else EXIT_EMPTY
@@ -204,13 +172,13 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if text is not None:
             raise CliError("give --text or --text-stdin, not both")
         text = sys.stdin.read().rstrip("\r\n")  # the final newline of `echo`/a file
-    out, trace = _run("forget", {
+    out, trace = run_graph("forget", {
         "confirm": args.yes, "exchange_ids": args.id or None, "session_id": args.session,
         "since": args.since, "until": args.until, "text": text, "reason": args.reason,
         "vacuum": not args.no_vacuum})
     reply = out["reply"]
     if args.json:
-        _print_json({**reply, "run_id": trace["run_id"]})
+        print_json({**reply, "run_id": trace["run_id"]})
     else:
         print(reply["text"])
     return EXIT_OK if reply["count"] else EXIT_EMPTY
@@ -228,11 +196,11 @@ def cmd_config(args: argparse.Namespace) -> int:
 
         if args.client != "claude-code":
             raise CliError("--hooks prints Claude Code's hooks block: use it with claude-code")
-        _print_json(hooks_config(hook_command(data_dir)))
+        print_json(hooks_config(hook_command(data_dir)))
         print(HOOKS_HINT, file=sys.stderr)
         return EXIT_OK
     launch = launch_command(data_dir)
-    _print_json(client_config(args.client, launch, args.name))
+    print_json(client_config(args.client, launch, args.name))
     print(paste_hint(args.client, launch, args.name), file=sys.stderr)
     return EXIT_OK
 
@@ -243,9 +211,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with Progress("stenographer doctor", total=check_count()) as progress:
         checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
-        _print_json(as_json(checks))
+        print_json(as_json(checks))
     else:
-        print(report(checks, color=_stdout_tty()))
+        print(report(checks, color=stdout_tty()))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_ERROR
 
 
@@ -406,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _fail(args: argparse.Namespace, code: str, message: str) -> int:
     print(f"stenographer: {message}", file=sys.stderr)
     if getattr(args, "json", False):
-        _print_json({"error": {"code": code, "message": message}})
+        print_json({"error": {"code": code, "message": message}})
     return EXIT_ERROR
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes.publish.wording import counted
+from stenographer.commands import CliError, run_graph
 
 __all__ = ["add_graphrag_parser"]
 
@@ -71,9 +72,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _one(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from stenographer.cli import _run
-
-    return _run(graph, request)
+    return run_graph(graph, request)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -123,8 +122,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    from stenographer.cli import CliError
-
     if not args.yes:
         raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
                        "repeat with --yes")

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from stenographer.argtypes import ranged
+from stenographer.commands import run_graph
 from stenographer.settings import Settings
 
 __all__ = ["add_sync_commands"]
@@ -31,9 +32,7 @@ def _print(value: Any) -> None:
 
 
 def _graph(graph: str, request: dict[str, Any]) -> dict[str, Any]:
-    from stenographer.cli import _run
-
-    out, _ = _run(graph, request)
+    out, _ = run_graph(graph, request)
     return dict(out["reply"])
 
 
@@ -81,9 +80,7 @@ def cmd_sync_pull(args: argparse.Namespace) -> int:
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
-    from stenographer.cli import _run
-
-    out, _ = _run("status", {})
+    out, _ = run_graph("status", {})
     delivery = out["status"]["delivery"]
     if args.json:
         _print(delivery)
