@@ -53,6 +53,10 @@ from nodes.evaluate_contracts.query_input import (
     checked_notes,
     checked_query,
 )
+from nodes.evaluate_contracts.read_input import (
+    checked_community_request,
+    checked_trace_request,
+)
 from nodes.evaluate_contracts.sync_input import (
     checked_export,
     checked_import,
@@ -169,7 +173,7 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         checked_notes, notes_evidence, notes_markdown,
         checked_milestone, redacted_milestone, marked_milestone,
         capture_status, stored_trace, recent_traces,
-        checked_listing, checked_exchange_ref, checked_brief_ref,
+        checked_listing, checked_exchange_ref, checked_brief_ref, checked_trace_request,
         session_list, exchange_detail, brief_detail, run_list,
         sessions_text, store_stats, stats_text,
         search_fields, provider_candidates, embedded_backlog, answered_hits,
@@ -182,9 +186,9 @@ NODE_TYPES: dict[str, NodeFn] = _by_name(
         published_graph_batch, extraction_tally, whole_graph_evidence, detected_communities,
         published_communities, checked_graph_query, graph_seeds, graph_neighbourhood,
         ranked_neighbourhood, graph_support, graph_query_text, graph_stats, graph_stats_text,
-        community_list, communities_text, checked_community_ref, community_evidence,
-        community_sentences, community_text, checked_graph_export, export_rows, exported_graph,
-        graph_reset,
+        community_list, communities_text, checked_community_ref, checked_community_request,
+        community_evidence, community_sentences, community_text, checked_graph_export,
+        export_rows, exported_graph, graph_reset,
         checked_transcript, transcript_start, transcript_batch,
         checked_cursor_step, advanced_cursor,
         checked_export, exported_bundle, export_reply,
@@ -218,6 +222,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
     "turns_pending": lambda s: ("more" if s.get("published")["turns"]
                                 and s.get("published")["remaining"] else "done"),
     "communities_stale": lambda s: "stale" if s.get("stats")["stale"] else "fresh",
+    "wanted": lambda s: str(s.get("wanted")),  # one stored item, or a page of them
     "page_of_turns": lambda s: ("turns" if s.get("page")["table"] == "exchanges"
                                 and s.get("page")["rows"] else "rows"),
     **BRIEFING_CONDITIONS,  # briefing_scope, and has_query (the guard's too)
@@ -225,7 +230,7 @@ CONDITIONS: dict[str, Callable[[Any], str]] = {
 
 DEFINITIONS: list[dict[str, Any]] = [
     ingest.DEFINITION, compress.DEFINITION, search.DEFINITION, guard.DEFINITION,
-    notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION, trace.RUNS,
+    notes.DEFINITION, milestone.DEFINITION, status.DEFINITION, trace.DEFINITION,
     *inspector_graphs.DEFINITIONS,
     sessions_graph.DEFINITION, stats_graph.DEFINITION,
     contract_audit.DEFINITION, forget.DEFINITION,

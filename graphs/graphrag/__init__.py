@@ -15,13 +15,15 @@ graphrag_extract      (`stenographer graphrag extract`) validate → the batch s
 graph_query           validate → the entities the query names → their neighbourhood
                       (hops) → personalised PageRank → supporting turns → reply
                       (stenographer_graph_query)
-graphrag_stats / graphrag_community_list / graphrag_community / graphrag_export /
-graphrag_reset        the operator's reads and the reset (`stenographer graphrag`)
+graphrag_community    validate → one community (its entities, relations, turns, sentences)
+                      when an id is given, else a page of communities
+graphrag_stats / graphrag_export / graphrag_reset
+                      the operator's reads and the reset (`stenographer graphrag`)
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
-__all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS", "EXPORT",
+__all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "DEFINITIONS", "EXPORT",
            "EXTRACT", "MAX_STEPS", "QUERY", "RESET", "STATS"]
 
 # A whole extraction loops once per batch (6 steps each): a store of millions of turns
@@ -108,30 +110,26 @@ STATS = {
     "edges": chain(START, "load", "reply", END),
 }
 
-COMMUNITY_LIST = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "graphrag_community_list",
-    "channels": channels("request", "listing", "communities", "total", "text"),
-    "nodes": {
-        "validate": {"type": "checked_listing", "default_limit": 20},
-        "load": {"type": "community_list"},
-        "reply": {"type": "communities_text"},
-    },
-    "edges": chain(START, "validate", "load", "reply", END),
-}
-
 COMMUNITY = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_community",
-    "channels": channels("request", "community_id", "community", "community_turns",
-                         "sentences", "text"),
+    "channels": channels("request", "wanted", "listing", "communities", "total",
+                         "community_id", "community", "community_turns", "sentences", "text"),
     "nodes": {
-        "validate": {"type": "checked_community_ref"},
+        "validate": {"type": "checked_community_request"},
+        "page": {"type": "checked_listing", "default_limit": 20},
+        "list": {"type": "community_list"},
+        "list_reply": {"type": "communities_text"},
+        "ref": {"type": "checked_community_ref"},
         "load": {"type": "community_evidence"},
         "sentences": {"type": "community_sentences"},
         "reply": {"type": "community_text"},
     },
-    "edges": chain(START, "validate", "load", "sentences", "reply", END),
+    "edges": chain(START, "validate") + chain("page", "list", "list_reply", END)
+    + chain("ref", "load", "sentences", "reply", END),
+    "conditional_edges": [
+        {"from": "validate", "condition": "wanted", "routes": {"one": "ref", "list": "page"}},
+    ],
 }
 
 EXPORT = {
@@ -155,4 +153,4 @@ RESET = {
     "edges": chain(START, "reset", END),
 }
 
-DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]
+DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY, EXPORT, RESET]

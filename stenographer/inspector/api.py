@@ -173,7 +173,7 @@ class _Api:
 
     async def communities(self, request: Request) -> dict[str, Any]:
         q = request.query_params
-        out, meta = await self.run("graphrag_community_list", {
+        out, meta = await self.run("graphrag_community", {
             "limit": _number(q.get("limit", "50")), "offset": _number(q.get("offset", "0"))})
         return {"communities": out["communities"], "total": out["total"], "meta": meta}
 
