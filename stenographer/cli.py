@@ -201,6 +201,17 @@ def cmd_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_graphs(args: argparse.Namespace) -> int:
+    from stenographer.operations import graph_table, render
+
+    table = graph_table()
+    if args.json:
+        print_json({"graphs": table})
+    else:
+        print(render(table))
+    return EXIT_OK
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from stenographer.doctor import as_json, check_count, report, run_checks
 
@@ -350,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     from stenographer.graphrag_cli import add_graphrag_parser
 
     add_graphrag_parser(sub, _sub)
+
+    _sub(sub, "graphs", "list every graph: its stages, its edges and the tools and commands "
+         "that run it", cmd_graphs, json_flag=True)
     return parser
 
 
