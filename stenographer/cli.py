@@ -65,37 +65,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     out, trace = run_graph("search", request_of(args, SearchRequest))
+    reply = out["reply"]
     if args.json:
-        print_json({"hits": out["hits"], "total": out["total"] or 0,
-                     "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
-                     "run_id": trace["run_id"]})
+        print_json({**{k: v for k, v in reply.items() if k != "text"},
+                    "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["hits"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["hits"] else EXIT_EMPTY
 
 
 def cmd_brief(args: argparse.Namespace) -> int:
     out, trace = run_graph("notes", request_of(args, NotesRequest))
-    found = out["session_row"] is not None
+    reply = out["reply"]
     if args.json:
-        print_json({"session_id": args.session_id, "found": found,
-                     "markdown": out["markdown"], "run_id": trace["run_id"]})
+        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
     else:
-        print(out["markdown"])
-    return EXIT_OK if found else EXIT_EMPTY
+        print(reply["markdown"])
+    return EXIT_OK if reply["found"] else EXIT_EMPTY
 
 
 def cmd_guard(args: argparse.Namespace) -> int:
     out, trace = run_graph("guard", request_of(args, GuardRequest))
-    found = out["query"]["session_row"] is not None
+    reply = out["reply"]
     if args.json:
-        print_json({"session_id": args.session_id, "found": found, "markdown": out["markdown"],
-                     "brief_ids": [b["id"] for b in out["briefs"]],
-                     "live_exchange_ids": [t["id"] for t in out["live"]],
-                     "run_id": trace["run_id"]})
+        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
     else:
-        print(out["markdown"])
-    return EXIT_OK if found else EXIT_EMPTY
+        print(reply["markdown"])
+    return EXIT_OK if reply["found"] else EXIT_EMPTY
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

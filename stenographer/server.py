@@ -323,7 +323,9 @@ async def get_brief(ctx: Context[AppLoader], **request: Any
     recorded.
     """
     out, trace = await _run(ctx, "notes", request)
-    return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))
+    reply = out["reply"]
+    return _result(reply["markdown"], NotesResult(markdown=reply["markdown"],
+                                                  trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_compact_guard", annotations=READ)
@@ -341,10 +343,8 @@ async def compact_guard(ctx: Context[AppLoader], **request: Any
     Use stenographer_get_brief for the whole running notes instead.
     """
     out, trace = await _run(ctx, "guard", request)
-    model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
-                        vector_only=[b["id"] for b in out["briefs"] if b.get("match") == "vector"],
-                        live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
-    return _result(out["markdown"], model)
+    reply = out["reply"]
+    return _result(reply["markdown"], GuardResult(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_mark_milestone", annotations=ToolAnnotations(
@@ -386,10 +386,8 @@ async def query_history(ctx: Context[AppLoader], **request: Any
     or trace_id.
     """
     out, trace = await _run(ctx, "search", request)
-    model = HistoryPage(text=out["text"], hits=out["hits"], total=out["total"] or 0,
-                        next_cursor=out["next_cursor"], notes=out["notes"] or [],
-                        trace=Trace(**trace))
-    return _result(out["text"], model)
+    reply = out["reply"]
+    return _result(reply["text"], HistoryPage(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_capture_status", annotations=READ)
@@ -481,14 +479,14 @@ async def graph_query(ctx: Context[AppLoader], **request: Any
               description="Running notes of a session (as stenographer_get_brief).")
 async def notes_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "notes", {"session_id": session_id})
-    return str(out["markdown"])
+    return str(out["reply"]["markdown"])
 
 
 @mcp.resource(GUARD_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Compaction briefing of a session (as stenographer_compact_guard).")
 async def guard_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "guard", {"session_id": session_id})
-    return str(out["markdown"])
+    return str(out["reply"]["markdown"])
 
 
 @mcp.resource("omega-stenographer://runs/{run_id}", mime_type="application/json",

@@ -10,7 +10,7 @@ DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "notes",
     "channels": channels("request", "session", "session_row", "max_chars", "milestones",
-                         "flags", "briefs", "live", "markdown"),
+                         "flags", "briefs", "live", "reply"),
     "nodes": {
         "validate": {"type": "checked_notes"},
         "evidence": {"type": "notes_evidence"},

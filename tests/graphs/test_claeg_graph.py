@@ -136,7 +136,7 @@ def test_a_shutdown_event_is_recorded_once_as_a_milestone_system_turn(
                                                "limit": 5}}, process.ctx)
     assert out["hits"][0]["exchange_id"] == turn_id
     notes, _ = graphs.run("notes", {"request": {"session_id": "s"}}, process.ctx)
-    milestones = notes["markdown"].split("## Milestones")[1].split("##")[0]
+    milestones = notes["reply"]["markdown"].split("## Milestones")[1].split("##")[0]
     assert f"#{turn_id} **TERMINAL_SHUTDOWN from omega-brain" in milestones
 
     bus = status(graphs, process)

@@ -214,7 +214,7 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "guard":
         assert len(out["briefs"]) == 1 and out["live"]
     elif name == "notes":
-        assert "## Compressed briefs" in out["markdown"]
+        assert "## Compressed briefs" in out["reply"]["markdown"]
     elif name == "milestone":
         assert out["reply"]["label"] == "chose sqlite"
     elif name == "status":
