@@ -143,11 +143,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    out, _ = run_graph("status", {})
+    reply = run_graph("status", {})[0]["reply"]
     if args.json:
-        print_json(out["status"])
+        print_json(reply["status"])
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 

@@ -134,10 +134,11 @@ def cmd_reset(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     out, trace = _one("graph_query", request_of(args, GraphQueryRequest))
     if args.json:
-        _print_json({**out["graph_result"], "run_id": trace["run_id"]})
+        _print_json({**{k: v for k, v in out["reply"].items() if k != "text"},
+                     "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["graph_result"]["entities"] else EXIT_EMPTY
+        print(out["reply"]["text"])
+    return EXIT_OK if out["reply"]["entities"] else EXIT_EMPTY
 
 
 def add_graphrag_parser(sub: Any, make: Any) -> None:

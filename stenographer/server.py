@@ -403,8 +403,8 @@ async def capture_status(ctx: Context[AppLoader], **request: Any
     or done). Read-only; about 1.5 KB.
     """
     out, trace = await _run(ctx, "status", request)
-    return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
-                                              trace=Trace(**trace)))
+    reply = out["reply"]
+    return _result(reply["text"], CaptureStatus(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_audit", annotations=READ)
@@ -471,8 +471,8 @@ async def graph_query(ctx: Context[AppLoader], **request: Any
     cross_session. An unknown session or a query naming no known entity finds nothing.
     """
     out, trace = await _run(ctx, "graph_query", request, inline=False)
-    model = GraphQueryResult(text=out["text"], **out["graph_result"], trace=Trace(**trace))
-    return _result(out["text"], model)
+    reply = out["reply"]
+    return _result(reply["text"], GraphQueryResult(**reply, trace=Trace(**trace)))
 
 
 @mcp.resource(NOTES_URI, mime_type="text/markdown", security=SESSION_NAMES,

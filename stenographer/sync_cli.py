@@ -81,7 +81,7 @@ def cmd_sync_pull(args: argparse.Namespace) -> int:
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
     out, _ = run_graph("status", {})
-    delivery = out["status"]["delivery"]
+    delivery = out["reply"]["status"]["delivery"]
     if args.json:
         _print(delivery)
         return EXIT_OK

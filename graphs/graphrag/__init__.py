@@ -89,7 +89,7 @@ QUERY = {
     "name": "graph_query",
     "channels": channels("request", "graph_query", "seeds", "neighbourhood", "hood_entities",
                          "hood_edges", "ranked", "top_entities", "top_relations",
-                         "graph_result", "text"),
+                         "graph_result", "reply"),
     "nodes": {
         "validate": {"type": "checked_graph_query"},
         "seeds": {"type": "graph_seeds"},

@@ -81,4 +81,4 @@ def bus_status(state: State, cfg: Mapping[str, Any]) -> Writes:
                   "publishing": _publishing(state, str(bus.path))}
     report["recorded_shutdowns"] = recorded
     status["bus"] = report
-    return {"status": status, "text": f"{text} | {_summary(report)}"}
+    return {"reply": {"text": f"{text} | {_summary(report)}", "status": status}}
