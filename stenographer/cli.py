@@ -17,6 +17,7 @@ from nodes.evaluate_contracts.requests import (
     AuditRequest,
     ForgetRequest,
     GuardRequest,
+    ListingRequest,
     NotesRequest,
     SearchRequest,
     TraceRequest,
@@ -95,7 +96,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    out, trace = run_graph("sessions", {"limit": args.limit, "offset": args.offset})
+    out, trace = run_graph("sessions", request_of(args, ListingRequest))
     if args.json:
         print_json({"sessions": out["sessions"], "total": out["total"],
                      "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
@@ -277,8 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _sub(sub, "sessions", "list sessions: turns, briefs, milestones, last activity",
              cmd_sessions, json_flag=True)
-    p.add_argument("--limit", type=int, default=50, help="sessions per page (1-200)")
-    p.add_argument("--offset", type=int, default=0, help="skip this many (newest first)")
+    add_options(p, ListingRequest, leave_out=("graph", "all_graphs"),
+                helps={"limit": "sessions per page (1-200, default 50)"})
 
     _sub(sub, "stats", "store counts, size, bytes per table and schema version", cmd_stats,
          json_flag=True)

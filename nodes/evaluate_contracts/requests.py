@@ -30,10 +30,13 @@ __all__ = [
     "REQUESTS",
     "AuditRequest",
     "CommunityRequest",
+    "ExportRequest",
     "ForgetRequest",
     "GraphQueryRequest",
     "GuardRequest",
+    "ImportRequest",
     "IngestRequest",
+    "ListingRequest",
     "MilestoneRequest",
     "NotesRequest",
     "Request",
@@ -208,13 +211,47 @@ class CommunityRequest(Request):
         "Skip this many communities (largest first)."))] = 0
 
 
+class ListingRequest(Request):
+    """A page of a listing (sessions, the inspector's runs and sessions)."""
+
+    limit: Annotated[int | None, Field(ge=1, le=200, description=(
+        "Items per page (1-200); default: the listing's own."))] = None
+    offset: Annotated[int, Field(ge=0, le=1_000_000_000, description=(
+        "Skip this many (newest first)."))] = 0
+    graph: Annotated[str | None, Field(max_length=64, description=(
+        "Only runs of this graph."))] = None
+    all_graphs: Annotated[bool, Field(description=(
+        "List the inspector's own reads too."))] = False
+
+
+class ExportRequest(Request):
+    path: Annotated[str, Field(min_length=1, max_length=4_096, description=(
+        "The bundle file to write (must not exist unless overwrite)."))]
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Export this session only."))] = None
+    overwrite: Annotated[bool, Field(description="Replace the file if it exists.")] = False
+    after: Annotated[int, Field(ge=0, le=MAX_ID, description=(
+        "Export the turns after this id."))] = 0
+    limit: Annotated[int | None, Field(ge=1, le=10_000, description=(
+        "At most this many records."))] = None
+
+
+class ImportRequest(Request):
+    path: Annotated[str, Field(min_length=1, max_length=4_096, description=(
+        "The bundle file to read."))]
+    peer: Annotated[str | None, Field(max_length=500, description=(
+        "Who the bundle came from (recorded with re-linked turns); default the file's "
+        "name."))] = None
+
+
 # The request model of each graph that takes caller arguments through one of them.
 REQUESTS: dict[str, type[Request]] = {
     "ingest": IngestRequest, "notes": NotesRequest, "guard": GuardRequest,
     "milestone": MilestoneRequest, "search": SearchRequest, "status": StatusRequest,
     "contract_audit": AuditRequest, "forget": ForgetRequest,
     "graph_query": GraphQueryRequest, "trace": TraceRequest,
-    "graphrag_community": CommunityRequest,
+    "graphrag_community": CommunityRequest, "sessions": ListingRequest,
+    "sync_export": ExportRequest, "sync_import": ImportRequest,
 }
 
 
