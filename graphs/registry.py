@@ -77,6 +77,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "has_query": lambda query: "yes" if query["text"] is not None else "no",
     "has_source": lambda source: "yes" if source is not None else "no",
     "capture_again": lambda again: "again" if again else "done",
+    "wanted": lambda wanted: str(wanted),  # one stored item, or a page of them
 }
 
 
@@ -86,7 +87,7 @@ def all_definitions() -> list[dict[str, Any]]:
     return [
         ingest.DEFINITION, ingest.BATCH, compress.DEFINITION, search.DEFINITION,
         guard.DEFINITION, notes.DEFINITION, milestone.DEFINITION, status.DEFINITION,
-        trace.DEFINITION, trace.RUNS, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
+        trace.DEFINITION, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
         briefing.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION,

@@ -192,7 +192,7 @@ class BatchReplyWrites(TypedDict):
 def batch_reply(items: Any, briefs: Any) -> BatchReplyWrites:
     """What the batch stored: counts, the refused turns (their place in the batch and
     why), the briefs made."""
-    items, briefs = items, briefs or []
+    briefs = briefs or []
     stored = [i["recorded"]["exchange_id"] for i in items
               if i.get("recorded") and not i["recorded"]["duplicate"]]
     rejected = [{"index": n, "reason": i["rejected"]} for n, i in enumerate(items)

@@ -214,7 +214,7 @@ def hook_exit(code: int) -> NoReturn:
 def hook_main(argv: list[str]) -> int:
     """`stenographer hook ...` without building the other commands' parsers (a hook's
     host waits for it)."""
-    from stenographer.cli import EPILOG  # the module that called this one
+    from stenographer.commands import EPILOG
 
     p = argparse.ArgumentParser(prog="stenographer hook", description=HOOK_DESCRIPTION,
                                 epilog=EPILOG,

@@ -8,66 +8,39 @@ input, unknown session or run id, or a store that cannot be used.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from nodes.evaluate_contracts.requests import (
+    AuditRequest,
+    ForgetRequest,
+    GuardRequest,
+    ListingRequest,
+    NotesRequest,
+    SearchRequest,
+    TraceRequest,
+)
 from stenographer import __version__
+from stenographer.commands import (
+    EPILOG,
+    EXIT_EMPTY,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CliError,
+    print_json,
+    run_graph,
+    stdout_tty,
+)
 from stenographer.index_cli import add_index_commands
+from stenographer.options import add_options, request_of
 from stenographer.progress import Progress
 from stenographer.render import run_line, waterfall
 from stenographer.serve_cli import PORT
 
 __all__ = ["EXIT_EMPTY", "EXIT_ERROR", "EXIT_OK", "build_parser", "main"]
-
-EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130
-_waterfall = waterfall  # the name stenographer.demo imports
-# nodes.evaluate_contracts.query_input.FLAG_FILTERS, spelled out so that parsing the
-# command line does not compile the extraction patterns (a test keeps them equal).
-FLAG_FILTERS = ("NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT",
-                "INTENT_INFERENCE")
-
-EPILOG = """\
-exit codes:
-  0  success
-  1  nothing found (no hits, an unknown or empty session, no runs, nothing to
-     forget), or (audit, migrate) contract violations
-  2  bad input, an unknown session or run id, a store that cannot be used,
-     (doctor) a failed check, or (migrate) a refused target
-
-environment: OMEGA_STENOGRAPHER_DIR (data directory, default ~/.omega-stenographer),
-STENO_* settings (see docs/settings.md). `stenographer doctor` checks the set-up.
-"""
-
-
-class CliError(Exception):
-    """Bad use of a command that argparse cannot express (exit 2)."""
-
-    code = "steno.usage"
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def _stdout_tty() -> bool:
-    return sys.stdout.isatty()
-
-
-def _run(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Open the application and run one graph; a spinner on a terminal after 1 s."""
-    with Progress(f"stenographer {graph}"):
-        from stenographer.app import open_app
-
-        app = open_app()
-        try:
-            return app.run(graph, request)
-        finally:
-            app.close()
-
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from stenographer.settings import Settings
@@ -93,49 +66,40 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    out, trace = _run("search", {
-        "query": args.query, "session_id": args.session, "cross_session": args.all,
-        "limit": args.limit, "mode": args.mode, "role": args.role, "since": args.since,
-        "until": args.until, "cursor": args.cursor, "trace_id": args.trace_id,
-        "flag": args.flag})
+    out, trace = run_graph("search", request_of(args, SearchRequest))
+    reply = out["reply"]
     if args.json:
-        _print_json({"hits": out["hits"], "total": out["total"] or 0,
-                     "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
-                     "run_id": trace["run_id"]})
+        print_json({**{k: v for k, v in reply.items() if k != "text"},
+                    "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["hits"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["hits"] else EXIT_EMPTY
 
 
 def cmd_brief(args: argparse.Namespace) -> int:
-    out, trace = _run("notes", {"session_id": args.session, "max_chars": args.max_chars})
-    found = out["session_row"] is not None
+    out, trace = run_graph("notes", request_of(args, NotesRequest))
+    reply = out["reply"]
     if args.json:
-        _print_json({"session_id": args.session, "found": found,
-                     "markdown": out["markdown"], "run_id": trace["run_id"]})
+        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
     else:
-        print(out["markdown"])
-    return EXIT_OK if found else EXIT_EMPTY
+        print(reply["markdown"])
+    return EXIT_OK if reply["found"] else EXIT_EMPTY
 
 
 def cmd_guard(args: argparse.Namespace) -> int:
-    out, trace = _run("guard", {"session_id": args.session, "query": args.query,
-                                "top_k": args.top_k, "max_chars": args.max_chars})
-    found = out["query"]["session_row"] is not None
+    out, trace = run_graph("guard", request_of(args, GuardRequest))
+    reply = out["reply"]
     if args.json:
-        _print_json({"session_id": args.session, "found": found, "markdown": out["markdown"],
-                     "brief_ids": [b["id"] for b in out["briefs"]],
-                     "live_exchange_ids": [t["id"] for t in out["live"]],
-                     "run_id": trace["run_id"]})
+        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
     else:
-        print(out["markdown"])
-    return EXIT_OK if found else EXIT_EMPTY
+        print(reply["markdown"])
+    return EXIT_OK if reply["found"] else EXIT_EMPTY
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    out, trace = _run("sessions", {"limit": args.limit, "offset": args.offset})
+    out, trace = run_graph("sessions", request_of(args, ListingRequest))
     if args.json:
-        _print_json({"sessions": out["sessions"], "total": out["total"],
+        print_json({"sessions": out["sessions"], "total": out["total"],
                      "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
     else:
         print(out["text"])
@@ -143,9 +107,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    out, trace = _run("stats", {})
+    out, trace = run_graph("stats", {})
     if args.json:
-        _print_json({**out["stats"], "run_id": trace["run_id"]})
+        print_json({**out["stats"], "run_id": trace["run_id"]})
     else:
         print(out["text"])
     return EXIT_OK
@@ -163,37 +127,37 @@ def cmd_trace(args: argparse.Namespace) -> int:
             raise CliError("`trace show` needs one RUN_ID (list them with `trace list`)")
     if len(words) > 1:
         raise CliError("give at most one RUN_ID: `trace [list | show RUN_ID | RUN_ID]`")
+    request = request_of(args, TraceRequest)
+    out, _ = run_graph("trace", {**request, "run_id": words[0] if words else None})
     if words:
-        out, _ = _run("trace", {"run_id": words[0]})
         if args.json:
-            _print_json(out["trace"])
+            print_json(out["trace"])
         else:
-            print(waterfall(out["trace"], color=_stdout_tty()))
+            print(waterfall(out["trace"], color=stdout_tty()))
         return EXIT_OK
-    out, _ = _run("runs", {"limit": args.limit, "graph": args.graph})
     if args.json:
-        _print_json({"runs": out["runs"]})
+        print_json({"runs": out["runs"]})
     else:
-        color = _stdout_tty()
+        color = stdout_tty()
         for run in out["runs"]:
             print(run_line(run, color))
     return EXIT_OK if out["runs"] else EXIT_EMPTY
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    out, _ = _run("status", {})
+    reply = run_graph("status", {})[0]["reply"]
     if args.json:
-        _print_json(out["status"])
+        print_json(reply["status"])
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    out, trace = _run("contract_audit", {"session_id": args.session})
+    out, trace = run_graph("contract_audit", request_of(args, AuditRequest))
     report = out["report"]
     if args.json:
-        _print_json({**report, "run_id": trace["run_id"]})
+        print_json({**report, "run_id": trace["run_id"]})
     else:
         print(report["text"])
     return EXIT_OK if report["passed"] else EXIT_EMPTY
@@ -205,13 +169,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if text is not None:
             raise CliError("give --text or --text-stdin, not both")
         text = sys.stdin.read().rstrip("\r\n")  # the final newline of `echo`/a file
-    out, trace = _run("forget", {
-        "confirm": args.yes, "exchange_ids": args.id or None, "session_id": args.session,
-        "since": args.since, "until": args.until, "text": text, "reason": args.reason,
-        "vacuum": not args.no_vacuum})
+    out, trace = run_graph("forget", {**request_of(args, ForgetRequest), "text": text})
     reply = out["reply"]
     if args.json:
-        _print_json({**reply, "run_id": trace["run_id"]})
+        print_json({**reply, "run_id": trace["run_id"]})
     else:
         print(reply["text"])
     return EXIT_OK if reply["count"] else EXIT_EMPTY
@@ -229,12 +190,23 @@ def cmd_config(args: argparse.Namespace) -> int:
 
         if args.client != "claude-code":
             raise CliError("--hooks prints Claude Code's hooks block: use it with claude-code")
-        _print_json(hooks_config(hook_command(data_dir)))
+        print_json(hooks_config(hook_command(data_dir)))
         print(HOOKS_HINT, file=sys.stderr)
         return EXIT_OK
     launch = launch_command(data_dir)
-    _print_json(client_config(args.client, launch, args.name))
+    print_json(client_config(args.client, launch, args.name))
     print(paste_hint(args.client, launch, args.name), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_graphs(args: argparse.Namespace) -> int:
+    from stenographer.operations import graph_table, render
+
+    table = graph_table()
+    if args.json:
+        print_json({"graphs": table})
+    else:
+        print(render(table))
     return EXIT_OK
 
 
@@ -244,9 +216,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with Progress("stenographer doctor", total=check_count()) as progress:
         checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
-        _print_json(as_json(checks))
+        print_json(as_json(checks))
     else:
-        print(report(checks, color=_stdout_tty()))
+        print(report(checks, color=stdout_tty()))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_ERROR
 
 
@@ -288,37 +260,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _sub(sub, "search", "search recorded turns (as stenographer_query_history)",
              cmd_search, json_flag=True)
-    p.add_argument("query", help="a plain question or FTS5 syntax")
-    scope = p.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--session", help="search this session")
-    scope.add_argument("--all", action="store_true", help="search every session")
-    p.add_argument("--limit", type=int, default=10, help="hits per page (1-50)")
-    p.add_argument("--mode", choices=("hybrid", "keyword", "semantic"), default="hybrid")
-    p.add_argument("--role", choices=("any", "user", "assistant", "system", "tool"),
-                   default="any")
-    p.add_argument("--since", help="ISO 8601 time")
-    p.add_argument("--until", help="ISO 8601 time")
-    p.add_argument("--cursor", help="next_cursor of the previous page")
-    p.add_argument("--trace-id", help="only turns with this trace id (VT-YYYYMMDD-xxxxxxxx)")
-    p.add_argument("--flag", choices=FLAG_FILTERS,
-                   help="only turns with this NAFE flag (NAFE: any of the four)")
+    add_options(p, SearchRequest, positional=("query",), either=("session_id", "cross_session"),
+                names={"session_id": "--session", "cross_session": "--all"},
+                helps={"query": "a plain question or FTS5 syntax",
+                       "session_id": "search this session",
+                       "cross_session": "search every session",
+                       "flag": "only turns with this NAFE flag (NAFE: any of the four)"})
 
     p = _sub(sub, "brief", "running notes of a session (as stenographer_get_brief)",
              cmd_brief, json_flag=True)
-    p.add_argument("session")
-    p.add_argument("--max-chars", type=int, default=None, help="reply budget (500-200000)")
+    add_options(p, NotesRequest, positional=("session_id",), metavars={"session_id": "session"},
+                helps={"session_id": "the session (case-sensitive)"})
 
     p = _sub(sub, "guard", "compaction briefing (as stenographer_compact_guard)", cmd_guard,
              json_flag=True)
-    p.add_argument("session")
-    p.add_argument("--query", help="what the next steps are about")
-    p.add_argument("--top-k", type=int, default=None, help="briefs to include (1-50)")
-    p.add_argument("--max-chars", type=int, default=None, help="reply budget (500-200000)")
+    add_options(p, GuardRequest, positional=("session_id",), metavars={"session_id": "session"},
+                helps={"session_id": "the session (case-sensitive)"})
 
     p = _sub(sub, "sessions", "list sessions: turns, briefs, milestones, last activity",
              cmd_sessions, json_flag=True)
-    p.add_argument("--limit", type=int, default=50, help="sessions per page (1-200)")
-    p.add_argument("--offset", type=int, default=0, help="skip this many (newest first)")
+    add_options(p, ListingRequest, leave_out=("graph", "all_graphs"),
+                helps={"limit": "sessions per page (1-200, default 50)"})
 
     _sub(sub, "stats", "store counts, size, bytes per table and schema version", cmd_stats,
          json_flag=True)
@@ -329,8 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "RUN_ID`: one run's stage trace as a waterfall (errors in red on a "
                  "terminal)."))
     p.add_argument("words", nargs="*", metavar="list | show RUN_ID | RUN_ID")
-    p.add_argument("--graph", help="list only runs of this graph")
-    p.add_argument("--limit", type=int, default=20, help="runs to list (default 20)")
+    add_options(p, TraceRequest, leave_out=("run_id",))
 
     _sub(sub, "status", "store counts, capture and delivery status", cmd_status,
          json_flag=True)
@@ -342,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "trace retention. Reads the store in bounded pages; read-only. Exit code "
                  "0: every contract holds; 1: violations (listed with their ids); 2: the "
                  "audit could not run."))
-    p.add_argument("--session", help="audit this session only (default: the whole store)")
+    add_options(p, AuditRequest, names={"session_id": "--session"})
 
     p = _sub(sub, "forget", "delete turns for good (as stenographer_forget)", cmd_forget,
              json_flag=True, description=(
@@ -351,19 +312,16 @@ def build_parser() -> argparse.ArgumentParser:
                  "are rebuilt from their remaining sources and the file is rewritten so the "
                  "text is not recoverable. Requires --yes. Exit code 0: turns forgotten; "
                  "1: nothing matched; 2: bad input or an unknown session."))
-    p.add_argument("--id", type=int, action="append", metavar="EXCHANGE_ID",
-                   help="forget this turn (repeatable)")
-    p.add_argument("--session", help="forget the turns of this session")
-    p.add_argument("--since", help="turns recorded at or after this ISO 8601 time")
-    p.add_argument("--until", help="turns recorded before this ISO 8601 time")
-    p.add_argument("--text", help="turns containing this literal text (case-sensitive); "
-                                  "prefer --text-stdin for a secret (shell history, ps)")
+    add_options(p, ForgetRequest, names={"exchange_ids": "--id", "session_id": "--session",
+                                         "confirm": "--yes"},
+                metavars={"exchange_ids": "EXCHANGE_ID"}, helps={
+                    "exchange_ids": "forget this turn (repeatable)",
+                    "text": "turns containing this literal text (case-sensitive); prefer "
+                            "--text-stdin for a secret (shell history, ps)",
+                    "vacuum": "skip rewriting the file (faster; freed pages are still zeroed)",
+                    "confirm": "confirm: this cannot be undone"})
     p.add_argument("--text-stdin", action="store_true",
                    help="read the literal text from standard input")
-    p.add_argument("--reason", help="recorded in the tombstones")
-    p.add_argument("--no-vacuum", action="store_true",
-                   help="skip rewriting the file (faster; freed pages are still zeroed)")
-    p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
 
     p = _sub(sub, "config", "print a ready-to-paste MCP configuration for a host", cmd_config,
              description=(
@@ -402,13 +360,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_graphrag_parser(sub, _sub)
     add_index_commands(sub, _sub)
+
+    _sub(sub, "graphs", "list every graph: its stages, its edges and the tools and commands "
+         "that run it", cmd_graphs, json_flag=True)
     return parser
 
 
 def _fail(args: argparse.Namespace, code: str, message: str) -> int:
     print(f"stenographer: {message}", file=sys.stderr)
     if getattr(args, "json", False):
-        _print_json({"error": {"code": code, "message": message}})
+        print_json({"error": {"code": code, "message": message}})
     return EXIT_ERROR
 
 

@@ -95,11 +95,11 @@ async def _drive(data_dir: str) -> None:
 
         trace: dict[str, Any] = result.structured_content["trace"]
         stored = await client.read_resource(f"omega-stenographer://runs/{trace['run_id']}")
-        from stenographer.cli import _waterfall
+        from stenographer.render import waterfall
 
         text = getattr(stored.contents[0], "text", "{}")
         _show("Stage trace of that run (resource omega-stenographer://runs/{run_id})",
-              _waterfall(json.loads(text)))
+              waterfall(json.loads(text)))
 
 
 def _text(result: Any) -> str:

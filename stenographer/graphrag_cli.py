@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nodes.evaluate_contracts.requests import CommunityRequest, GraphQueryRequest
 from nodes.publish.wording import counted
+from stenographer.commands import CliError, run_graph
+from stenographer.options import add_options, request_of
 
 __all__ = ["add_graphrag_parser"]
 
@@ -71,9 +74,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _one(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from stenographer.cli import _run
-
-    return _run(graph, request)
+    return run_graph(graph, request)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -86,15 +87,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_communities(args: argparse.Namespace) -> int:
-    if args.id is not None:
-        out, trace = _one("graphrag_community", {"community_id": args.id})
+    out, trace = _one("graphrag_community", request_of(args, CommunityRequest))
+    if args.community_id is not None:
         if args.json:
             _print_json({**out["community"], "sentences": out["sentences"],
                          "run_id": trace["run_id"]})
         else:
             print(out["text"])
         return EXIT_OK
-    out, trace = _one("graphrag_community_list", {"limit": args.limit, "offset": args.offset})
     if args.json:
         _print_json({"communities": out["communities"], "total": out["total"],
                      "run_id": trace["run_id"]})
@@ -123,8 +123,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    from stenographer.cli import CliError
-
     if not args.yes:
         raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
                        "repeat with --yes")
@@ -134,14 +132,13 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    out, trace = _one("graph_query", {"query": args.query, "session_id": args.session,
-                                      "cross_session": args.all, "hops": args.hops,
-                                      "limit": args.limit})
+    out, trace = _one("graph_query", request_of(args, GraphQueryRequest))
     if args.json:
-        _print_json({**out["graph_result"], "run_id": trace["run_id"]})
+        _print_json({**{k: v for k, v in out["reply"].items() if k != "text"},
+                     "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["graph_result"]["entities"] else EXIT_EMPTY
+        print(out["reply"]["text"])
+    return EXIT_OK if out["reply"]["entities"] else EXIT_EMPTY
 
 
 def add_graphrag_parser(sub: Any, make: Any) -> None:
@@ -167,21 +164,17 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
                    help="turns per batch (default STENO_GRAPHRAG_BATCH, 5000)")
     add("stats", "entities, edges, provenance rows, communities", cmd_stats)
     q = add("communities", "list communities, or show one with --id", cmd_communities)
-    q.add_argument("--id", type=int, help="show this community: entities, relations, "
-                                          "representative sentences")
-    q.add_argument("--limit", type=int, default=20, help="communities per page (1-200)")
-    q.add_argument("--offset", type=int, default=0)
+    add_options(q, CommunityRequest, names={"community_id": "--id"})
     q = add("export", "write the graph as GraphML (Gephi, yEd, Cytoscape) or JSON",
             cmd_export)
     q.add_argument("--format", choices=("graphml", "json"), default="graphml")
     q.add_argument("--output", "-o", help="file to write (default: stdout)")
     q = add("query", "entities, relations and turns around a question "
                      "(as stenographer_graph_query)", cmd_query)
-    q.add_argument("query")
-    scope = q.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--session")
-    scope.add_argument("--all", action="store_true", help="every session")
-    q.add_argument("--hops", type=int, default=2, help="1-3")
-    q.add_argument("--limit", type=int, default=10, help="1-50")
+    add_options(q, GraphQueryRequest, positional=("query",),
+                either=("session_id", "cross_session"),
+                names={"session_id": "--session", "cross_session": "--all"},
+                helps={"session_id": "use only links supported by turns of this session",
+                       "cross_session": "every session"})
     q = add("reset", "delete the derived graph (the turns stay)", cmd_reset)
     q.add_argument("--yes", action="store_true", help="confirm")

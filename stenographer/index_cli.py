@@ -15,15 +15,13 @@ import argparse
 import json
 from typing import Any
 
-__all__ = ["add_index_commands"]
+from stenographer.commands import EXIT_OK, run_graph
 
-EXIT_OK = 0
+__all__ = ["add_index_commands"]
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from stenographer.cli import _run
-
-    out, trace = _run("keyword_index_rebuild", {})
+    out, trace = run_graph("keyword_index_rebuild", {})
     reply = out["reply"]
     if args.json:
         print(json.dumps({**reply, "run_id": trace["run_id"]}, indent=2))

@@ -62,7 +62,7 @@ def store_address(value: str) -> tuple[Path | None, str | None]:
 
 
 def _open(value: str | None, settings: Any, *, create: bool) -> Any:
-    from stenographer.cli import CliError
+    from stenographer.commands import CliError
     from stenographer.settings import reveal
     from store.backend import open_store
 

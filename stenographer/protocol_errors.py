@@ -11,8 +11,6 @@ client was given); the early request is told what to send first.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -22,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from nodes.evaluate_contracts.requests import first_sentence, valid_form
 from nodes.publish.wording import counted
 
 __all__ = ["StenoServer", "argument_errors", "explain_early_request"]
@@ -70,10 +69,10 @@ def argument_errors(tool: str, error: ValidationError, schema: dict[str, Any]) -
         if prop is None:
             line += f"; valid arguments: {', '.join(sorted(properties)) or 'none'}"
         else:
-            line += f"; valid: {_form(prop)}"
+            line += f"; valid: {valid_form(prop)}"
             description = " ".join(str(prop.get("description", "")).split())
             if description:
-                line += f". {_first_sentence(description)}"
+                line += f". {first_sentence(description)}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -86,57 +85,6 @@ def _problem(item: Any) -> str:
         if problem is not None:
             return problem
     return str(item["msg"])
-
-
-_PLURALS = {"integer": "integers", "string": "strings", "number": "numbers",
-            "boolean": "booleans"}
-
-
-def _form(prop: dict[str, Any]) -> str:
-    """The values a JSON schema accepts, in words."""
-    if "anyOf" in prop:
-        forms = [_form(p) for p in prop["anyOf"] if p.get("type") != "null"]
-        nullable = len(forms) < len(prop["anyOf"])
-        return " or ".join(forms) + (" or null" if nullable else "")
-    if "enum" in prop:
-        return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
-    kind = prop.get("type")
-    if kind == "string":
-        return "a string" + _bounds(prop, "minLength", "maxLength", " characters", " of ")
-    if kind in ("integer", "number"):
-        return f"{'an integer' if kind == 'integer' else 'a number'}" + _bounds(
-            prop, "minimum", "maximum", "", " ")
-    if kind == "boolean":
-        return "true or false"
-    if kind == "array":
-        items = prop.get("items", {})
-        noun = _PLURALS.get(items.get("type", ""), "items")
-        return f"a list of {noun}" + _bounds(prop, "minItems", "maxItems", " items", " (", ")")
-    if kind == "object":
-        return "an object"
-    return "any JSON value"
-
-
-def _bounds(prop: dict[str, Any], low_key: str, high_key: str, unit: str, lead: str,
-            tail: str = "") -> str:
-    low, high = prop.get(low_key), prop.get(high_key)
-    last = high if high is not None else low
-    if last == 1:
-        unit = unit.removesuffix("s")  # "at least 1 character"
-    if low is not None and high is not None:
-        words = f"from {low} to {high}{unit}" if not unit else f"{low}-{high}{unit}"
-    elif low is not None:
-        words = f"at least {low}{unit}"
-    elif high is not None:
-        words = f"at most {high}{unit}"
-    else:
-        return ""
-    return f"{lead}{words}{tail}"
-
-
-def _first_sentence(text: str) -> str:
-    """Up to the first full stop followed by a capital letter ("e.g. the" runs on)."""
-    return re.split(r"(?<=[.!?])\s+(?=[A-Z])", text, maxsplit=1)[0].rstrip(".")
 
 
 # --- before the handshake ---------------------------------------------------------------------

@@ -60,7 +60,7 @@ def build_server_parser() -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from stenographer.cli import EXIT_OK, CliError
+    from stenographer.commands import EXIT_OK, CliError
     from stenographer.settings import Settings
 
     # An invalid setting stops every way of starting the server here (exit 2, naming

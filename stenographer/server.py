@@ -7,13 +7,14 @@ description; it runs one named graph and returns the result with the stage trace
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -24,6 +25,18 @@ from mcp.shared.uri_template import UriTemplate
 from mcp.types import Annotations, CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from nodes.evaluate_contracts.requests import (
+    AuditRequest,
+    ForgetRequest,
+    GraphQueryRequest,
+    GuardRequest,
+    IngestRequest,
+    MilestoneRequest,
+    NotesRequest,
+    Request,
+    SearchRequest,
+    StatusRequest,
+)
 from nodes.publish.wording import counted
 from stenographer import __version__
 from stenographer.models import (
@@ -183,11 +196,30 @@ mcp: MCPServer[AppLoader] = StenoServer("omega-stenographer", instructions=INSTR
                                        version=__version__, lifespan=lifespan,
                                        middleware=[_session_notes])
 
-SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
-    "The conversation this turn belongs to: any stable string of 1-200 characters, "
-    "e.g. the host's conversation id. Case-sensitive."))]
-MaxChars = Annotated[int | None, Field(ge=500, le=200_000, description=(
-    "Reply budget in characters (500-200000); default STENO_MAX_CHARS (8000)."))]
+Tool = TypeVar("Tool", bound=Callable[..., Any])
+
+
+def _takes(model: type[Request], *, leave_out: tuple[str, ...] = ()
+           ) -> Callable[[Tool], Tool]:
+    """Give a tool ``async def tool(ctx, **request)`` the fields of ``model`` as its
+    parameters: the SDK builds the tool's input schema from the signature, so the
+    arguments stay flat, each with its type, bounds and description, and the handler
+    receives them as keyword arguments. ``leave_out``: fields only the command line
+    sets."""
+
+    def wrap(fn: Tool) -> Tool:
+        kw = inspect.Parameter.KEYWORD_ONLY
+        params = [inspect.Parameter(
+            name, kw, annotation=Annotated[(info.annotation, *info.metadata,
+                                            Field(description=info.description))],
+            default=inspect.Parameter.empty if info.is_required() else info.default)
+            for name, info in model.model_fields.items() if name not in leave_out]
+        params.append(inspect.Parameter("ctx", kw, annotation=Context[AppLoader]))
+        returns = inspect.signature(fn, eval_str=True).return_annotation
+        fn.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+        return fn
+    return wrap
+
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                        open_world_hint=False)
@@ -243,31 +275,9 @@ def _result(text: str, model: Any) -> CallToolResult:
 @mcp.tool(name="stenographer_ingest_exchange", annotations=ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False,
     open_world_hint=False))
-async def ingest_exchange(
-    role: Annotated[Literal["user", "assistant", "system", "tool"], Field(
-        description="Who spoke: user, assistant, system or tool.")],
-    content: Annotated[str, Field(min_length=1, description=(
-        "The turn's full text, verbatim (1 to STENO_MAX_CONTENT_CHARS characters, "
-        "default 1,000,000). Credentials in it (cloud keys, tokens, private keys, URL "
-        "passwords, bearer headers, secret assignments) are stored as [REDACTED:<kind>] "
-        "unless STENO_REDACT_SECRETS=off."))],
-    session_id: SessionId,
-    ctx: Context[AppLoader],
-    trace_id: Annotated[str | None, Field(description=(
-        "Optional correlation id in the form VT-YYYYMMDD-xxxxxxxx (8 digits, 8 lowercase "
-        "hex digits), e.g. from omega_preload_context. Omitted: the session's trace id, "
-        "created once per session in that form."))] = None,
-    source_key: Annotated[str | None, Field(max_length=500, description=(
-        "Optional idempotency key (e.g. transcript file + line). A key already stored "
-        "is not stored again: the reply says 'Already captured' with the existing id."))] = None,
-    created_at: Annotated[str | None, Field(description=(
-        "When the turn happened, ISO 8601 (e.g. 2026-11-30T14:05:00Z; no zone means UTC). "
-        "Default: now."))] = None,
-    trace: Annotated[bool, Field(description=(
-        "Also return the stages of the stage trace (default false: its run id, status "
-        "and duration only; the whole trace is the resource "
-        "omega-stenographer://runs/{run_id})."))] = False,
-) -> Annotated[CallToolResult, Ingested]:
+@_takes(IngestRequest)
+async def ingest_exchange(ctx: Context[AppLoader], **request: Any
+                          ) -> Annotated[CallToolResult, Ingested]:
     """Record one conversation turn in the memory. Call it for every turn, in order.
 
     It redacts credentials, stores the text, extracts decisions and blockers (regex, no
@@ -293,18 +303,18 @@ async def ingest_exchange(
     oversized content, invalid text (lone surrogates) or a malformed trace_id or
     created_at is rejected with a message saying what is valid; nothing is stored.
     """
-    out, run = await _run(ctx, "ingest", {
-        "role": role, "content": content, "session_id": session_id, "trace_id": trace_id,
-        "source_key": source_key, "created_at": created_at},
-        inline=len(content) <= INLINE_CHARS)
+    stages_wanted = bool(request.pop("trace", False))
+    out, run = await _run(ctx, "ingest", request,
+                          inline=len(request["content"]) <= INLINE_CHARS)
     reply = out["reply"]
-    stages = run["stages"] if trace else []
+    stages = run["stages"] if stages_wanted else []
     return _result(reply["text"], Ingested(**reply, trace=Trace(**{**run, "stages": stages})))
 
 
 @mcp.tool(name="stenographer_get_brief", annotations=READ)
-async def get_brief(session_id: SessionId, ctx: Context[AppLoader], max_chars: MaxChars = None
-              ) -> Annotated[CallToolResult, NotesResult]:
+@_takes(NotesRequest)
+async def get_brief(ctx: Context[AppLoader], **request: Any
+                    ) -> Annotated[CallToolResult, NotesResult]:
     """The running notes of a session, as Markdown: milestones, then compressed briefs,
     then the recent uncompressed exchanges (newest last), every item citing `#ids`.
 
@@ -315,21 +325,16 @@ async def get_brief(session_id: SessionId, ctx: Context[AppLoader], max_chars: M
     raise max_chars". Read-only. An unknown session gives notes that say nothing is
     recorded.
     """
-    out, trace = await _run(ctx, "notes", {"session_id": session_id, "max_chars": max_chars})
-    return _result(out["markdown"], NotesResult(markdown=out["markdown"], trace=Trace(**trace)))
+    out, trace = await _run(ctx, "notes", request)
+    reply = out["reply"]
+    return _result(reply["markdown"], NotesResult(markdown=reply["markdown"],
+                                                  trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_compact_guard", annotations=READ)
-async def compact_guard(
-    session_id: SessionId,
-    ctx: Context[AppLoader],
-    query: Annotated[str | None, Field(max_length=2_000, description=(
-        "What the next steps are about; the briefs whose source turns match it best "
-        "are returned. Omit to get the newest briefs."))] = None,
-    top_k: Annotated[int | None, Field(ge=1, le=50, description=(
-        "How many briefs (1-50); default STENO_TOP_K (5)."))] = None,
-    max_chars: MaxChars = None,
-) -> Annotated[CallToolResult, GuardResult]:
+@_takes(GuardRequest)
+async def compact_guard(ctx: Context[AppLoader], **request: Any
+                        ) -> Annotated[CallToolResult, GuardResult]:
     """Call right before (or at) context compaction: the live uncompressed turns of the
     session plus the top-K compressed briefs most relevant to `query` (hybrid keyword +
     vector ranking of their source turns; newest briefs when no query), each brief
@@ -340,25 +345,17 @@ async def compact_guard(
 
     Use stenographer_get_brief for the whole running notes instead.
     """
-    out, trace = await _run(ctx, "guard", {"session_id": session_id, "query": query,
-                                      "top_k": top_k, "max_chars": max_chars})
-    model = GuardResult(markdown=out["markdown"], brief_ids=[b["id"] for b in out["briefs"]],
-                        vector_only=[b["id"] for b in out["briefs"] if b.get("match") == "vector"],
-                        live_exchange_ids=[t["id"] for t in out["live"]], trace=Trace(**trace))
-    return _result(out["markdown"], model)
+    out, trace = await _run(ctx, "guard", request)
+    reply = out["reply"]
+    return _result(reply["markdown"], GuardResult(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_mark_milestone", annotations=ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True,
     open_world_hint=False))
-async def mark_milestone(
-    session_id: SessionId,
-    exchange_id: Annotated[int, Field(ge=1, le=2**63 - 1, description=(
-        "The #id of a turn of this session (from an ingest reply or a search hit)."))],
-    label: Annotated[str, Field(min_length=1, max_length=200, description=(
-        "Short name of the milestone, e.g. 'schema v2 shipped' (1-200 characters)."))],
-    ctx: Context[AppLoader],
-) -> Annotated[CallToolResult, MilestoneMarked]:
+@_takes(MilestoneRequest)
+async def mark_milestone(ctx: Context[AppLoader], **request: Any
+                         ) -> Annotated[CallToolResult, MilestoneMarked]:
     """Flag a turn as a milestone: tier-A priority, always listed in the running notes,
     and the brief that holds it is tier A. A turn already compressed has its brief made
     again at once, as tier A listing the milestone (the reply ends `(already in brief
@@ -366,42 +363,15 @@ async def mark_milestone(
     label, in the brief too. Errors: an exchange id that does not exist or belongs to
     another session.
     """
-    out, trace = await _run(ctx, "milestone", {"session_id": session_id,
-                                          "exchange_id": exchange_id, "label": label})
+    out, trace = await _run(ctx, "milestone", request)
     reply = out["reply"]
     return _result(reply["text"], MilestoneMarked(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_query_history", annotations=READ)
-async def query_history(
-    query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
-        "What to find. A plain question works ('when did we drop Redis?'); FTS5 syntax "
-        "is honoured when valid: \"exact phrase\", prefix*, a OR b, NEAR(a b, 5). "
-        "Invalid syntax falls back to a word search and says so."))],
-    ctx: Context[AppLoader],
-    session_id: Annotated[str | None, Field(max_length=200, description=(
-        "Search this session. Required unless cross_session is true."))] = None,
-    cross_session: Annotated[bool, Field(description=(
-        "Search every session (default false)."))] = False,
-    limit: Annotated[int, Field(ge=1, le=50, description="Hits per page (1-50).")] = 10,
-    cursor: Annotated[str | None, Field(max_length=500, description=(
-        "next_cursor of the previous page, with the same query and filters."))] = None,
-    mode: Annotated[Literal["hybrid", "keyword", "semantic"], Field(description=(
-        "hybrid (default): keyword BM25 and vectors fused; keyword; semantic."))] = "hybrid",
-    role: Annotated[Literal["any", "user", "assistant", "system", "tool"], Field(
-        description="Only turns by this speaker.")] = "any",
-    since: Annotated[str | None, Field(description=(
-        "Only turns at or after this ISO 8601 time."))] = None,
-    until: Annotated[str | None, Field(description=(
-        "Only turns before this ISO 8601 time."))] = None,
-    trace_id: Annotated[str | None, Field(max_length=40, description=(
-        "Only turns with this trace id (VT-YYYYMMDD-xxxxxxxx), e.g. to correlate with "
-        "other tools of the same task."))] = None,
-    flag: Annotated[Literal["NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT",
-                            "INTENT_INFERENCE"] | None, Field(description=(
-        "Only assistant turns flagged with this NAFE reasoning-drift signature (NAFE: "
-        "any of the four)."))] = None,
-) -> Annotated[CallToolResult, HistoryPage]:
+@_takes(SearchRequest)
+async def query_history(ctx: Context[AppLoader], **request: Any
+                        ) -> Annotated[CallToolResult, HistoryPage]:
     """Search every recorded exchange of a session (compressed ones included), best
     first. Each hit cites its provenance: exchange id, session, role, time, trace id,
     score, snippet, extracted decisions and blockers, NAFE flags, and the brief that
@@ -418,18 +388,15 @@ async def query_history(
     Errors: a missing session_id without cross_session, a bad cursor, an invalid time
     or trace_id.
     """
-    out, trace = await _run(ctx, "search", {
-        "query": query, "session_id": session_id, "cross_session": cross_session,
-        "limit": limit, "cursor": cursor, "mode": mode, "role": role, "since": since,
-        "until": until, "trace_id": trace_id, "flag": flag})
-    model = HistoryPage(text=out["text"], hits=out["hits"], total=out["total"] or 0,
-                        next_cursor=out["next_cursor"], notes=out["notes"] or [],
-                        trace=Trace(**trace))
-    return _result(out["text"], model)
+    out, trace = await _run(ctx, "search", request)
+    reply = out["reply"]
+    return _result(reply["text"], HistoryPage(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_capture_status", annotations=READ)
-async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, CaptureStatus]:
+@_takes(StatusRequest)
+async def capture_status(ctx: Context[AppLoader], **request: Any
+                         ) -> Annotated[CallToolResult, CaptureStatus]:
     """Automatic capture progress (transcript watchers: files, offsets, last success,
     errors), delivery status (sync outbox: pending, delivered, last error), the
     coordination bus (state: ok, missing, locked, corrupt, unusable; shutdown events
@@ -438,17 +405,15 @@ async def capture_status(ctx: Context[AppLoader]) -> Annotated[CallToolResult, C
     counts (sessions, exchanges, briefs, size; the file rewrite after a forget: pending
     or done). Read-only; about 1.5 KB.
     """
-    out, trace = await _run(ctx, "status", {})
-    return _result(out["text"], CaptureStatus(text=out["text"], status=out["status"],
-                                              trace=Trace(**trace)))
+    out, trace = await _run(ctx, "status", request)
+    reply = out["reply"]
+    return _result(reply["text"], CaptureStatus(**reply, trace=Trace(**trace)))
 
 
 @mcp.tool(name="stenographer_audit", annotations=READ)
-async def audit(
-    ctx: Context[AppLoader],
-    session_id: Annotated[str | None, Field(max_length=200, description=(
-        "Audit this session only; omit to audit the whole store."))] = None,
-) -> Annotated[CallToolResult, AuditReport]:
+@_takes(AuditRequest)
+async def audit(ctx: Context[AppLoader], **request: Any
+                ) -> Annotated[CallToolResult, AuditReport]:
     """Check that the store keeps its promises (the contract audit): turn content
     matches its hash; the provenance hash chain of every session is unbroken (through
     the tombstones of forgotten turns); every brief's source turns exist and match the
@@ -461,7 +426,7 @@ async def audit(
     result lists per contract the first 100 ids and a few explanations. Errors: an
     unknown session_id.
     """
-    out, trace = await _run(ctx, "contract_audit", {"session_id": session_id}, inline=False)
+    out, trace = await _run(ctx, "contract_audit", request, inline=False)
     report = out["report"]
     return _result(report["text"], AuditReport(**report, trace=Trace(**trace)))
 
@@ -469,25 +434,9 @@ async def audit(
 @mcp.tool(name="stenographer_forget", annotations=ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True,
     open_world_hint=False))
-async def forget(
-    ctx: Context[AppLoader],
-    confirm: Annotated[bool, Field(description=(
-        "Must be true: forgetting deletes turns for good and cannot be undone."))] = False,
-    exchange_ids: Annotated[list[int] | None, Field(max_length=10_000, description=(
-        "Forget these turns (#ids from ingest replies or search hits)."))] = None,
-    session_id: Annotated[str | None, Field(max_length=200, description=(
-        "Forget the turns of this session (alone: the whole session)."))] = None,
-    since: Annotated[str | None, Field(description=(
-        "Forget turns recorded at or after this ISO 8601 time."))] = None,
-    until: Annotated[str | None, Field(description=(
-        "Forget turns recorded before this ISO 8601 time."))] = None,
-    text: Annotated[str | None, Field(max_length=10_000, description=(
-        "Forget every turn whose content contains this literal text (case-sensitive, "
-        "at least 4 characters), e.g. a leaked secret. Milestone labels that contain it "
-        "are deleted too (stage traces never hold text)."))] = None,
-    reason: Annotated[str | None, Field(max_length=500, description=(
-        "Why (recorded in the tombstones); default 'forgotten on request'."))] = None,
-) -> Annotated[CallToolResult, Forgot]:
+@_takes(ForgetRequest, leave_out=("vacuum",))
+async def forget(ctx: Context[AppLoader], **request: Any
+                 ) -> Annotated[CallToolResult, Forgot]:
     """Delete turns for good: DESTRUCTIVE, requires confirm=true. Select by exchange_ids,
     session_id, a since/until time range and/or a literal text; every given filter must
     match. The turns leave the store and the keyword and vector indexes; the briefs that
@@ -502,27 +451,15 @@ async def forget(
     lists ids (first 1000), rebuilt and removed briefs. Takes seconds on a large store
     (the rewrite). Errors: confirm missing, no filter, an unknown session, a bad time.
     """
-    out, trace = await _run(ctx, "forget", {
-        "confirm": confirm, "exchange_ids": exchange_ids, "session_id": session_id,
-        "since": since, "until": until, "text": text, "reason": reason}, inline=False)
+    out, trace = await _run(ctx, "forget", request, inline=False)
     reply = out["reply"]
     return _result(reply["text"], Forgot(**reply, trace=Trace(**trace)))
+
+
 @mcp.tool(name="stenographer_graph_query", annotations=READ)
-async def graph_query(
-    query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
-        "A question or names: 'what blocked the postgres migration?', 'sqlite-vec'. Its "
-        "entities (names, files, issues, packages, code, phrases) are looked up."))],
-    ctx: Context[AppLoader],
-    session_id: Annotated[str | None, Field(max_length=200, description=(
-        "Use only links supported by turns of this session. Required unless "
-        "cross_session is true."))] = None,
-    cross_session: Annotated[bool, Field(description=(
-        "Use the links of every session (default false)."))] = False,
-    hops: Annotated[int, Field(ge=1, le=3, description=(
-        "How far from the query's entities to look (1-3, default 2)."))] = 2,
-    limit: Annotated[int, Field(ge=1, le=50, description=(
-        "Entities, relations and turns to return, each (1-50, default 10)."))] = 10,
-) -> Annotated[CallToolResult, GraphQueryResult]:
+@_takes(GraphQueryRequest)
+async def graph_query(ctx: Context[AppLoader], **request: Any
+                      ) -> Annotated[CallToolResult, GraphQueryResult]:
     """Ask the knowledge graph of the work: which entities, relations and turns connect
     to what the query names. It matches the query's entities, ranks their neighbourhood
     (up to `hops` links) by personalised PageRank, and returns the top entities (kind,
@@ -536,25 +473,23 @@ async def graph_query(
     Read-only; text within 8000 characters. Errors: a missing session_id without
     cross_session. An unknown session or a query naming no known entity finds nothing.
     """
-    out, trace = await _run(ctx, "graph_query", {
-        "query": query, "session_id": session_id, "cross_session": cross_session,
-        "hops": hops, "limit": limit}, inline=False)
-    model = GraphQueryResult(text=out["text"], **out["graph_result"], trace=Trace(**trace))
-    return _result(out["text"], model)
+    out, trace = await _run(ctx, "graph_query", request, inline=False)
+    reply = out["reply"]
+    return _result(reply["text"], GraphQueryResult(**reply, trace=Trace(**trace)))
 
 
 @mcp.resource(NOTES_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Running notes of a session (as stenographer_get_brief).")
 async def notes_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "notes", {"session_id": session_id})
-    return str(out["markdown"])
+    return str(out["reply"]["markdown"])
 
 
 @mcp.resource(GUARD_URI, mime_type="text/markdown", security=SESSION_NAMES,
               description="Compaction briefing of a session (as stenographer_compact_guard).")
 async def guard_resource(session_id: str, ctx: Context[AppLoader]) -> str:
     out, _ = await _run(ctx, "guard", {"session_id": session_id})
-    return str(out["markdown"])
+    return str(out["reply"]["markdown"])
 
 
 @mcp.resource("omega-stenographer://runs/{run_id}", mime_type="application/json",

@@ -7,7 +7,10 @@ import json
 import sys
 from typing import Any
 
+from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest
 from stenographer.argtypes import ranged
+from stenographer.commands import run_graph
+from stenographer.options import add_options, request_of
 from stenographer.settings import Settings
 
 __all__ = ["add_sync_commands"]
@@ -30,21 +33,18 @@ def _print(value: Any) -> None:
 
 
 def _graph(graph: str, request: dict[str, Any]) -> dict[str, Any]:
-    from stenographer.cli import _run
-
-    out, _ = _run(graph, request)
+    out, _ = run_graph(graph, request)
     return dict(out["reply"])
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    reply = _graph("sync_export", {"path": args.path, "session_id": args.session,
-                                   "overwrite": args.overwrite})
+    reply = _graph("sync_export", request_of(args, ExportRequest))
     _print(reply) if args.json else print(reply["text"])
     return EXIT_OK if reply["turns"] or reply["tombstones"] else EXIT_EMPTY
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    reply = _graph("sync_import", {"path": args.path})
+    reply = _graph("sync_import", request_of(args, ImportRequest))
     _print(reply) if args.json else print(reply["text"])
     return EXIT_OK
 
@@ -80,10 +80,8 @@ def cmd_sync_pull(args: argparse.Namespace) -> int:
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
-    from stenographer.cli import _run
-
-    out, _ = _run("status", {})
-    delivery = out["status"]["delivery"]
+    out, _ = run_graph("status", {})
+    delivery = out["reply"]["status"]["delivery"]
     if args.json:
         _print(delivery)
         return EXIT_OK
@@ -108,9 +106,10 @@ def add_sync_commands(sub: Any, add: Any) -> None:
                 "bundle of JSON lines with a manifest (schema version, counts, per-session "
                 "chain heads, a SHA-256 checksum). Streams with bounded memory from one "
                 "consistent snapshot. Exit code 0: written; 1: nothing to export."))
-    p.add_argument("path", help="the bundle file to write (must not exist)")
-    p.add_argument("--session", help="export this session only")
-    p.add_argument("--overwrite", action="store_true", help="replace PATH if it exists")
+    add_options(p, ExportRequest, positional=("path",), names={"session_id": "--session"},
+                leave_out=("after", "limit"), helps={
+                    "path": "the bundle file to write (must not exist)",
+                    "overwrite": "replace PATH if it exists"})
 
     p = add(sub, "import", "verify a bundle, then add the turns this store lacks",
             cmd_import, json_flag=True, description=(
@@ -120,7 +119,7 @@ def add_sync_commands(sub: Any, add: Any) -> None:
                 "and nothing is applied. Then add the turns this store lacks (a turn is "
                 "known by its origin hash or source key: importing twice adds nothing), "
                 "merged into sessions of the same name, and compress as ingest does."))
-    p.add_argument("path", help="the bundle file to read")
+    add_options(p, ImportRequest, positional=("path",), leave_out=("peer",))
 
     p = add(sub, "sync", "push to / pull from another running instance over HTTP",
             cmd_sync_status, description=SYNC_HELP)

@@ -15,13 +15,15 @@ graphrag_extract      (`stenographer graphrag extract`) validate → the batch s
 graph_query           validate → the entities the query names → their neighbourhood
                       (hops) → personalised PageRank → supporting turns → reply
                       (stenographer_graph_query)
-graphrag_stats / graphrag_community_list / graphrag_community / graphrag_export /
-graphrag_reset        the operator's reads and the reset (`stenographer graphrag`)
+graphrag_community    validate → one community (its entities, relations, turns, sentences)
+                      when an id is given, else a page of communities
+graphrag_stats / graphrag_export / graphrag_reset
+                      the operator's reads and the reset (`stenographer graphrag`)
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
 
-__all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "COMMUNITY_LIST", "DEFINITIONS", "EXPORT",
+__all__ = ["BATCH", "COMMUNITIES", "COMMUNITY", "DEFINITIONS", "EXPORT",
            "EXTRACT", "MAX_STEPS", "QUERY", "RESET", "STATS"]
 
 # A whole extraction loops once per batch (6 steps each): a store of millions of turns
@@ -86,7 +88,7 @@ QUERY = linear(
     "graph_query",
     channels("request", "graph_query", "seeds", "neighbourhood", "hood_entities",
                          "hood_edges", "ranked", "top_entities", "top_relations",
-                         "graph_result", "text"),
+                         "graph_result", "reply"),
     validate="checked_graph_query",
     seeds="graph_seeds",
     neighbourhood="graph_neighbourhood",
@@ -102,23 +104,27 @@ STATS = linear(
     reply="graph_stats_text",
 )
 
-COMMUNITY_LIST = linear(
-    "graphrag_community_list",
-    channels("request", "listing", "communities", "total", "text"),
-    validate={"type": "checked_listing", "default_limit": 20},
-    load="community_list",
-    reply="communities_text",
-)
-
-COMMUNITY = linear(
-    "graphrag_community",
-    channels("request", "community_id", "community", "community_turns",
-                         "sentences", "text"),
-    validate="checked_community_ref",
-    load="community_evidence",
-    sentences="community_sentences",
-    reply="community_text",
-)
+COMMUNITY = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "graphrag_community",
+    "channels": channels("request", "wanted", "listing", "communities", "total",
+                         "community_id", "community", "community_turns", "sentences", "text"),
+    "nodes": {
+        "validate": {"type": "checked_community_request"},
+        "page": {"type": "checked_listing", "default_limit": 20},
+        "list": {"type": "community_list"},
+        "list_reply": {"type": "communities_text"},
+        "ref": {"type": "checked_community_ref"},
+        "load": {"type": "community_evidence"},
+        "sentences": {"type": "community_sentences"},
+        "reply": {"type": "community_text"},
+    },
+    "edges": chain(START, "validate") + chain("page", "list", "list_reply", END)
+    + chain("ref", "load", "sentences", "reply", END),
+    "conditional_edges": [
+        {"from": "validate", "condition": "wanted", "routes": {"one": "ref", "list": "page"}},
+    ],
+}
 
 EXPORT = linear(
     "graphrag_export",
@@ -135,4 +141,4 @@ RESET = linear(
     reset="graph_reset",
 )
 
-DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY_LIST, COMMUNITY, EXPORT, RESET]
+DEFINITIONS = [BATCH, COMMUNITIES, EXTRACT, QUERY, STATS, COMMUNITY, EXPORT, RESET]

@@ -12,7 +12,7 @@ DEFINITION = {
     "name": "guard",
     "channels": channels("request", "query", "session", "max_chars", "fts", "keyword",
                          "semantic", "provider", "embedded", "ranked", "briefs", "live",
-                         "markdown", append=("notes",)),
+                         "reply", append=("notes",)),
     "nodes": {
         "validate": {"type": "checked_guard"},
         "terms": {"type": "keyword_query"},

@@ -14,9 +14,11 @@ from graphs.definition import channels, linear
 __all__ = ["BRIEF", "DEFINITIONS", "EXCHANGE", "INSPECTOR_READS", "RUNS", "SESSIONS"]
 
 # Read-only graphs that only show stored data; the run list hides them by default so
-# that browsing does not bury the runs being inspected.
+# that browsing does not bury the runs being inspected. "runs" and
+# "graphrag_community_list" are the names earlier versions gave two of these reads: their
+# stored runs stay hidden too.
 INSPECTOR_READS = ["inspect_sessions", "inspect_exchange", "inspect_brief", "inspect_runs",
-                   "runs", "trace", "graphrag_community_list", "graphrag_community"]
+                   "trace", "graphrag_community", "runs", "graphrag_community_list"]
 
 SESSIONS = linear(
     "inspect_sessions",

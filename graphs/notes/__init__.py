@@ -9,7 +9,7 @@ from graphs.definition import channels, linear
 DEFINITION = linear(
     "notes",
     channels("request", "session", "session_row", "max_chars", "milestones",
-                         "flags", "briefs", "live", "markdown"),
+                         "flags", "briefs", "live", "reply"),
     validate="checked_notes",
     evidence="notes_evidence",
     reply="notes_markdown",

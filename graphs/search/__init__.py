@@ -13,7 +13,7 @@ DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "search",
     "channels": channels("request", "query", "fts", "keyword", "semantic", "provider",
-                         "embedded", "ranked", "hits", "next_cursor", "total", "text",
+                         "embedded", "ranked", "hits", "next_cursor", "total", "reply",
                          append=("notes",)),
     "nodes": {
         "validate": {"type": "checked_query"},

@@ -5,7 +5,7 @@ from graphs.definition import channels, linear
 
 DEFINITION = linear(
     "status",
-    channels("request", "status", "text"),
+    channels("request", "status", "text", "reply"),
     status="capture_status",
     bus="bus_status",
 )

@@ -1,15 +1,21 @@
-"""trace: read stored stage traces — one run by id (`trace`), or the recent runs (`runs`)."""
+"""trace: read stored stage traces — one run by id, or the recent runs.
 
-from graphs.definition import channels, linear
+validate (which: one run, or the list) → load one run's stages | list the recent runs.
+"""
 
-DEFINITION = linear(
-    "trace",
-    channels("request", "trace"),
-    load="stored_trace",
-)
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 
-RUNS = linear(
-    "runs",
-    channels("request", "runs"),
-    load="recent_traces",
-)
+DEFINITION = {
+    "schema_version": SCHEMA_VERSION,
+    "name": "trace",
+    "channels": channels("request", "wanted", "trace", "runs"),
+    "nodes": {
+        "validate": {"type": "checked_trace_request"},
+        "load": {"type": "stored_trace"},
+        "list": {"type": "recent_traces"},
+    },
+    "edges": chain(START, "validate") + chain("load", END) + chain("list", END),
+    "conditional_edges": [
+        {"from": "validate", "condition": "wanted", "routes": {"one": "load", "list": "list"}},
+    ],
+}

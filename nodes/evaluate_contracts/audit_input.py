@@ -6,6 +6,7 @@ from typing import Any, TypedDict
 
 from nodes.context import node
 from nodes.evaluate_contracts.inputs import check_session_id
+from nodes.evaluate_contracts.requests import AuditRequest, parsed
 
 __all__ = ["checked_audit"]
 
@@ -17,7 +18,7 @@ class CheckedAuditWrites(TypedDict):
 @node
 def checked_audit(request: Any) -> CheckedAuditWrites:
     req = request or {}
-    session = req.get("session_id")
+    session = parsed(AuditRequest, req).session_id
     if session is not None:
         session = check_session_id(session)
     return {"audit": {"session": session}}

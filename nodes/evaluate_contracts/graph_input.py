@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 
 from nodes.context import RunContext, bulk_allocations, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
+from nodes.evaluate_contracts.requests import MAX_QUERY_CHARS, GraphQueryRequest, parsed
 from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
 from store.exchanges import session_row_id
@@ -22,8 +23,6 @@ __all__ = [
 ]
 
 MAX_BATCH = 100_000
-MAX_HOPS = 3
-MAX_LIMIT = 50
 EXPORT_FORMATS = ("graphml", "json")
 
 
@@ -60,18 +59,15 @@ class CheckedGraphQueryWrites(TypedDict):
 @node
 def checked_graph_query(request: Any, *, run: RunContext) -> CheckedGraphQueryWrites:
     req = request or {}
-    text = check_text("query", req.get("query"), max_chars=2_000)
-    cross = req.get("cross_session", False)
-    if not isinstance(cross, bool):
-        raise InvalidInput("cross_session must be true or false")
-    session = req.get("session_id")
+    given = parsed(GraphQueryRequest, req)
+    text = check_text("query", given.query, max_chars=MAX_QUERY_CHARS)
+    cross, session = given.cross_session, given.session_id
     if not cross and not session:
         raise InvalidInput("session_id is required unless cross_session is true")
     name, row = _session_row(run, None if cross else session)
     return {"graph_query": {
         "text": text, "session": name, "session_row": row,
-        "hops": check_int("hops", req.get("hops", 2), 1, MAX_HOPS),
-        "limit": check_int("limit", req.get("limit", 10), 1, MAX_LIMIT)}}
+        "hops": given.hops, "limit": given.limit}}
 
 
 class CheckedCommunityRefWrites(TypedDict):

@@ -7,11 +7,11 @@ from typing import Any, TypedDict
 
 from nodes.context import Cfg, node
 from nodes.evaluate_contracts.inputs import check_int
+from nodes.evaluate_contracts.requests import ListingRequest, parsed
 from store.errors import InvalidInput
 
 __all__ = ["checked_brief_ref", "checked_exchange_ref", "checked_listing"]
 
-MAX_PAGE = 200
 _GRAPH_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -23,14 +23,15 @@ class CheckedListingWrites(TypedDict):
 def checked_listing(request: Any, *, cfg: Cfg) -> CheckedListingWrites:
     """A page of a listing: ``limit`` (1-200), ``offset``, an optional graph filter."""
     req = request or {}
-    limit = check_int("limit", req.get("limit", cfg.get("default_limit", 50)), 1, MAX_PAGE)
-    offset = check_int("offset", req.get("offset", 0), 0, 1_000_000_000)
-    graph = req.get("graph") or None
-    if graph is not None and (not isinstance(graph, str) or not _GRAPH_NAME.fullmatch(graph)):
+    given = parsed(ListingRequest, req)
+    limit = given.limit or cfg.get("default_limit", 50)
+    offset = given.offset
+    graph = given.graph or None
+    if graph is not None and not _GRAPH_NAME.fullmatch(graph):
         raise InvalidInput("graph must be the name of a graph (lowercase letters, digits and "
                            "underscores, e.g. ingest, search, compress)")
     return {"listing": {"limit": limit, "offset": offset, "graph": graph,
-                        "all_graphs": bool(req.get("all_graphs", False))}}
+                        "all_graphs": given.all_graphs}}
 
 
 class CheckedExchangeRefWrites(TypedDict):

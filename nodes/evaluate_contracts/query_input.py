@@ -10,14 +10,19 @@ from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import (
-    ROLES,
-    check_int,
     check_session_id,
     check_text,
     check_time,
     check_trace_id,
 )
-from nodes.extract.nafe import SIGNATURES
+from nodes.evaluate_contracts.requests import (
+    MAX_QUERY_CHARS,
+    GuardRequest,
+    MilestoneRequest,
+    NotesRequest,
+    SearchRequest,
+    parsed,
+)
 from store.errors import InvalidInput, NotFound
 from store.exchanges import session_row_id
 from store.milestones import exchange_session
@@ -31,11 +36,6 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
 ]
-
-MAX_QUERY_CHARS = 2_000
-MODES = ("hybrid", "keyword", "semantic")
-MAX_LABEL_CHARS = 200
-FLAG_FILTERS = ("NAFE", *SIGNATURES)  # NAFE: any of the four signatures
 
 
 def _fingerprint(req: Mapping[str, Any]) -> str:
@@ -82,41 +82,31 @@ class CheckedQueryWrites(TypedDict):
 @node
 def checked_query(request: Any, *, run: RunContext) -> CheckedQueryWrites:
     req = request or {}
-    query = check_text("query", req.get("query"), max_chars=MAX_QUERY_CHARS)
-    mode = req.get("mode") or "hybrid"
-    if mode not in MODES:
-        raise InvalidInput(f"mode={mode!r} is not valid; valid: {', '.join(MODES)}")
-    role = req.get("role")
-    if role in (None, "", "any"):
-        role = None
-    elif role not in ROLES:
-        raise InvalidInput(f"role={role!r} is not valid; valid: any, {', '.join(ROLES)}")
-    limit = check_int("limit", req.get("limit", 10), 1, 50)
-    cross = bool(req.get("cross_session", False))
-    session = req.get("session_id")
+    given = parsed(SearchRequest, req)
+    query = check_text("query", given.query, max_chars=MAX_QUERY_CHARS)
+    role = None if given.role == "any" else given.role
+    cross = given.cross_session
+    session = given.session_id
     if session in (None, "") and not cross:
         raise InvalidInput("session_id is required unless cross_session=true "
                            "(reads are scoped to one session by default)")
     session_row = None
     if not cross:
         session_row = _session_row(run, check_session_id(session), required=False)
-    since, until = check_time("since", req.get("since")), check_time("until", req.get("until"))
+    since, until = check_time("since", given.since), check_time("until", given.until)
     if since is not None and until is not None and since >= until:
         raise InvalidInput("since must be earlier than until")
-    trace_id = check_trace_id(req.get("trace_id") or None)
-    flag = req.get("flag") or None
-    if flag is not None and flag not in FLAG_FILTERS:
-        raise InvalidInput(f"flag={str(flag)[:40]!r} is not valid; valid: "
-                           f"{', '.join(FLAG_FILTERS)} (NAFE: any of the four)")
+    trace_id = check_trace_id(given.trace_id or None)
+    flag = given.flag
     after = None
     if req.get("cursor"):
         after = list(decode_cursor(req, str(req["cursor"])))
     return {
         "query": {
             "text": query,
-            "mode": mode,
+            "mode": given.mode,
             "role": role,
-            "limit": limit,
+            "limit": given.limit,
             "session_row": session_row,
             "unknown_session": not cross and session_row is None,
             "since": since,
@@ -137,15 +127,16 @@ class CheckedGuardWrites(TypedDict):
 @node
 def checked_guard(request: Any, *, run: RunContext) -> CheckedGuardWrites:
     req = request or {}
-    session = check_session_id(req.get("session_id"))
-    text = req.get("query")
+    given = parsed(GuardRequest, req)
+    session = check_session_id(given.session_id)
+    text = given.query
     if text is not None and text.strip() == "":
         text = None
     if text is not None:
         text = check_text("query", text, max_chars=MAX_QUERY_CHARS)
-    top_k = check_int("top_k", req.get("top_k") or run.settings.top_k, 1, 50)
-    max_chars = check_int("max_chars", req.get("max_chars") or run.settings.max_chars,
-                          500, 200_000)
+    settings = run.settings
+    top_k = given.top_k or settings.top_k
+    max_chars = given.max_chars or settings.max_chars
     session_row = _session_row(run, session, required=False)
     return {
         "query": {
@@ -173,9 +164,9 @@ class CheckedNotesWrites(TypedDict):
 @node
 def checked_notes(request: Any, *, run: RunContext) -> CheckedNotesWrites:
     req = request or {}
-    session = check_session_id(req.get("session_id"))
-    max_chars = check_int("max_chars", req.get("max_chars") or run.settings.max_chars,
-                          500, 200_000)
+    given = parsed(NotesRequest, req)
+    session = check_session_id(given.session_id)
+    max_chars = given.max_chars or run.settings.max_chars
     return {"session": session, "max_chars": max_chars,
             "session_row": _session_row(run, session, required=False)}
 
@@ -187,9 +178,10 @@ class CheckedMilestoneWrites(TypedDict):
 @node
 def checked_milestone(request: Any, *, run: RunContext) -> CheckedMilestoneWrites:
     req = request or {}
-    session = check_session_id(req.get("session_id"))
-    exchange_id = check_int("exchange_id", req.get("exchange_id"), 1, 2**63 - 1)
-    label = " ".join(check_text("label", req.get("label"), max_chars=MAX_LABEL_CHARS).split())
+    given = parsed(MilestoneRequest, req)
+    session = check_session_id(given.session_id)
+    exchange_id = given.exchange_id
+    label = " ".join(check_text("label", given.label, max_chars=200).split())
     session_row = _session_row(run, session, required=True)
     with run.store.read() as conn:
         owner = exchange_session(conn, exchange_id)

@@ -10,6 +10,7 @@ from constants import PEER_URL_FORM, peer_url
 from nodes.bundles import verify_bundle
 from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
+from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest, parsed
 from store.errors import InvalidInput
 from store.migrations import SCHEMA_VERSION
 
@@ -23,7 +24,6 @@ __all__ = [
 ]
 
 MAX_BATCH = 10_000
-MAX_ID = 2**63 - 1
 
 
 def max_record_bytes(run: RunContext) -> int:
@@ -46,18 +46,16 @@ def checked_export(request: Any) -> CheckedExportWrites:
     """``path`` (a new file; refuses to overwrite one unless ``overwrite``), optional
     ``session_id``, ``after`` (export turns after this id) and ``limit`` (records)."""
     raw = request or {}
-    path = _path(raw.get("path"), "path")
-    if path.exists() and not raw.get("overwrite"):
+    given = parsed(ExportRequest, raw)
+    path = _path(given.path, "path")
+    if path.exists() and not given.overwrite:
         raise InvalidInput(f"{path} already exists; choose a new file name (or overwrite)")
     if not path.parent.is_dir():
         raise InvalidInput(f"{path.parent} is not a directory")
-    session = raw.get("session_id")
+    session = given.session_id
     if session is not None:
         session = check_session_id(session)
-    after = check_int("after", raw.get("after", 0), 0, MAX_ID)
-    limit = raw.get("limit")
-    if limit is not None:
-        limit = check_int("limit", limit, 1, MAX_BATCH)
+    after, limit = given.after, given.limit
     return {"export": {"path": str(path), "session": session, "after": after,
                        "limit": limit}}
 
@@ -71,11 +69,12 @@ def checked_import(request: Any) -> CheckedImportWrites:
     """``path`` of an existing bundle, and who it came from (``peer``, recorded with
     the turns that had to be re-linked)."""
     raw = request or {}
-    path = _path(raw.get("path"), "path")
+    given = parsed(ImportRequest, raw)
+    path = _path(given.path, "path")
     if not path.is_file():
         raise InvalidInput(f"{path} is not a file; give the path of a bundle "
                            "(stenographer export writes one)")
-    peer = check_text("peer", raw.get("peer") or f"file {path.name}", max_chars=500)
+    peer = check_text("peer", given.peer or f"file {path.name}", max_chars=500)
     return {"incoming": {"path": str(path), "peer": peer}}
 
 

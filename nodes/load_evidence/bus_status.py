@@ -68,8 +68,7 @@ def _publishing(run: RunContext, path: str) -> dict[str, Any]:
 
 
 class BusStatusWrites(TypedDict):
-    status: Any
-    text: Any
+    reply: Any
 
 
 @node
@@ -86,4 +85,4 @@ def bus_status(status: Any, text: Any, *, run: RunContext) -> BusStatusWrites:
                   "publishing": _publishing(run, str(bus.path))}
     report["recorded_shutdowns"] = recorded
     status["bus"] = report
-    return {"status": status, "text": f"{text} | {_summary(report)}"}
+    return {"reply": {"text": f"{text} | {_summary(report)}", "status": status}}

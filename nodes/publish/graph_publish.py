@@ -145,15 +145,16 @@ def community_text(community: Any, sentences: Any) -> CommunityTextWrites:
 
 
 class GraphQueryTextWrites(TypedDict):
-    text: Any
+    reply: Any
 
 
 @node
 def graph_query_text(graph_result: Any, *, run: RunContext) -> GraphQueryTextWrites:
     r = graph_result
     if not r["entities"]:
-        return {"text": "No entity of the query is in the graph (run `stenographer graphrag "
-                        "extract` to build it from new turns)."}
+        return {"reply": {**r, "text": "No entity of the query is in the graph (run "
+                                       "`stenographer graphrag extract` to build it from new "
+                                       "turns)."}}
     lines = ["Entities: " + ", ".join(f"{e['label']} ({e['kind']})" for e in r["entities"])]
     if r["relations"]:
         lines.append("Relations:")
@@ -165,7 +166,7 @@ def graph_query_text(graph_result: Any, *, run: RunContext) -> GraphQueryTextWri
     lines.append("Supporting turns:")
     lines += [f"- #{t['exchange_id']} [{t['session_id']} {t['role']} {t['created_at']}] "
               f"{t['snippet']}" for t in r["turns"]]
-    return {"text": "\n".join(lines)[:8_000]}
+    return {"reply": {**r, "text": "\n".join(lines)[:8_000]}}
 
 
 def _graphml(data: Mapping[str, Any]) -> str:

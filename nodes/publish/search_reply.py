@@ -1,4 +1,5 @@
-"""Node: the text of a search reply, every hit citing its provenance.
+"""Node: the search graph's output (``SearchReply``): the page of hits, its text with
+every hit citing its provenance, the cursor and the notes.
 
 When the keyword index matched no turn for the query, the reply says so: whatever the
 vector lists found then shares no word with the query, only similar spelling or
@@ -14,11 +15,22 @@ from nodes.context import RunContext, node
 from nodes.publish.budget import Group, Item, fitted
 from nodes.publish.wording import clipped, counted, plural
 
-__all__ = ["no_word_note", "search_reply"]
+__all__ = ["SearchReply", "no_word_note", "search_reply"]
 
 HIT_ADVICE = "the structured result lists every hit of the page"
 QUERY_CHARS = 200  # of the query, in the first line
 _MARKS = {"keyword": "", "vector": " (vector only)", "answer": " (answer to a ranked question)"}
+
+
+class SearchReply(TypedDict):
+    """What the search graph returns to its caller (the tool's and the command's only
+    reading of the run)."""
+
+    text: str
+    hits: list[dict[str, Any]]
+    total: int
+    next_cursor: str | None
+    notes: list[str]
 
 
 def no_word_note(hits: int) -> str:
@@ -41,7 +53,7 @@ def _hit(h: Mapping[str, Any]) -> Item:
 
 
 class SearchReplyWrites(TypedDict):
-    text: Any
+    reply: Any
     notes: Any
 
 
@@ -62,5 +74,8 @@ def search_reply(query: Any, hits: Any, request: Any, notes: Any, keyword: Any, 
         title.append("Note: no turns have been recorded in this session.")
     more = ("More hits: pass next_cursor as cursor.",) if next_cursor else ()
     page = Group((), tuple(_hit(h) for h in hits), closing=more)
-    return {"text": fitted(run.settings.max_chars, title, [(page, 0)], HIT_ADVICE),
-            "notes": added}
+    reply: SearchReply = {
+        "text": fitted(run.settings.max_chars, title, [(page, 0)], HIT_ADVICE),
+        "hits": hits, "total": total or 0, "next_cursor": next_cursor,
+        "notes": [*notes, *added]}
+    return {"reply": reply, "notes": added}

@@ -14,14 +14,34 @@ from nodes.context import node
 from nodes.publish.budget import Group, Item, fitted
 from nodes.publish.wording import clipped, counted, plural
 
-__all__ = ["guard_markdown", "notes_markdown"]
+__all__ = ["GuardReply", "NotesReply", "guard_markdown", "notes_markdown"]
 
 LIVE_RESERVE = 1_500  # at most this much of the budget is kept for the newest turns
 QUERY_CHARS = 120  # of the query, in the briefing's heading
+NOTHING_YET = "_No turns recorded in this session yet._"
 
 # The lists of a tier-A brief body (nodes.extract.brief), by their label.
 _LABELLED = {"Milestones:": "milestone", "Decisions:": "decision", "Blockers:": "blocker"}
 _CITED = re.compile(r"^- (#\d+)")
+
+
+class NotesReply(TypedDict):
+    """The notes graph's output: the running notes, and whether the session is known."""
+
+    markdown: str
+    found: bool
+
+
+class GuardReply(TypedDict):
+    """The guard graph's output: the briefing, the briefs and live turns it lists (ids;
+    ``vector_only``: the briefs ranked by vector similarity alone), and whether the
+    session is known."""
+
+    markdown: str
+    found: bool
+    brief_ids: list[int]
+    vector_only: list[int]
+    live_exchange_ids: list[int]
 
 
 def _live_section(live: list[dict[str, Any]]) -> Group:
@@ -76,7 +96,7 @@ def _live_reserve(live: list[dict[str, Any]], cap: int) -> int:
 
 
 class NotesMarkdownWrites(TypedDict):
-    markdown: Any
+    reply: Any
 
 
 @node
@@ -85,7 +105,7 @@ def notes_markdown(session: Any, live: Any, max_chars: Any, session_row: Any, mi
     live = live or []
     title = [f"# Running notes — session {session!r}"]
     if session_row is None:
-        return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
+        return {"reply": NotesReply(markdown="\n".join([*title, NOTHING_YET]), found=False)}
     reserve = _live_reserve(live, LIVE_RESERVE)
     milestones = Group(("## Milestones",), tuple(
         Item((f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]"
@@ -100,11 +120,11 @@ def notes_markdown(session: Any, live: Any, max_chars: Any, session_row: Any, mi
         _brief_item(b) for b in briefs or []), newest_last=True, empty="_none_")
     sections = [(milestones, reserve), (flags, reserve), (briefs, reserve),
                 (_live_section(live), 0)]
-    return {"markdown": fitted(max_chars, title, sections)}
+    return {"reply": NotesReply(markdown=fitted(max_chars, title, sections), found=True)}
 
 
 class GuardMarkdownWrites(TypedDict):
-    markdown: Any
+    reply: Any
 
 
 @node
@@ -113,7 +133,8 @@ def guard_markdown(query: Any, live: Any, session: Any, briefs: Any, keyword: An
     live = live or []
     title = [f"# Compaction briefing — session {session!r}"]
     if query["session_row"] is None:
-        return {"markdown": "\n".join([*title, "_No turns recorded in this session yet._"])}
+        return {"reply": GuardReply(markdown="\n".join([*title, NOTHING_YET]), found=False,
+                                    brief_ids=[], vector_only=[], live_exchange_ids=[])}
     briefs = briefs or []
     about = (f" for {clipped(query['text'], QUERY_CHARS)!r}" if query["text"]
              else " (newest; no query given)")
@@ -125,5 +146,8 @@ def guard_markdown(query: Any, live: Any, session: Any, briefs: Any, keyword: An
                        "only._")
     ranked = Group(tuple(heading), tuple(_brief_item(b) for b in briefs), empty="_none_")
     reserve = _live_reserve(live, 2_000)
-    return {"markdown": fitted(max_chars, title,
-                               [(ranked, reserve), (_live_section(live), 0)])}
+    markdown = fitted(max_chars, title, [(ranked, reserve), (_live_section(live), 0)])
+    return {"reply": GuardReply(
+        markdown=markdown, found=True, brief_ids=[b["id"] for b in briefs],
+        vector_only=[b["id"] for b in briefs if b.get("match") == "vector"],
+        live_exchange_ids=[t["id"] for t in live])}

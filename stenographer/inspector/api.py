@@ -135,11 +135,11 @@ class _Api:
         out, meta = await self.run("notes", {"session_id": session,
                                              "max_chars": _number(request.query_params.get(
                                                  "max_chars"))})
-        if out.get("session_row") is None:
+        if not out["reply"]["found"]:
             raise NotFound(f"no session {session!r} has been recorded; session ids are "
                            "case-sensitive")
         return {"session_id": out["session"], "milestones": out["milestones"],
-                "briefs": out["briefs"], "live": out["live"], "markdown": out["markdown"],
+                "briefs": out["briefs"], "live": out["live"], "markdown": out["reply"]["markdown"],
                 "meta": meta}
 
     async def search(self, request: Request) -> dict[str, Any]:
@@ -150,8 +150,9 @@ class _Api:
             "mode": q.get("mode") or "hybrid", "role": q.get("role") or "any",
             "limit": _number(q.get("limit", "20")), "cursor": q.get("cursor") or None,
             "since": q.get("since") or None, "until": q.get("until") or None})
-        return {"hits": out["hits"], "total": out["total"] or 0,
-                "next_cursor": out["next_cursor"], "notes": out["notes"] or [],
+        reply = out["reply"]
+        return {"hits": reply["hits"], "total": reply["total"],
+                "next_cursor": reply["next_cursor"], "notes": reply["notes"],
                 "mode": out["query"]["mode"], "meta": meta}
 
     async def exchange(self, request: Request) -> dict[str, Any]:
@@ -173,7 +174,7 @@ class _Api:
 
     async def communities(self, request: Request) -> dict[str, Any]:
         q = request.query_params
-        out, meta = await self.run("graphrag_community_list", {
+        out, meta = await self.run("graphrag_community", {
             "limit": _number(q.get("limit", "50")), "offset": _number(q.get("offset", "0"))})
         return {"communities": out["communities"], "total": out["total"], "meta": meta}
 

@@ -11,7 +11,7 @@ from tests.cli.conftest import ALPHA, BETA, run_cli
 
 COMMANDS = ["serve", "inspect", "demo", "search", "brief", "guard", "sessions", "stats",
             "trace", "status", "config", "doctor", "capture", "hook", "audit", "forget",
-            "graphrag", "export", "import", "sync", "bus", "migrate"]
+            "graphrag", "export", "import", "sync", "bus", "migrate", "graphs"]
 READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor",
                  "audit"]
 
@@ -77,8 +77,8 @@ def test_guard_json(seeded: Path) -> None:
     result = run_cli(seeded, "guard", ALPHA, "--query", "docker build cache", "--json")
     assert result.code == 0, result.err
     guard = result.json()
-    assert set(guard) == {"session_id", "found", "markdown", "brief_ids", "live_exchange_ids",
-                          "run_id"}
+    assert set(guard) == {"session_id", "found", "markdown", "brief_ids", "vector_only",
+                          "live_exchange_ids", "run_id"}
     assert guard["brief_ids"], "ten turns with STENO_TURN_LIMIT=8 make a brief"
     assert run_cli(seeded, "guard", "no-such-session").code == 1
 

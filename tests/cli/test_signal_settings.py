@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.evaluate_contracts.query_input import FLAG_FILTERS
-from stenographer.cli import FLAG_FILTERS as CLI_FLAG_FILTERS
+from nodes.evaluate_contracts.requests import FLAG_FILTERS
+from nodes.extract.nafe import SIGNATURES
 from stenographer.cli import build_parser
 from stenographer.settings import Settings, SettingsError
 from tests.conftest import REPO_ROOT
@@ -30,7 +30,10 @@ def test_extra_secret_patterns_are_checked_at_start() -> None:
 
 
 def test_search_command_takes_the_new_filters() -> None:
-    assert CLI_FLAG_FILTERS == FLAG_FILTERS
+    assert ("NAFE", *SIGNATURES) == FLAG_FILTERS  # spelled out in the request vocabulary
+    flag = next(a for a in build_parser()._subparsers._group_actions[0].choices["search"]
+                ._actions if a.dest == "flag")
+    assert tuple(flag.choices) == FLAG_FILTERS
     args = build_parser().parse_args(["search", "x", "--all", "--trace-id",
                                       "VT-20261130-1a2b3c4d", "--flag", "AUTHORITY_DRIFT"])
     assert (args.trace_id, args.flag) == ("VT-20261130-1a2b3c4d", "AUTHORITY_DRIFT")

@@ -308,7 +308,7 @@ def test_brief_with_its_source_turns(http: httpx.Client, seeded: Seeded) -> None
 def test_a_community_of_the_graph_with_its_supporting_turns(http: httpx.Client,
                                                            seeded: Seeded) -> None:
     listing = ok(http, "api/graph/communities")
-    assert listing["total"] >= 1 and listing["meta"]["graph"] == "graphrag_community_list"
+    assert listing["total"] >= 1 and listing["meta"]["graph"] == "graphrag_community"
     first = listing["communities"][0]
     body = ok(http, f"api/graph/communities/{first['id']}")
     community = body["community"]

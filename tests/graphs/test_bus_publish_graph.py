@@ -100,7 +100,7 @@ def keys(path: Path) -> list[str]:
 
 def status(graphs: Graphs, p: Process) -> tuple[dict[str, Any], str]:
     out, _ = graphs.run("status", {"request": {}}, p.ctx)
-    return dict(out["status"]), str(out["text"])
+    return dict(out["reply"]["status"]), str(out["reply"]["text"])
 
 
 def test_new_turns_are_published_once_each_with_their_payload(graphs: Graphs,

@@ -92,10 +92,10 @@ def ingest(graphs: Graphs, p: Process, content: str = "next step", session: str 
 
 
 def status(graphs: Graphs, p: Process) -> dict[str, Any]:
-    out, _ = graphs.run("status", {"request": {}}, p.ctx)
-    assert out["text"].count(" | bus: ") == 1
-    bus: dict[str, Any] = out["status"]["bus"]
-    bus["text"] = out["text"]
+    reply = graphs.run("status", {"request": {}}, p.ctx)[0]["reply"]
+    assert reply["text"].count(" | bus: ") == 1
+    bus: dict[str, Any] = reply["status"]["bus"]
+    bus["text"] = reply["text"]
     return bus
 
 
@@ -136,7 +136,7 @@ def test_a_shutdown_event_is_recorded_once_as_a_milestone_system_turn(
                                                "limit": 5}}, process.ctx)
     assert out["hits"][0]["exchange_id"] == turn_id
     notes, _ = graphs.run("notes", {"request": {"session_id": "s"}}, process.ctx)
-    milestones = notes["markdown"].split("## Milestones")[1].split("##")[0]
+    milestones = notes["reply"]["markdown"].split("## Milestones")[1].split("##")[0]
     assert f"#{turn_id} **TERMINAL_SHUTDOWN from omega-brain" in milestones
 
     bus = status(graphs, process)
@@ -309,7 +309,7 @@ def test_without_a_bus_nothing_is_read(graphs: Graphs, tmp_path: Path, shared: P
                                                    "session_id": "s"}}, ctx)
         assert out["reply"]["shutdowns"] == [] and receipts(path) == []
         out, _ = graphs.run("status", {"request": {}}, ctx)
-        assert out["status"]["bus"]["state"] == "off"
-        assert out["text"].endswith("bus: off (VERITAS_SHARED_DIR=off)")
+        assert out["reply"]["status"]["bus"]["state"] == "off"
+        assert out["reply"]["text"].endswith("bus: off (VERITAS_SHARED_DIR=off)")
     finally:
         store.close()

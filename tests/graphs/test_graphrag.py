@@ -375,7 +375,7 @@ def test_bad_graph_requests_say_what_is_valid(app: App):
 def test_community_view_lists_entities_relations_and_sentences_citing_turns(app: App):
     ids = ingest(app, corpus(80, seed=5))
     extract(app)
-    listing, _ = app.run("graphrag_community_list", {"limit": 5})
+    listing, _ = app.run("graphrag_community", {"limit": 5})
     assert listing["communities"] and listing["total"] >= len(listing["communities"])
     first = listing["communities"][0]
     out, _ = app.run("graphrag_community", {"community_id": first["id"]})

@@ -65,7 +65,8 @@ def ingest(graphs: Graphs, ctx: RunContext, content: str, session: str = "s",
 def search(graphs: Graphs, ctx: RunContext, query: str, **extra: Any) -> dict[str, Any]:
     request = {"query": query, "session_id": "s", "limit": 50, "mode": "keyword", **extra}
     out, _ = graphs.run("search", {"request": request}, ctx)
-    return out
+    reply: dict[str, Any] = out["reply"]
+    return reply
 
 
 def db_bytes(store: Store) -> bytes:
@@ -222,14 +223,14 @@ def test_flags_are_listed_in_the_running_notes(graphs: Graphs, ctx: RunContext):
     flagged = ingest(graphs, ctx, DRIFT)
     ingest(graphs, ctx, "A plain turn about the parser.")
     out, _ = graphs.run("notes", {"request": {"session_id": "s"}}, ctx)
-    md = out["markdown"]
+    md = out["reply"]["markdown"]
     assert "## Reasoning-drift flags (NAFE, heuristic — not blockers)" in md
     assert f"- #{flagged['exchange_id']} AUTHORITY_DRIFT: “Trust me”" in md
     assert f"- #{flagged['exchange_id']} INTENT_INFERENCE: “They probably mean”" in md
     assert md.index("## Milestones") < md.index("## Reasoning-drift") < md.index(
         "## Compressed briefs")
     out, _ = graphs.run("notes", {"request": {"session_id": "quiet"}}, ctx)
-    assert "Reasoning-drift" not in out["markdown"]
+    assert "Reasoning-drift" not in out["reply"]["markdown"]
 
 
 def test_flagged_turns_are_searchable_by_flag(graphs: Graphs, ctx: RunContext):

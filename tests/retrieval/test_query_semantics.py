@@ -79,7 +79,7 @@ def test_invalid_syntax_falls_back_to_the_words_and_says_so(app: App, turns: dic
     assert set(ids(result)[:2]) == {turns["near"], turns["far"]}
     [note] = result["notes"]
     assert "not valid FTS5 syntax" in note and "searched for its words instead" in note
-    assert f"Note: {note}" in result["text"]
+    assert f"Note: {note}" in result["reply"]["text"]
 
 
 @pytest.mark.parametrize("escape", ["other) OR (ledger", "ledger) OR (other",

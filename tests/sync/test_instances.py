@@ -161,7 +161,8 @@ def test_a_wrong_token_is_refused_without_retrying_and_shows_in_status(
     # The MCP status tool's text says it too.
     with opened(a.data_dir) as app:
         out, _ = app.run("status", {})
-    assert "refused the token" in out["text"] and "1 pending" in out["text"]
+    text = out["reply"]["text"]
+    assert "refused the token" in text and "1 pending" in text
 
 
 def test_an_unreachable_peer_is_retried_with_backoff_then_reported(tmp_path: Path):
