@@ -113,6 +113,8 @@ def test_each_command_runs_the_graph_the_table_names(
     data_dir = tmp_path / "data"
     monkeypatch.setenv("OMEGA_STENOGRAPHER_DIR", str(data_dir))
     monkeypatch.setenv("VERITAS_SHARED_DIR", str(tmp_path / "bus"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     from stenographer.app import open_app
 
     app = open_app(Settings(data_dir=data_dir))
@@ -143,6 +145,8 @@ def test_each_command_runs_the_graph_the_table_names(
         "graphrag query": ["graphrag", "query", "SQLite", "--all"],
         "graphrag export": ["graphrag", "export", "--format", "json", "-o", str(graph_file)],
         "graphrag reset": ["graphrag", "reset", "--yes"],
+        "index rebuild": ["index", "rebuild"],
+        "capture": ["capture", "--once"],  # no transcripts: a pass over no files
     }
     # Not run here: sync push/pull need a peer over HTTP, bus publish a bus with
     # subscribers, migrate a second store (each has its own tests).
