@@ -11,7 +11,7 @@ from tests.cli.conftest import ALPHA, BETA, run_cli
 
 COMMANDS = ["serve", "inspect", "demo", "search", "brief", "guard", "sessions", "stats",
             "trace", "status", "config", "doctor", "capture", "hook", "audit", "forget",
-            "graphrag", "export", "import", "sync", "bus", "migrate", "graphs"]
+            "graphrag", "export", "import", "sync", "bus", "migrate", "graphs", "index"]
 READ_COMMANDS = ["search", "brief", "guard", "sessions", "stats", "trace", "status", "doctor",
                  "audit"]
 
