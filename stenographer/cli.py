@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodes.evaluate_contracts.requests import (
@@ -19,6 +19,7 @@ from nodes.evaluate_contracts.requests import (
     GuardRequest,
     ListingRequest,
     NotesRequest,
+    Request,
     SearchRequest,
     TraceRequest,
 )
@@ -76,24 +77,22 @@ def cmd_search(args: argparse.Namespace) -> int:
     return EXIT_OK if reply["hits"] else EXIT_EMPTY
 
 
-def cmd_brief(args: argparse.Namespace) -> int:
-    out, trace = run_graph("notes", request_of(args, NotesRequest))
-    reply = out["reply"]
-    if args.json:
-        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
-    else:
-        print(reply["markdown"])
-    return EXIT_OK if reply["found"] else EXIT_EMPTY
+def _session_markdown(graph: str, model: type[Request]) -> Callable[[argparse.Namespace], int]:
+    """A command that prints a session's Markdown from ``graph`` (the running notes, the
+    compaction briefing): exit 1 when the session has nothing recorded."""
+    def command(args: argparse.Namespace) -> int:
+        out, trace = run_graph(graph, request_of(args, model))
+        reply = out["reply"]
+        if args.json:
+            print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
+        else:
+            print(reply["markdown"])
+        return EXIT_OK if reply["found"] else EXIT_EMPTY
+    return command
 
 
-def cmd_guard(args: argparse.Namespace) -> int:
-    out, trace = run_graph("guard", request_of(args, GuardRequest))
-    reply = out["reply"]
-    if args.json:
-        print_json({"session_id": args.session_id, **reply, "run_id": trace["run_id"]})
-    else:
-        print(reply["markdown"])
-    return EXIT_OK if reply["found"] else EXIT_EMPTY
+cmd_brief = _session_markdown("notes", NotesRequest)
+cmd_guard = _session_markdown("guard", GuardRequest)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ runs the graph once per tick over the files that changed.
 ``capture_read`` and ``capture_commit`` are its read and commit stages on their own.
 """
 
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
 from graphs.ingest import BATCH_CHANNELS, batch_stages
 
 __all__ = ["DEFINITIONS", "MAX_STEPS"]
@@ -25,28 +25,20 @@ __all__ = ["DEFINITIONS", "MAX_STEPS"]
 MAX_STEPS = 10_000_000
 ERRORS = "failures"  # the failure edges' error channel
 
-READ = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "capture_read",
-    "channels": channels("request", "source", "start", "batch"),
-    "nodes": {
-        "validate": {"type": "checked_transcript"},
-        "start": {"type": "transcript_start"},
-        "batch": {"type": "transcript_batch"},
-    },
-    "edges": chain(START, "validate", "start", "batch", END),
-}
+READ = linear(
+    "capture_read",
+    channels("request", "source", "start", "batch"),
+    validate="checked_transcript",
+    start="transcript_start",
+    batch="transcript_batch",
+)
 
-COMMIT = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "capture_commit",
-    "channels": channels("request", "step", "cursor"),
-    "nodes": {
-        "validate": {"type": "checked_cursor_step"},
-        "cursor": {"type": "advanced_cursor"},
-    },
-    "edges": chain(START, "validate", "cursor", END),
-}
+COMMIT = linear(
+    "capture_commit",
+    channels("request", "step", "cursor"),
+    validate="checked_cursor_step",
+    cursor="advanced_cursor",
+)
 
 _ingest_nodes, _ingest_edges, _ingest_first, _ingest_last = batch_stages("ingest_")
 # Stages whose failure ends the file, not the pass: reading it, and the store's writes.

@@ -27,7 +27,7 @@ The HTTP server answers a peer's push with ``sync_import`` and its pull with
 from typing import Any
 
 from graphs.compress import OVERDUE_CHANNELS, overdue_loop
-from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
+from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
 
 # An import of many sessions loops once per session with a full batch (and once per
 # brief inside it).
@@ -43,30 +43,26 @@ def _apply_and_compress(then: str
     return {"apply": {"type": "applied_bundle"}, **nodes}, chain("apply", "overdue") + edges, routes
 
 
-EXPORT = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "sync_export",
-    "channels": channels("request", "export", "exported", "reply"),
-    "nodes": {
-        "validate": {"type": "checked_export"},
-        "write": {"type": "exported_bundle"},
-        "reply": {"type": "export_reply"},
-    },
-    "edges": chain(START, "validate", "write", "reply", END),
-}
+EXPORT = linear(
+    "sync_export",
+    channels("request", "export", "exported", "reply"),
+    validate="checked_export",
+    write="exported_bundle",
+    reply="export_reply",
+)
 
 # An import compresses the sessions it filled after the whole bundle, in one stage (the
 # batch path's compression); a session left overdue before is the recover graph's.
-IMPORT = {
-    "schema_version": SCHEMA_VERSION,
-    "name": "sync_import",
-    "channels": channels("request", "incoming", "bundle", "applied", "due", "after_session",
+IMPORT = linear(
+    "sync_import",
+    channels("request", "incoming", "bundle", "applied", "due", "after_session",
                          "rounds", "briefs", "sessions_compressed", "reply"),
-    "nodes": {"validate": {"type": "checked_import"}, "verify": {"type": "verified_bundle"},
-              "apply": {"type": "applied_bundle"}, "compress": {"type": "compressed_sessions"},
-              "reply": {"type": "import_reply"}},
-    "edges": chain(START, "validate", "verify", "apply", "compress", "reply", END),
-}
+    validate="checked_import",
+    verify="verified_bundle",
+    apply="applied_bundle",
+    compress="compressed_sessions",
+    reply="import_reply",
+)
 
 ERRORS = "failures"  # the failure edges' error channel (nodes.publish.sync_batches)
 NETWORK = {"sync_push": "deliver", "sync_pull": "fetch"}  # nodes with a retry policy

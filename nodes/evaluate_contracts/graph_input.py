@@ -58,8 +58,7 @@ class CheckedGraphQueryWrites(TypedDict):
 
 @node
 def checked_graph_query(request: Any, *, run: RunContext) -> CheckedGraphQueryWrites:
-    req = request or {}
-    given = parsed(GraphQueryRequest, req)
+    given = parsed(GraphQueryRequest, request or {})
     text = check_text("query", given.query, max_chars=MAX_QUERY_CHARS)
     cross, session = given.cross_session, given.session_id
     if not cross and not session:

@@ -22,8 +22,7 @@ class CheckedListingWrites(TypedDict):
 @node
 def checked_listing(request: Any, *, cfg: Cfg) -> CheckedListingWrites:
     """A page of a listing: ``limit`` (1-200), ``offset``, an optional graph filter."""
-    req = request or {}
-    given = parsed(ListingRequest, req)
+    given = parsed(ListingRequest, request or {})
     limit = given.limit or cfg.get("default_limit", 50)
     offset = given.offset
     graph = given.graph or None

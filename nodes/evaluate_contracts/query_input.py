@@ -126,8 +126,7 @@ class CheckedGuardWrites(TypedDict):
 
 @node
 def checked_guard(request: Any, *, run: RunContext) -> CheckedGuardWrites:
-    req = request or {}
-    given = parsed(GuardRequest, req)
+    given = parsed(GuardRequest, request or {})
     session = check_session_id(given.session_id)
     text = given.query
     if text is not None and text.strip() == "":
@@ -163,8 +162,7 @@ class CheckedNotesWrites(TypedDict):
 
 @node
 def checked_notes(request: Any, *, run: RunContext) -> CheckedNotesWrites:
-    req = request or {}
-    given = parsed(NotesRequest, req)
+    given = parsed(NotesRequest, request or {})
     session = check_session_id(given.session_id)
     max_chars = given.max_chars or run.settings.max_chars
     return {"session": session, "max_chars": max_chars,
@@ -177,8 +175,7 @@ class CheckedMilestoneWrites(TypedDict):
 
 @node
 def checked_milestone(request: Any, *, run: RunContext) -> CheckedMilestoneWrites:
-    req = request or {}
-    given = parsed(MilestoneRequest, req)
+    given = parsed(MilestoneRequest, request or {})
     session = check_session_id(given.session_id)
     exchange_id = given.exchange_id
     label = " ".join(check_text("label", given.label, max_chars=200).split())

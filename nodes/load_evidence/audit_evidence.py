@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from nodes.context import Cfg, RunContext, node
+from nodes.load_evidence.forget_scope import named_session_row
 from store.audit import (
     brief_page,
     compression_page,
@@ -20,8 +21,6 @@ from store.audit import (
     turn_page,
 )
 from store.audit_forgotten import forgotten_page
-from store.errors import NotFound
-from store.exchanges import session_row_id
 from store.search import keyword_index
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
@@ -39,16 +38,9 @@ class AuditScopeWrites(TypedDict):
 @node
 def audit_scope(audit: Any, *, run: RunContext) -> AuditScopeWrites:
     """The session's row id (an unknown session is an error, not a clean audit)."""
-    audit = dict(audit)
-    row = None
-    if audit["session"] is not None:
-        with run.store.read() as conn:
-            row = session_row_id(conn, audit["session"])
-        if row is None:
-            raise NotFound(f"session {audit['session']!r} is not in the store")
     settings = run.settings
-    audit.update(session_row=row, turn_limit=settings.turn_limit,
-                 retention=settings.trace_retention)
+    audit = {**audit, "session_row": named_session_row(run, audit["session"]),
+             "turn_limit": settings.turn_limit, "retention": settings.trace_retention}
     return {"audit": audit, "position": {"pass": PASSES[0], "after": None}, "pages": 0}
 
 

@@ -8,7 +8,19 @@ from nodes.context import RunContext, node
 from store.errors import NotFound
 from store.exchanges import session_row_id
 
-__all__ = ["forget_scope"]
+__all__ = ["forget_scope", "named_session_row"]
+
+
+def named_session_row(run: RunContext, session: str | None) -> int | None:
+    """The row id of the session a request names (None: it names none); an unknown
+    session is an error, not an empty result."""
+    if session is None:
+        return None
+    with run.store.read() as conn:
+        row = session_row_id(conn, session)
+    if row is None:
+        raise NotFound(f"session {session!r} is not in the store")
+    return row
 
 
 class ForgetScopeWrites(TypedDict):
@@ -17,12 +29,4 @@ class ForgetScopeWrites(TypedDict):
 
 @node
 def forget_scope(forget: Any, *, run: RunContext) -> ForgetScopeWrites:
-    forget = dict(forget)
-    row = None
-    if forget["session"] is not None:
-        with run.store.read() as conn:
-            row = session_row_id(conn, forget["session"])
-        if row is None:
-            raise NotFound(f"session {forget['session']!r} is not in the store")
-    forget["session_row"] = row
-    return {"forget": forget}
+    return {"forget": {**forget, "session_row": named_session_row(run, forget["session"])}}
