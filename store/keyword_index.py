@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 import sys
 import threading
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from store.errors import StoreError
-from store.search_filter import POOL
+from store.search_filter import BM25_WEIGHTS, POOL
 from store.sql import Conn, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 
@@ -80,8 +80,15 @@ KeywordEntry = tuple[int, int, str, str, str]
 # 0.690. Tantivy normalises length and saturates term counts per field, FTS5 per row
 # over its weighted columns: that difference is what is left.
 OWN_BOOST = 0.5
-K1, B = 1.2, 0.75  # Tantivy's BM25
+K1, B = 1.2, 0.75  # Tantivy's BM25, and FTS5's
 MIN_IDF = 1e-6  # as FTS5's bm25()
+# That ranking only chooses candidates: the best DEPTH x POOL x limit of it are scored
+# again exactly as FTS5's bm25() scores them (``_fts5_bm25``), then the length prior over
+# the best POOL x limit, as FTS5's path does. DEPTH: how far down Tantivy's order FTS5's
+# best POOL x limit lie (bench/keyword_index.py, "depth").
+DEPTH = 2
+# FTS5's columns body, context, dated (scope: one token of every row, weight 0).
+BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
 # Queued turns beyond this are moved into the index by the next search (a commit costs
 # a few milliseconds; the hot tier is scored in Python).
@@ -90,7 +97,8 @@ BULK_QUEUE = 1_024
 FLUSH_HEAP = 32_000_000
 REBUILD_HEAP = 128_000_000
 REBUILD_BATCH = 50_000
-MARK_FILE = "store-id"
+# The mark of an index of this layout (one of an older layout has none: it is rebuilt).
+MARK_FILE = "store-id-2"
 META_KEY = "keyword_index"
 
 INSERT_PENDING = """
@@ -189,23 +197,20 @@ def plain_phrases(expression: str) -> list[str] | None:
         pos = end + 4
 
 
+# A turn's words per FTS5 column (body, context, dated), each joined by spaces, and
+# their number in all columns.
+Columns = tuple[tuple[str, str, str], int]
+
+
 @dataclass(frozen=True)
 class _Hot:
-    """A queued turn as the index would hold it (None fields: the turn is gone)."""
+    """A queued turn as the index would hold it (None session: the turn is gone)."""
 
     exchange_id: int
     session_id: int | None
     length: int
-    all_tokens: tuple[str, ...]
-    own_tokens: tuple[str, ...]
-    all_counts: dict[str, int]  # each word's count: most phrases are one word
-    own_counts: dict[str, int]
-
-
-def _hot(exchange_id: int, session_id: int | None, length: int, all_tokens: Sequence[str],
-         own_tokens: Sequence[str]) -> _Hot:
-    return _Hot(exchange_id, session_id, length, tuple(all_tokens), tuple(own_tokens),
-                dict(Counter(all_tokens)), dict(Counter(own_tokens)))
+    columns: Columns
+    words: frozenset[str]
 
 
 def _int(value: object) -> int:
@@ -214,14 +219,44 @@ def _int(value: object) -> int:
     return value
 
 
-def _phrase_count(tokens: Sequence[str], counts: dict[str, int], phrase: Sequence[str]
-                  ) -> int:
-    if len(phrase) == 1 or not counts.get(phrase[0]):
-        return counts.get(phrase[0], 0)
+def _phrase_count(column: str, phrase: tuple[str, ...]) -> int:
+    """How many times ``phrase`` occurs in a column's words (``column``: joined by
+    spaces); within the column, as FTS5 counts."""
+    if phrase[0] not in column:  # most candidates hold few of a query's words
+        return 0
+    tokens = column.split()
+    if len(phrase) == 1:
+        return tokens.count(phrase[0])
     width = len(phrase)
     first_token = phrase[0]
     return sum(1 for i, t in enumerate(tokens)
-               if t == first_token and tuple(tokens[i:i + width]) == tuple(phrase))
+               if t == first_token and tuple(tokens[i:i + width]) == phrase)
+
+
+def _scope_session(phrase: tuple[str, ...]) -> int | None:
+    """The session whose scope token (``store.sqlite.search.scope_token``) ``phrase`` is."""
+    word = phrase[0]
+    if len(phrase) != 1 or not word.startswith("s") or not word[1:].isdigit():
+        return None
+    session = int(word[1:])
+    return session if fts5_search.scope_token(session) == word else None
+
+
+def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Sequence[float],
+               avgdl: float) -> float:
+    """FTS5's bm25() of a row, negated (higher is better): per phrase,
+    ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * |D| / avgdl))`` with ``f`` the phrase's
+    count in each column times the column's weight and ``|D|`` the row's tokens in all
+    columns (the scope column's one token too); summed in the order FTS5 sums it."""
+    (body, context, dated), words = columns
+    length = words + 1
+    norm = K1 * (1 - B + B * length / avgdl)
+    score = 0.0
+    for phrase, idf in zip(phrases, idfs, strict=True):
+        f = (BODY * _phrase_count(body, phrase) + CONTEXT * _phrase_count(context, phrase)
+             + DATED * _phrase_count(dated, phrase))
+        score += idf * (f * (K1 + 1)) / (f + norm)
+    return score
 
 
 class KeywordIndex:
@@ -234,7 +269,9 @@ class KeywordIndex:
         self.directory = directory
         directory.mkdir(mode=0o700, exist_ok=True)
         b = tantivy.SchemaBuilder()
-        b.add_text_field("all", tokenizer_name="steno", index_option="position")
+        # "all" holds three values, the FTS5 columns' words (stored: a candidate's counts
+        # per column are read from them), "own" two, the body's and the date's.
+        b.add_text_field("all", stored=True, tokenizer_name="steno", index_option="position")
         b.add_text_field("own", tokenizer_name="steno", index_option="position")
         b.add_unsigned_field("id", indexed=True, fast=True)
         b.add_unsigned_field("session", indexed=True, fast=True)
@@ -242,7 +279,12 @@ class KeywordIndex:
         b.add_unsigned_field("all_len", fast=True)
         b.add_unsigned_field("own_len", fast=True)
         self.schema = b.build()
-        self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        try:
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        except ValueError:  # an index of an older layout: its mark goes with it (rebuilt)
+            shutil.rmtree(directory)
+            directory.mkdir(mode=0o700)
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
         # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
         # index splits its output on spaces.
         from store.migrations import FTS_TOKENIZE
@@ -343,24 +385,24 @@ class KeywordIndex:
                 text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
                 include_offsets=False, include_colocated=False)]
 
-    def _fields(self, content: str, context: str, dated: str
-                ) -> tuple[list[str], list[str]]:
-        """The two fields' words: the turn's, its context's and date's; the turn's and
-        date's."""
-        body, when = self.words(content), self.words(dated)
-        return [*body, *self.words(context), *when], [*body, *when]
+    def _columns(self, content: str, context: str, dated: str
+                 ) -> tuple[list[str], list[str], list[str]]:
+        """The words of FTS5's columns body, context and dated."""
+        return self.words(content), self.words(context), self.words(dated)
 
     def _document(self, e: KeywordEntry) -> Any:
         exchange_id, session_id, content, context, dated = e
         doc = self._tv.Document()
-        everything, own = self._fields(content, context, dated)
+        body, around, when = self._columns(content, context, dated)
         doc.add_unsigned("id", exchange_id)
         doc.add_unsigned("session", session_id)
         doc.add_unsigned("length", len(content.encode("utf-8")))
-        doc.add_unsigned("all_len", len(everything))
-        doc.add_unsigned("own_len", len(own))
-        doc.add_text("all", " ".join(everything))
-        doc.add_text("own", " ".join(own))
+        doc.add_unsigned("all_len", len(body) + len(around) + len(when))
+        doc.add_unsigned("own_len", len(body) + len(when))
+        for words in (body, around, when):
+            doc.add_text("all", " ".join(words))
+        for words in (body, when):
+            doc.add_text("own", " ".join(words))
         return doc
 
     def flush(self, store: Store) -> int:
@@ -459,34 +501,33 @@ class KeywordIndex:
                 for seq, exchange_id, session_id, content, context, dated in all_rows(
                         conn, SELECT_PENDING_ROWS, (SQLITE.int_array(new),)):
                     if content is None or context is None:
-                        self._hot[int(seq)] = _hot(int(exchange_id), None, 0, (), ())
+                        self._hot[int(seq)] = _Hot(int(exchange_id), None, 0,
+                                                   (("", "", ""), 0), frozenset())
                         continue
-                    everything, own = self._fields(str(content), str(context), str(dated))
-                    self._hot[int(seq)] = _hot(
+                    body, around, when = self._columns(str(content), str(context),
+                                                       str(dated))
+                    self._hot[int(seq)] = _Hot(
                         int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
-                        everything, own)
+                        ((" ".join(body), " ".join(around), " ".join(when)),
+                         len(body) + len(around) + len(when)),
+                        frozenset((*body, *around, *when)))
             hot = list(self._hot.values())
         return hot, set(seqs.values())
 
     def _tokens(self, phrases: Sequence[str]) -> list[tuple[str, ...]]:
-        out: dict[tuple[str, ...], None] = {}
-        for p in phrases:
-            tokens = tuple(self.words(p))
-            if tokens:
-                out[tokens] = None
-        return list(out)
+        """Each phrase's words (FTS5 scores a phrase given twice twice); none of a phrase
+        without words."""
+        return [t for t in (tuple(self.words(p)) for p in phrases) if t]
 
     def _weights(self, searcher: Any, phrases: list[tuple[str, ...]], hot: list[_Hot]
                  ) -> list[tuple[float, float, float]]:
         """Per phrase: FTS5's IDF (``ln((N - n + 0.5) / (n + 0.5))``, at least MIN_IDF, over
-        the index and the queued turns; n: the turns holding its rarest word), and the
-        boosts that turn Tantivy's own IDF of each field (over the index) into it.
+        the index and the queued turns; n: the turns holding it), and the boosts that turn
+        Tantivy's own IDF of each field (over the index) into it.
 
         Tantivy's IDF (``ln(1 + (N - n + 0.5) / (n + 0.5))``) never falls below ln 2:
-        a word in most turns still counts, and the scores of a search's hits lie closer
-        together than FTS5's (LoCoMo dev split: the mean log of score / best score of
-        the next 19 hits -0.74 against -1.88), which changes how the keyword and vector
-        lists fuse (recall@5 0.713 against 0.730)."""
+        a word in most turns still counts, and its order of candidates would lie further
+        from FTS5's."""
         every = [h for h in hot if h.session_id is not None]
         n_index = int(searcher.num_docs)
         total = n_index + len(every)
@@ -495,8 +536,20 @@ class KeywordIndex:
             # doc_freq counts deleted entries until their segment is merged
             df_all = [min(int(searcher.doc_freq("all", t)), n_index) for t in tokens]
             df_own = [min(int(searcher.doc_freq("own", t)), n_index) for t in tokens]
-            held = min(d + sum(1 for h in every if t in h.all_counts)
-                       for d, t in zip(df_all, tokens, strict=True))
+            session = _scope_session(tokens)
+            if session is not None:  # FTS5 finds it in every row of that session too
+                q, occur = self._tv.Query, self._tv.Occur
+                either = q.boolean_query([
+                    (occur.Should, q.term_query(self.schema, "all", tokens[0])),
+                    (occur.Should, q.term_query(self.schema, "session", session))])
+                held = int(searcher.search(either, 1, count=True).count or 0) + sum(
+                    1 for h in every if tokens[0] in h.words or h.session_id == session)
+            elif len(tokens) == 1:
+                held = df_all[0] + sum(1 for h in every if tokens[0] in h.words)
+            else:
+                phrase = self._tv.Query.phrase_query(self.schema, "all", list(tokens))
+                held = int(searcher.search(phrase, 1, count=True).count or 0) + sum(
+                    1 for h in every if any(_phrase_count(c, tokens) for c in h.columns[0]))
             fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
             own_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_own)
             all_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_all)
@@ -525,75 +578,61 @@ class KeywordIndex:
     def search(self, conn: Conn, phrases: Sequence[str], session_id: int | None, limit: int,
                exclude: set[int] | None = None) -> list[tuple[int, float]]:
         """The best ``limit`` turns matching any of ``phrases`` (in the session, if given;
-        none of ``exclude``) as (exchange id, score), best first."""
-        tokens = self._tokens(phrases)
+        none of ``exclude``) as (exchange id, score), best first: the scores and order of
+        FTS5's path (``store.sqlite.search.keyword_sql``) over the candidates Tantivy
+        finds, and the queued turns."""
+        scoring = self._tokens(phrases)
+        tokens = list(dict.fromkeys(scoring))
         if not tokens:
             return []
         hot, queued = self._refresh(conn)
         skip = queued | (exclude or set())
         searcher = self.index.searcher()
         weights = self._weights(searcher, tokens, hot)
-        wanted = limit * POOL + len(skip)
+        wanted = DEPTH * POOL * limit + len(skip)
         found = searcher.search(self._query(tokens, weights, session_id), wanted,
                                 count=False).hits
-        scored: dict[int, float] = {}
+        candidates: list[tuple[int, int, Columns]] = []  # (id, length in bytes, columns)
         if found:
             addresses = [a for _, a in found]
             ids = searcher.fast_field_values("id", addresses)
             lengths = searcher.fast_field_values("length", addresses)
-            for (score, _), i, n in zip(found, ids, lengths, strict=True):
+            words = searcher.fast_field_values("all_len", addresses)
+            for address, i, n, w in zip(addresses, ids, lengths, words, strict=True):
                 if _int(i) not in skip:
-                    scored[_int(i)] = float(score) * max(_int(n), 1) ** fts5_search.LENGTH_PRIOR
-        scored = dict(sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit * POOL])
-        for h in self._hot_scores(searcher, hot, tokens, weights, session_id, exclude or set()):
-            scored[h[0]] = h[1]
-        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+                    body, context, dated = searcher.doc(address).get_all("all")
+                    candidates.append((_int(i), _int(n),
+                                       ((str(body), str(context), str(dated)), _int(w))))
+        leave_out = exclude or set()
+        candidates += [(h.exchange_id, h.length, h.columns) for h in hot
+                       if h.session_id is not None and h.exchange_id not in leave_out
+                       and (session_id is None or h.session_id == session_id)]
+        idf = {t: w[0] for t, w in zip(tokens, weights, strict=True)}
+        idfs = [idf[t] for t in scoring]
+        avgdl = self._average_length(searcher, hot)
+        # FTS5's path: the best POOL x limit by bm25(), then the length prior
+        raw = sorted(((_fts5_bm25(columns, scoring, idfs, avgdl), i, n)
+                      for i, n, columns in candidates), key=lambda r: (-r[0], r[1]))
+        scored = [(i, s * max(n, 1) ** fts5_search.LENGTH_PRIOR)
+                  for s, i, n in raw[:POOL * limit] if s > 0]
+        return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
-    def _stats(self, searcher: Any) -> tuple[float, float]:
-        """Average token counts of the two fields over the index."""
+    def _average_length(self, searcher: Any, hot: list[_Hot]) -> float:
+        """FTS5's avgdl: the mean of the rows' tokens in all columns (the scope's one
+        token too), over the index and the queued turns."""
         if self._averages is None:
             n = searcher.num_docs
             if n == 0:
                 self._averages = (0.0, 0.0)
             else:
-                agg = searcher.aggregate(self._tv.Query.all_query(), {
-                    "a": {"avg": {"field": "all_len"}}, "o": {"avg": {"field": "own_len"}}})
-                self._averages = (float(agg["a"]["value"] or 0.0),
-                                  float(agg["o"]["value"] or 0.0))
-        return self._averages
-
-    def _hot_scores(self, searcher: Any, hot: list[_Hot], phrases: list[tuple[str, ...]],
-                    weights: list[tuple[float, float, float]], session_id: int | None,
-                    exclude: set[int]) -> list[tuple[int, float]]:
-        """The queued turns scored as the index scores its turns (BM25 of each field with
-        FTS5's IDF, the index's average lengths with the queued turns counted in)."""
-        live = [h for h in hot if h.session_id is not None and h.exchange_id not in exclude
-                and (session_id is None or h.session_id == session_id)]
-        if not live:
-            return []
+                agg = searcher.aggregate(self._tv.Query.all_query(),
+                                         {"a": {"sum": {"field": "all_len"}}})
+                self._averages = (float(agg["a"]["value"] or 0.0), float(n))
+        tokens, rows = self._averages
         every = [h for h in hot if h.session_id is not None]
-        n_index = int(searcher.num_docs)
-        total = n_index + len(every)
-        avg_all, avg_own = self._stats(searcher)
-        avg_all = (avg_all * n_index + sum(len(h.all_tokens) for h in every)) / total
-        avg_own = (avg_own * n_index + sum(len(h.own_tokens) for h in every)) / total
-        out = []
-        k1 = K1 + 1
-        for h in live:
-            norm_all = K1 * (1 - B + B * len(h.all_tokens) / max(avg_all, 1.0))
-            norm_own = K1 * (1 - B + B * len(h.own_tokens) / max(avg_own, 1.0))
-            score = 0.0
-            for p, (idf, _, _) in zip(phrases, weights, strict=True):
-                tf = _phrase_count(h.all_tokens, h.all_counts, p)
-                if not tf:
-                    continue  # a word of the turn's own is in the first field as well
-                own = _phrase_count(h.own_tokens, h.own_counts, p)
-                score += idf * (tf * k1 / (tf + norm_all)
-                                + (OWN_BOOST * own * k1 / (own + norm_own) if own else 0.0))
-            if score > 0:
-                prior = max(h.length, 1) ** fts5_search.LENGTH_PRIOR
-                out.append((h.exchange_id, score * prior))
-        return out
+        tokens += sum(h.columns[1] for h in every) + rows + len(every)
+        rows += len(every)
+        return tokens / rows if rows else 1.0
 
     def take_in_queue(self, store: Store) -> None:
         """Past HOT_LIMIT queued turns, ``flush_later``; past BULK_QUEUE (a bulk import,
