@@ -15,9 +15,10 @@ How it stays right:
   date words; the text is in ``exchanges``), in the same transaction: a turn is
   durable, and searchable, when its ingest returns. A forgotten turn is queued too (no
   row left behind it: its entry is deleted);
-* searches read the index and, beside it, the queued turns (the hot tier, scored in this
-  process as Tantivy scores, with the index's statistics); an index entry of a queued
-  turn is never returned (it may be older than the queue's);
+* searches read the index and, beside it, the queued turns (the hot tier); both are
+  scored in this process as FTS5's bm25() scores them, with the index's statistics
+  (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
+  is never returned (it may be older than the queue's);
 * ``flush`` moves the queue into the index: each queued id's entry deleted and written
   again in one commit, then the queue rows removed. A process killed anywhere in it
   leaves the rows queued; the next flush writes them again (idempotent). One process
@@ -67,18 +68,19 @@ __all__ = [
 # (exchange id, session row id, content, context words, dated words)
 KeywordEntry = tuple[int, int, str, str, str]
 
-# The ranking (docs/keyword_index.md), measured on the LoCoMo dev split through the
-# server (bench/locomo.py, recall@5 / @10 / the guard's brief recall@5; FTS5: 0.730 /
-# 0.802 / 0.851). One field of the turn's words, context and date, a second of the
-# turn's own words and date at OWN_BOOST, FTS5's IDF, the session a filter that does
-# not score: 0.717 / 0.799 / 0.853 (own words at 0, 0.25, 1.0: 0.678 / 0.777 / 0.844,
-# 0.720 / 0.787 / 0.857, 0.704 / 0.796). Measured before the session stopped scoring
+# Tantivy's ranking, which chooses the candidates (docs/keyword_index.md). Measured when
+# it was the ranking, on the LoCoMo dev split through the server (bench/locomo.py,
+# recall@5 / @10 / the guard's brief recall@5; FTS5: 0.730 / 0.802 / 0.851). One field
+# of the turn's words, context and date, a second of the turn's own words and date at
+# OWN_BOOST, FTS5's IDF, the session a filter that does not score: 0.717 / 0.799 /
+# 0.853 (own words at 0, 0.25, 1.0: 0.678 / 0.777 / 0.844, 0.720 / 0.787 / 0.857,
+# 0.704 / 0.796). Measured before the session stopped scoring
 # (it added one amount to every hit): Tantivy's own IDF 0.713 / 0.797 / 0.847 against
 # FTS5's 0.722 / 0.796 / 0.847; the turn and date written twice in one field, no second
 # one, 0.714 / 0.793; FTS5's tokenizer or Tantivy's English stemmer, alike; separate
 # fields per column as FTS5 weighs them, keyword candidates alone 0.651 @5 against
 # 0.690. Tantivy normalises length and saturates term counts per field, FTS5 per row
-# over its weighted columns: that difference is what is left.
+# over its weighted columns: the candidates are scored again as FTS5 scores them.
 OWN_BOOST = 0.5
 K1, B = 1.2, 0.75  # Tantivy's BM25, and FTS5's
 MIN_IDF = 1e-6  # as FTS5's bm25()
@@ -197,8 +199,8 @@ def plain_phrases(expression: str) -> list[str] | None:
         pos = end + 4
 
 
-# A turn's words per FTS5 column (body, context, dated), each joined by spaces, and
-# their number in all columns.
+# A turn's words per FTS5 column (body, context, dated), each ``_spaced``, and their
+# number in all columns.
 Columns = tuple[tuple[str, str, str], int]
 
 
@@ -219,14 +221,24 @@ def _int(value: object) -> int:
     return value
 
 
+def _spaced(words: Sequence[str]) -> str:
+    """A column's words as the index stores them: joined and ended by spaces (a word is
+    counted by its spaced form, without splitting the column)."""
+    return f" {' '.join(words)} " if words else ""
+
+
 def _phrase_count(column: str, phrase: tuple[str, ...]) -> int:
-    """How many times ``phrase`` occurs in a column's words (``column``: joined by
-    spaces); within the column, as FTS5 counts."""
-    if phrase[0] not in column:  # most candidates hold few of a query's words
+    """How many times ``phrase`` occurs in a column's words (``column``: ``_spaced``);
+    within the column, as FTS5 counts."""
+    if len(phrase) == 1:
+        word = f" {phrase[0]} "
+        count = column.count(word)
+        if not count or f"{word}{phrase[0]} " not in column:
+            return count
+        return column.split().count(phrase[0])  # one next to itself: counted once above
+    if f" {phrase[0]} " not in column:
         return 0
     tokens = column.split()
-    if len(phrase) == 1:
-        return tokens.count(phrase[0])
     width = len(phrase)
     first_token = phrase[0]
     return sum(1 for i, t in enumerate(tokens)
@@ -249,12 +261,25 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
     count in each column times the column's weight and ``|D|`` the row's tokens in all
     columns (the scope column's one token too); summed in the order FTS5 sums it."""
     (body, context, dated), words = columns
-    length = words + 1
-    norm = K1 * (1 - B + B * length / avgdl)
+    norm = K1 * (1 - B + B * (words + 1) / avgdl)
     score = 0.0
     for phrase, idf in zip(phrases, idfs, strict=True):
-        f = (BODY * _phrase_count(body, phrase) + CONTEXT * _phrase_count(context, phrase)
-             + DATED * _phrase_count(dated, phrase))
+        if len(phrase) == 1:  # most are one word: counted here, without a call
+            word = f" {phrase[0]} "
+            n_body, n_context, n_dated = (body.count(word), context.count(word),
+                                          dated.count(word))
+            if not (n_body or n_context or n_dated):
+                continue  # adds 0.0, as FTS5's sum does
+            twice = f"{word}{phrase[0]} "
+            if twice in body or twice in context or twice in dated:
+                n_body, n_context, n_dated = (_phrase_count(body, phrase),
+                                              _phrase_count(context, phrase),
+                                              _phrase_count(dated, phrase))
+        else:
+            n_body, n_context, n_dated = (_phrase_count(body, phrase),
+                                          _phrase_count(context, phrase),
+                                          _phrase_count(dated, phrase))
+        f = BODY * n_body + CONTEXT * n_context + DATED * n_dated
         score += idf * (f * (K1 + 1)) / (f + norm)
     return score
 
@@ -400,7 +425,7 @@ class KeywordIndex:
         doc.add_unsigned("all_len", len(body) + len(around) + len(when))
         doc.add_unsigned("own_len", len(body) + len(when))
         for words in (body, around, when):
-            doc.add_text("all", " ".join(words))
+            doc.add_text("all", _spaced(words))
         for words in (body, when):
             doc.add_text("own", " ".join(words))
         return doc
@@ -508,7 +533,7 @@ class KeywordIndex:
                                                        str(dated))
                     self._hot[int(seq)] = _Hot(
                         int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
-                        ((" ".join(body), " ".join(around), " ".join(when)),
+                        ((_spaced(body), _spaced(around), _spaced(when)),
                          len(body) + len(around) + len(when)),
                         frozenset((*body, *around, *when)))
             hot = list(self._hot.values())
