@@ -68,27 +68,26 @@ __all__ = [
 # (exchange id, session row id, content, context words, dated words)
 KeywordEntry = tuple[int, int, str, str, str]
 
-# Tantivy's ranking, which chooses the candidates (docs/keyword_index.md). Measured when
-# it was the ranking, on the LoCoMo dev split through the server (bench/locomo.py,
-# recall@5 / @10 / the guard's brief recall@5; FTS5: 0.730 / 0.802 / 0.851). One field
-# of the turn's words, context and date, a second of the turn's own words and date at
-# OWN_BOOST, FTS5's IDF, the session a filter that does not score: 0.717 / 0.799 /
-# 0.853 (own words at 0, 0.25, 1.0: 0.678 / 0.777 / 0.844, 0.720 / 0.787 / 0.857,
-# 0.704 / 0.796). Measured before the session stopped scoring
-# (it added one amount to every hit): Tantivy's own IDF 0.713 / 0.797 / 0.847 against
-# FTS5's 0.722 / 0.796 / 0.847; the turn and date written twice in one field, no second
-# one, 0.714 / 0.793; FTS5's tokenizer or Tantivy's English stemmer, alike; separate
-# fields per column as FTS5 weighs them, keyword candidates alone 0.651 @5 against
-# 0.690. Tantivy normalises length and saturates term counts per field, FTS5 per row
-# over its weighted columns: the candidates are scored again as FTS5 scores them.
-OWN_BOOST = 0.5
+# Tantivy's ranking, which chooses the candidates (docs/keyword_index.md): one field of
+# the turn's words, context and date, a second of the turn's own words and date at
+# OWN_BOOST, FTS5's IDF, the session a filter that does not score. Tantivy normalises
+# length and saturates term counts per field, FTS5 per row over its weighted columns,
+# so its order is FTS5's only roughly; the candidates are scored again as FTS5 scores
+# them. OWN_BOOST is the one that brings FTS5's best POOL x limit highest in Tantivy's
+# order (bench/keyword_index.py, "depth", store-wide at 100,000 turns, p95 / max in
+# units of POOL x limit: 0.25 2.30 / 3.31; 0.5 2.96 / 8.66; 0 7.65 / 8.36; 1.0 7.08 /
+# 16.3). As the ranking itself (LoCoMo dev through the server, recall@5 / @10 / the
+# guard's brief recall@5) it gave 0.717 / 0.799 / 0.853 at 0.5 against FTS5's 0.730 /
+# 0.802 / 0.851.
+OWN_BOOST = 0.25
 K1, B = 1.2, 0.75  # Tantivy's BM25, and FTS5's
 MIN_IDF = 1e-6  # as FTS5's bm25()
 # That ranking only chooses candidates: the best DEPTH x POOL x limit of it are scored
 # again exactly as FTS5's bm25() scores them (``_fts5_bm25``), then the length prior over
 # the best POOL x limit, as FTS5's path does. DEPTH: how far down Tantivy's order FTS5's
-# best POOL x limit lie (bench/keyword_index.py, "depth").
-DEPTH = 2
+# best POOL x limit lie, in units of POOL x limit (bench/keyword_index.py, "depth": at
+# most 1.6 session-scoped, 2.0 store-wide at 20,000 turns, 1.5 and 2.9 at 100,000).
+DEPTH = 3
 # FTS5's columns body, context, dated (scope: one token of every row, weight 0).
 BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
@@ -302,7 +301,6 @@ class KeywordIndex:
         b.add_unsigned_field("session", indexed=True, fast=True)
         b.add_unsigned_field("length", fast=True)
         b.add_unsigned_field("all_len", fast=True)
-        b.add_unsigned_field("own_len", fast=True)
         self.schema = b.build()
         try:
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
@@ -423,7 +421,6 @@ class KeywordIndex:
         doc.add_unsigned("session", session_id)
         doc.add_unsigned("length", len(content.encode("utf-8")))
         doc.add_unsigned("all_len", len(body) + len(around) + len(when))
-        doc.add_unsigned("own_len", len(body) + len(when))
         for words in (body, around, when):
             doc.add_text("all", _spaced(words))
         for words in (body, when):
