@@ -54,6 +54,8 @@ from ingest_query import Turn, build_queries, make_turns
 
 sys.path.insert(0, str(REPO_ROOT))
 
+from store.search_filter import POOL
+
 SESSION_TURNS = 1_000
 CANDIDATES = 100
 BATCH = 5_000
@@ -170,6 +172,35 @@ class Tantivy:
         if not phrases:
             return []
         return self.index.search(self.fts.conn, phrases, session, CANDIDATES)
+
+    def depth(self, expression: str, session: int | None) -> float | None:
+        """How far down the derived index's candidate order (Tantivy's approximate
+        ranking) the last of FTS5's best POOL x CANDIDATES by bm25() lies, in units of
+        POOL x CANDIDATES (what ``store.keyword_index.DEPTH`` must cover); None when FTS5
+        finds nothing."""
+        from store.keyword_index import plain_phrases
+        from store.search_filter import BM25_WEIGHTS, HitFilter
+        from store.sqlite.search import match_expression
+
+        phrases = plain_phrases(expression)
+        if phrases is None:
+            return None
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        best = [int(r[0]) for r in self.fts.conn.execute(
+            f"SELECT rowid, bm25(exchanges_fts, {weights}) AS raw FROM exchanges_fts"
+            " WHERE exchanges_fts MATCH ? ORDER BY raw LIMIT ?",
+            (match_expression(expression, HitFilter(session_id=session)),
+             POOL * CANDIDATES))]
+        if not best:
+            return None
+        index = self.index
+        tokens = list(dict.fromkeys(index._tokens(phrases)))
+        searcher = index.index.searcher()
+        query = index._query(tokens, index._weights(searcher, tokens, []), session)
+        hits = searcher.search(query, 100 * POOL * CANDIDATES, count=False).hits
+        order = {int(i): k for k, i in enumerate(
+            searcher.fast_field_values("id", [a for _, a in hits]))}
+        return (max(order.get(i, len(order)) for i in best) + 1) / (POOL * CANDIDATES)
 
     def size(self) -> int:
         path = self.index.directory
@@ -336,6 +367,13 @@ def main(argv: list[str] | None = None) -> int:
                                 "plain": overlap(tops["fts5"], tops[name], queries, scope,
                                                  True)}
                         for scope in ("session", "store")}
+            if "tantivy" in names:
+                result["depth"] = {
+                    scope: summarize([d for d in (
+                        indexes["tantivy"].depth(q["expression"],
+                                                 q["session"] if scope == "session" else None)
+                        for q in queries if not q["caller"]) if d is not None])
+                    for scope in ("session", "store")}
             result["load_average"] = os.getloadavg()
             report["sizes"][size] = result
             print(f"\n== {size:,} turns (load average {os.getloadavg()[0]:.2f})")
@@ -349,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
                           f"{s['p99']:>9.2f}{s['max']:>9.2f}"
                           f"{fmt_bytes(result['bytes'][name]):>10}"
                           f"{ov.get('plain', float('nan')):>15.3f}", flush=True)
+            for scope, d in result.get("depth", {}).items():
+                print(f"depth of FTS5's best {POOL * CANDIDATES} in the derived index's order"
+                      f" ({scope}), x {POOL * CANDIDATES}: p50 {d['p50']:.2f} p95 {d['p95']:.2f}"
+                      f" p99 {d['p99']:.2f} max {d['max']:.2f}", flush=True)
             print(f"load seconds: {result['load_s']}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)

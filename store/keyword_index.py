@@ -1,12 +1,14 @@
 """The derived keyword index of a SQLite store: a Tantivy index beside the file.
 
 FTS5's bm25() counts every query word over the whole index and scores every matching
-row before it can return the best ten; Tantivy finds the top k with block-max WAND and
-reads only the session's postings when a search is scoped (bench/keyword_index.py:
-at 100,000 turns a store-wide search p50 1.3 ms against 40 ms, a session search 0.4 ms
-against 4.5 ms). SQLite stays the source of truth: FTS5 keeps every turn too, and runs
-what this index does not (queries written in FTS5 syntax, filters that read a turn's
-row, PostgreSQL), and every search while this index is not known to be complete.
+row before it can return the best ten; Tantivy finds its top k with block-max WAND and
+reads only the session's postings when a search is scoped, and those candidates are
+scored again as FTS5 scores them (bench/keyword_index.py: at 100,000 turns a
+store-wide search p50 14 ms against 40 ms, a session search 5.8 ms against 4.9 ms; the
+same hits and scores as FTS5's). SQLite stays the source of truth: FTS5 keeps every
+turn too, and runs what this index does not (queries written in FTS5 syntax, filters
+that read a turn's row, PostgreSQL), and every search while this index is not known to
+be complete.
 
 How it stays right:
 
@@ -15,9 +17,10 @@ How it stays right:
   date words; the text is in ``exchanges``), in the same transaction: a turn is
   durable, and searchable, when its ingest returns. A forgotten turn is queued too (no
   row left behind it: its entry is deleted);
-* searches read the index and, beside it, the queued turns (the hot tier, scored in this
-  process as Tantivy scores, with the index's statistics); an index entry of a queued
-  turn is never returned (it may be older than the queue's);
+* searches read the index and, beside it, the queued turns (the hot tier); both are
+  scored in this process as FTS5's bm25() scores them, with the index's statistics
+  (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
+  is never returned (it may be older than the queue's);
 * ``flush`` moves the queue into the index: each queued id's entry deleted and written
   again in one commit, then the queue rows removed. A process killed anywhere in it
   leaves the rows queued; the next flush writes them again (idempotent). One process
@@ -33,10 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 import sys
 import threading
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from store.errors import StoreError
-from store.search_filter import POOL
+from store.search_filter import BM25_WEIGHTS, POOL
 from store.sql import Conn, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 
@@ -67,21 +70,28 @@ __all__ = [
 # (exchange id, session row id, content, context words, dated words)
 KeywordEntry = tuple[int, int, str, str, str]
 
-# The ranking (docs/keyword_index.md), measured on the LoCoMo dev split through the
-# server (bench/locomo.py, recall@5 / @10 / the guard's brief recall@5; FTS5: 0.730 /
-# 0.802 / 0.851). One field of the turn's words, context and date, a second of the
-# turn's own words and date at OWN_BOOST, FTS5's IDF, the session a filter that does
-# not score: 0.717 / 0.799 / 0.853 (own words at 0, 0.25, 1.0: 0.678 / 0.777 / 0.844,
-# 0.720 / 0.787 / 0.857, 0.704 / 0.796). Measured before the session stopped scoring
-# (it added one amount to every hit): Tantivy's own IDF 0.713 / 0.797 / 0.847 against
-# FTS5's 0.722 / 0.796 / 0.847; the turn and date written twice in one field, no second
-# one, 0.714 / 0.793; FTS5's tokenizer or Tantivy's English stemmer, alike; separate
-# fields per column as FTS5 weighs them, keyword candidates alone 0.651 @5 against
-# 0.690. Tantivy normalises length and saturates term counts per field, FTS5 per row
-# over its weighted columns: that difference is what is left.
-OWN_BOOST = 0.5
-K1, B = 1.2, 0.75  # Tantivy's BM25
+# Tantivy's ranking, which chooses the candidates (docs/keyword_index.md): one field of
+# the turn's words, context and date, a second of the turn's own words and date at
+# OWN_BOOST, FTS5's IDF, the session a filter that does not score. Tantivy normalises
+# length and saturates term counts per field, FTS5 per row over its weighted columns,
+# so its order is FTS5's only roughly; the candidates are scored again as FTS5 scores
+# them. OWN_BOOST is the one that brings FTS5's best POOL x limit highest in Tantivy's
+# order (bench/keyword_index.py, "depth", store-wide at 100,000 turns, p95 / max in
+# units of POOL x limit: 0.25 2.30 / 3.31; 0.5 2.96 / 8.66; 0 7.65 / 8.36; 1.0 7.08 /
+# 16.3). As the ranking itself (LoCoMo dev through the server, recall@5 / @10 / the
+# guard's brief recall@5) it gave 0.717 / 0.799 / 0.853 at 0.5 against FTS5's 0.730 /
+# 0.802 / 0.851.
+OWN_BOOST = 0.25
+K1, B = 1.2, 0.75  # Tantivy's BM25, and FTS5's
 MIN_IDF = 1e-6  # as FTS5's bm25()
+# That ranking only chooses candidates: the best DEPTH x POOL x limit of it are scored
+# again exactly as FTS5's bm25() scores them (``_fts5_bm25``), then the length prior over
+# the best POOL x limit, as FTS5's path does. DEPTH: how far down Tantivy's order FTS5's
+# best POOL x limit lie, in units of POOL x limit (bench/keyword_index.py, "depth": at
+# most 1.6 session-scoped, 2.0 store-wide at 20,000 turns, 1.5 and 2.9 at 100,000).
+DEPTH = 3
+# FTS5's columns body, context, dated (scope: one token of every row, weight 0).
+BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
 # Queued turns beyond this are moved into the index by the next search (a commit costs
 # a few milliseconds; the hot tier is scored in Python).
@@ -90,7 +100,8 @@ BULK_QUEUE = 1_024
 FLUSH_HEAP = 32_000_000
 REBUILD_HEAP = 128_000_000
 REBUILD_BATCH = 50_000
-MARK_FILE = "store-id"
+# The mark of an index of this layout (one of an older layout has none: it is rebuilt).
+MARK_FILE = "store-id-2"
 META_KEY = "keyword_index"
 
 INSERT_PENDING = """
@@ -189,23 +200,20 @@ def plain_phrases(expression: str) -> list[str] | None:
         pos = end + 4
 
 
+# A turn's words per FTS5 column (body, context, dated), each ``_spaced``, and their
+# number in all columns.
+Columns = tuple[tuple[str, str, str], int]
+
+
 @dataclass(frozen=True)
 class _Hot:
-    """A queued turn as the index would hold it (None fields: the turn is gone)."""
+    """A queued turn as the index would hold it (None session: the turn is gone)."""
 
     exchange_id: int
     session_id: int | None
     length: int
-    all_tokens: tuple[str, ...]
-    own_tokens: tuple[str, ...]
-    all_counts: dict[str, int]  # each word's count: most phrases are one word
-    own_counts: dict[str, int]
-
-
-def _hot(exchange_id: int, session_id: int | None, length: int, all_tokens: Sequence[str],
-         own_tokens: Sequence[str]) -> _Hot:
-    return _Hot(exchange_id, session_id, length, tuple(all_tokens), tuple(own_tokens),
-                dict(Counter(all_tokens)), dict(Counter(own_tokens)))
+    columns: Columns
+    words: frozenset[str]
 
 
 def _int(value: object) -> int:
@@ -214,14 +222,67 @@ def _int(value: object) -> int:
     return value
 
 
-def _phrase_count(tokens: Sequence[str], counts: dict[str, int], phrase: Sequence[str]
-                  ) -> int:
-    if len(phrase) == 1 or not counts.get(phrase[0]):
-        return counts.get(phrase[0], 0)
+def _spaced(words: Sequence[str]) -> str:
+    """A column's words as the index stores them: joined and ended by spaces (a word is
+    counted by its spaced form, without splitting the column)."""
+    return f" {' '.join(words)} " if words else ""
+
+
+def _phrase_count(column: str, phrase: tuple[str, ...]) -> int:
+    """How many times ``phrase`` occurs in a column's words (``column``: ``_spaced``);
+    within the column, as FTS5 counts."""
+    if len(phrase) == 1:
+        word = f" {phrase[0]} "
+        count = column.count(word)
+        if not count or f"{word}{phrase[0]} " not in column:
+            return count
+        return column.split().count(phrase[0])  # one next to itself: counted once above
+    if f" {phrase[0]} " not in column:
+        return 0
+    tokens = column.split()
     width = len(phrase)
     first_token = phrase[0]
     return sum(1 for i, t in enumerate(tokens)
-               if t == first_token and tuple(tokens[i:i + width]) == tuple(phrase))
+               if t == first_token and tuple(tokens[i:i + width]) == phrase)
+
+
+def _scope_session(phrase: tuple[str, ...]) -> int | None:
+    """The session whose scope token (``store.sqlite.search.scope_token``) ``phrase`` is."""
+    word = phrase[0]
+    if len(phrase) != 1 or not word.startswith("s") or not word[1:].isdigit():
+        return None
+    session = int(word[1:])
+    return session if fts5_search.scope_token(session) == word else None
+
+
+def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Sequence[float],
+               avgdl: float) -> float:
+    """FTS5's bm25() of a row, negated (higher is better): per phrase,
+    ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * |D| / avgdl))`` with ``f`` the phrase's
+    count in each column times the column's weight and ``|D|`` the row's tokens in all
+    columns (the scope column's one token too); summed in the order FTS5 sums it."""
+    (body, context, dated), words = columns
+    norm = K1 * (1 - B + B * (words + 1) / avgdl)
+    score = 0.0
+    for phrase, idf in zip(phrases, idfs, strict=True):
+        if len(phrase) == 1:  # most are one word: counted here, without a call
+            word = f" {phrase[0]} "
+            n_body, n_context, n_dated = (body.count(word), context.count(word),
+                                          dated.count(word))
+            if not (n_body or n_context or n_dated):
+                continue  # adds 0.0, as FTS5's sum does
+            twice = f"{word}{phrase[0]} "
+            if twice in body or twice in context or twice in dated:
+                n_body, n_context, n_dated = (_phrase_count(body, phrase),
+                                              _phrase_count(context, phrase),
+                                              _phrase_count(dated, phrase))
+        else:
+            n_body, n_context, n_dated = (_phrase_count(body, phrase),
+                                          _phrase_count(context, phrase),
+                                          _phrase_count(dated, phrase))
+        f = BODY * n_body + CONTEXT * n_context + DATED * n_dated
+        score += idf * (f * (K1 + 1)) / (f + norm)
+    return score
 
 
 class KeywordIndex:
@@ -234,15 +295,21 @@ class KeywordIndex:
         self.directory = directory
         directory.mkdir(mode=0o700, exist_ok=True)
         b = tantivy.SchemaBuilder()
-        b.add_text_field("all", tokenizer_name="steno", index_option="position")
+        # "all" holds three values, the FTS5 columns' words (stored: a candidate's counts
+        # per column are read from them), "own" two, the body's and the date's.
+        b.add_text_field("all", stored=True, tokenizer_name="steno", index_option="position")
         b.add_text_field("own", tokenizer_name="steno", index_option="position")
         b.add_unsigned_field("id", indexed=True, fast=True)
         b.add_unsigned_field("session", indexed=True, fast=True)
         b.add_unsigned_field("length", fast=True)
         b.add_unsigned_field("all_len", fast=True)
-        b.add_unsigned_field("own_len", fast=True)
         self.schema = b.build()
-        self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        try:
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        except ValueError:  # an index of an older layout: its mark goes with it (rebuilt)
+            shutil.rmtree(directory)
+            directory.mkdir(mode=0o700)
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
         # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
         # index splits its output on spaces.
         from store.migrations import FTS_TOKENIZE
@@ -343,24 +410,23 @@ class KeywordIndex:
                 text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
                 include_offsets=False, include_colocated=False)]
 
-    def _fields(self, content: str, context: str, dated: str
-                ) -> tuple[list[str], list[str]]:
-        """The two fields' words: the turn's, its context's and date's; the turn's and
-        date's."""
-        body, when = self.words(content), self.words(dated)
-        return [*body, *self.words(context), *when], [*body, *when]
+    def _columns(self, content: str, context: str, dated: str
+                 ) -> tuple[list[str], list[str], list[str]]:
+        """The words of FTS5's columns body, context and dated."""
+        return self.words(content), self.words(context), self.words(dated)
 
     def _document(self, e: KeywordEntry) -> Any:
         exchange_id, session_id, content, context, dated = e
         doc = self._tv.Document()
-        everything, own = self._fields(content, context, dated)
+        body, around, when = self._columns(content, context, dated)
         doc.add_unsigned("id", exchange_id)
         doc.add_unsigned("session", session_id)
         doc.add_unsigned("length", len(content.encode("utf-8")))
-        doc.add_unsigned("all_len", len(everything))
-        doc.add_unsigned("own_len", len(own))
-        doc.add_text("all", " ".join(everything))
-        doc.add_text("own", " ".join(own))
+        doc.add_unsigned("all_len", len(body) + len(around) + len(when))
+        for words in (body, around, when):
+            doc.add_text("all", _spaced(words))
+        for words in (body, when):
+            doc.add_text("own", " ".join(words))
         return doc
 
     def flush(self, store: Store) -> int:
@@ -459,34 +525,33 @@ class KeywordIndex:
                 for seq, exchange_id, session_id, content, context, dated in all_rows(
                         conn, SELECT_PENDING_ROWS, (SQLITE.int_array(new),)):
                     if content is None or context is None:
-                        self._hot[int(seq)] = _hot(int(exchange_id), None, 0, (), ())
+                        self._hot[int(seq)] = _Hot(int(exchange_id), None, 0,
+                                                   (("", "", ""), 0), frozenset())
                         continue
-                    everything, own = self._fields(str(content), str(context), str(dated))
-                    self._hot[int(seq)] = _hot(
+                    body, around, when = self._columns(str(content), str(context),
+                                                       str(dated))
+                    self._hot[int(seq)] = _Hot(
                         int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
-                        everything, own)
+                        ((_spaced(body), _spaced(around), _spaced(when)),
+                         len(body) + len(around) + len(when)),
+                        frozenset((*body, *around, *when)))
             hot = list(self._hot.values())
         return hot, set(seqs.values())
 
     def _tokens(self, phrases: Sequence[str]) -> list[tuple[str, ...]]:
-        out: dict[tuple[str, ...], None] = {}
-        for p in phrases:
-            tokens = tuple(self.words(p))
-            if tokens:
-                out[tokens] = None
-        return list(out)
+        """Each phrase's words (FTS5 scores a phrase given twice twice); none of a phrase
+        without words."""
+        return [t for t in (tuple(self.words(p)) for p in phrases) if t]
 
     def _weights(self, searcher: Any, phrases: list[tuple[str, ...]], hot: list[_Hot]
                  ) -> list[tuple[float, float, float]]:
         """Per phrase: FTS5's IDF (``ln((N - n + 0.5) / (n + 0.5))``, at least MIN_IDF, over
-        the index and the queued turns; n: the turns holding its rarest word), and the
-        boosts that turn Tantivy's own IDF of each field (over the index) into it.
+        the index and the queued turns; n: the turns holding it), and the boosts that turn
+        Tantivy's own IDF of each field (over the index) into it.
 
         Tantivy's IDF (``ln(1 + (N - n + 0.5) / (n + 0.5))``) never falls below ln 2:
-        a word in most turns still counts, and the scores of a search's hits lie closer
-        together than FTS5's (LoCoMo dev split: the mean log of score / best score of
-        the next 19 hits -0.74 against -1.88), which changes how the keyword and vector
-        lists fuse (recall@5 0.713 against 0.730)."""
+        a word in most turns still counts, and its order of candidates would lie further
+        from FTS5's."""
         every = [h for h in hot if h.session_id is not None]
         n_index = int(searcher.num_docs)
         total = n_index + len(every)
@@ -495,8 +560,20 @@ class KeywordIndex:
             # doc_freq counts deleted entries until their segment is merged
             df_all = [min(int(searcher.doc_freq("all", t)), n_index) for t in tokens]
             df_own = [min(int(searcher.doc_freq("own", t)), n_index) for t in tokens]
-            held = min(d + sum(1 for h in every if t in h.all_counts)
-                       for d, t in zip(df_all, tokens, strict=True))
+            session = _scope_session(tokens)
+            if session is not None:  # FTS5 finds it in every row of that session too
+                q, occur = self._tv.Query, self._tv.Occur
+                either = q.boolean_query([
+                    (occur.Should, q.term_query(self.schema, "all", tokens[0])),
+                    (occur.Should, q.term_query(self.schema, "session", session))])
+                held = int(searcher.search(either, 1, count=True).count or 0) + sum(
+                    1 for h in every if tokens[0] in h.words or h.session_id == session)
+            elif len(tokens) == 1:
+                held = df_all[0] + sum(1 for h in every if tokens[0] in h.words)
+            else:
+                phrase = self._tv.Query.phrase_query(self.schema, "all", list(tokens))
+                held = int(searcher.search(phrase, 1, count=True).count or 0) + sum(
+                    1 for h in every if any(_phrase_count(c, tokens) for c in h.columns[0]))
             fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
             own_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_own)
             all_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_all)
@@ -525,75 +602,61 @@ class KeywordIndex:
     def search(self, conn: Conn, phrases: Sequence[str], session_id: int | None, limit: int,
                exclude: set[int] | None = None) -> list[tuple[int, float]]:
         """The best ``limit`` turns matching any of ``phrases`` (in the session, if given;
-        none of ``exclude``) as (exchange id, score), best first."""
-        tokens = self._tokens(phrases)
+        none of ``exclude``) as (exchange id, score), best first: the scores and order of
+        FTS5's path (``store.sqlite.search.keyword_sql``) over the candidates Tantivy
+        finds, and the queued turns."""
+        scoring = self._tokens(phrases)
+        tokens = list(dict.fromkeys(scoring))
         if not tokens:
             return []
         hot, queued = self._refresh(conn)
         skip = queued | (exclude or set())
         searcher = self.index.searcher()
         weights = self._weights(searcher, tokens, hot)
-        wanted = limit * POOL + len(skip)
+        wanted = DEPTH * POOL * limit + len(skip)
         found = searcher.search(self._query(tokens, weights, session_id), wanted,
                                 count=False).hits
-        scored: dict[int, float] = {}
+        candidates: list[tuple[int, int, Columns]] = []  # (id, length in bytes, columns)
         if found:
             addresses = [a for _, a in found]
             ids = searcher.fast_field_values("id", addresses)
             lengths = searcher.fast_field_values("length", addresses)
-            for (score, _), i, n in zip(found, ids, lengths, strict=True):
+            words = searcher.fast_field_values("all_len", addresses)
+            for address, i, n, w in zip(addresses, ids, lengths, words, strict=True):
                 if _int(i) not in skip:
-                    scored[_int(i)] = float(score) * max(_int(n), 1) ** fts5_search.LENGTH_PRIOR
-        scored = dict(sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit * POOL])
-        for h in self._hot_scores(searcher, hot, tokens, weights, session_id, exclude or set()):
-            scored[h[0]] = h[1]
-        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+                    body, context, dated = searcher.doc(address).get_all("all")
+                    candidates.append((_int(i), _int(n),
+                                       ((str(body), str(context), str(dated)), _int(w))))
+        leave_out = exclude or set()
+        candidates += [(h.exchange_id, h.length, h.columns) for h in hot
+                       if h.session_id is not None and h.exchange_id not in leave_out
+                       and (session_id is None or h.session_id == session_id)]
+        idf = {t: w[0] for t, w in zip(tokens, weights, strict=True)}
+        idfs = [idf[t] for t in scoring]
+        avgdl = self._average_length(searcher, hot)
+        # FTS5's path: the best POOL x limit by bm25(), then the length prior
+        raw = sorted(((_fts5_bm25(columns, scoring, idfs, avgdl), i, n)
+                      for i, n, columns in candidates), key=lambda r: (-r[0], r[1]))
+        scored = [(i, s * max(n, 1) ** fts5_search.LENGTH_PRIOR)
+                  for s, i, n in raw[:POOL * limit] if s > 0]
+        return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
-    def _stats(self, searcher: Any) -> tuple[float, float]:
-        """Average token counts of the two fields over the index."""
+    def _average_length(self, searcher: Any, hot: list[_Hot]) -> float:
+        """FTS5's avgdl: the mean of the rows' tokens in all columns (the scope's one
+        token too), over the index and the queued turns."""
         if self._averages is None:
             n = searcher.num_docs
             if n == 0:
                 self._averages = (0.0, 0.0)
             else:
-                agg = searcher.aggregate(self._tv.Query.all_query(), {
-                    "a": {"avg": {"field": "all_len"}}, "o": {"avg": {"field": "own_len"}}})
-                self._averages = (float(agg["a"]["value"] or 0.0),
-                                  float(agg["o"]["value"] or 0.0))
-        return self._averages
-
-    def _hot_scores(self, searcher: Any, hot: list[_Hot], phrases: list[tuple[str, ...]],
-                    weights: list[tuple[float, float, float]], session_id: int | None,
-                    exclude: set[int]) -> list[tuple[int, float]]:
-        """The queued turns scored as the index scores its turns (BM25 of each field with
-        FTS5's IDF, the index's average lengths with the queued turns counted in)."""
-        live = [h for h in hot if h.session_id is not None and h.exchange_id not in exclude
-                and (session_id is None or h.session_id == session_id)]
-        if not live:
-            return []
+                agg = searcher.aggregate(self._tv.Query.all_query(),
+                                         {"a": {"sum": {"field": "all_len"}}})
+                self._averages = (float(agg["a"]["value"] or 0.0), float(n))
+        tokens, rows = self._averages
         every = [h for h in hot if h.session_id is not None]
-        n_index = int(searcher.num_docs)
-        total = n_index + len(every)
-        avg_all, avg_own = self._stats(searcher)
-        avg_all = (avg_all * n_index + sum(len(h.all_tokens) for h in every)) / total
-        avg_own = (avg_own * n_index + sum(len(h.own_tokens) for h in every)) / total
-        out = []
-        k1 = K1 + 1
-        for h in live:
-            norm_all = K1 * (1 - B + B * len(h.all_tokens) / max(avg_all, 1.0))
-            norm_own = K1 * (1 - B + B * len(h.own_tokens) / max(avg_own, 1.0))
-            score = 0.0
-            for p, (idf, _, _) in zip(phrases, weights, strict=True):
-                tf = _phrase_count(h.all_tokens, h.all_counts, p)
-                if not tf:
-                    continue  # a word of the turn's own is in the first field as well
-                own = _phrase_count(h.own_tokens, h.own_counts, p)
-                score += idf * (tf * k1 / (tf + norm_all)
-                                + (OWN_BOOST * own * k1 / (own + norm_own) if own else 0.0))
-            if score > 0:
-                prior = max(h.length, 1) ** fts5_search.LENGTH_PRIOR
-                out.append((h.exchange_id, score * prior))
-        return out
+        tokens += sum(h.columns[1] for h in every) + rows + len(every)
+        rows += len(every)
+        return tokens / rows if rows else 1.0
 
     def take_in_queue(self, store: Store) -> None:
         """Past HOT_LIMIT queued turns, ``flush_later``; past BULK_QUEUE (a bulk import,

@@ -281,3 +281,49 @@ def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
     assert out["reply"]["count"] == 1
     assert segments_holding() == 0
     assert found(app, "parser", "s") == [keep] and audit(app) == {}
+
+
+def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
+    """On a store of a few thousand turns (most in the index, some queued), plain-word
+    searches store-wide and in a session return FTS5's top 10, with its scores."""
+    import random
+
+    rng = random.Random(7)
+    vocabulary = [f"{a}{b}" for a in ("kel", "mar", "tor", "vin", "sal", "dob")
+                  for b in ("ax", "en", "is", "ot", "um", "yr", "ith", "ond")]
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # a few words common
+
+    def text() -> str:
+        words = rng.choices(vocabulary, weights, k=rng.randint(3, 60))
+        return " ".join(words) + rng.choice(("", " May", " the report"))
+
+    opened = open_app(Settings(data_dir=tmp_path / "data", turn_limit=1_000))
+    try:
+        for n in range(2_400):
+            ingest(opened, f"conv{n % 6}", text())
+        store = opened.store
+        assert isinstance(store, Store)
+        store.keywords.flush(store)
+        for n in range(60):  # queued: scored beside the index
+            ingest(opened, f"conv{n % 6}", text())
+        derived = keyword_index(store)
+        assert derived is not None
+        with store.read() as conn:
+            sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+            queries = [rng.sample(vocabulary, rng.randint(1, 4)) for _ in range(25)]
+            queries += [[vocabulary[0], "may"], [f"{vocabulary[3]} {vocabulary[5]}"],
+                        [vocabulary[9], f"s{sessions[2]}"]]  # a phrase; a scope token
+            compared = 0
+            for words in queries:
+                expression = " OR ".join(f'"{w}"' for w in words)
+                for session in (None, *sessions[:3]):
+                    expected = keyword_hits(conn, expression, HitFilter(session_id=session),
+                                            10)
+                    got = derived.search(conn, plain_phrases(expression) or [], session, 10)
+                    assert [i for i, _ in got] == [i for i, _ in expected], (words, session)
+                    assert [s for _, s in got] == pytest.approx([s for _, s in expected],
+                                                                rel=1e-9)
+                    compared += bool(expected)
+            assert compared > 100
+    finally:
+        opened.close()
