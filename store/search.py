@@ -77,7 +77,8 @@ def keyword_hits(
 
     ``derived``: the derived keyword index (``keyword_index``). It answers a plain
     words query (``plain_phrases``) in one session or the whole store, also of
-    compressed turns in a session, when it is trusted; anything else is FTS5's.
+    compressed turns in a session, when it is trusted and large enough to be faster
+    (``KeywordIndex.answers_from``); anything else is FTS5's, with the same hits.
     """
     if derived is not None and not caller_syntax:
         hits = _derived_hits(conn, derived, expression, flt, limit)
@@ -91,7 +92,7 @@ def _derived_hits(conn: Conn, derived: KeywordIndex, expression: str, flt: HitFi
     if flt.reads_rows or (flt.compressed_only and flt.session_id is None):
         return None
     phrases = plain_phrases(expression)
-    if phrases is None or not derived.trusted(conn):
+    if phrases is None or not derived.answers() or not derived.trusted(conn):
         return None
     exclude = None
     if flt.compressed_only:  # a session's live turns are a few: leave them out

@@ -33,6 +33,12 @@ def _settings(data: Path) -> Settings:
     return Settings(data_dir=data, turn_limit=1_000)
 
 
+@pytest.fixture(autouse=True)
+def index_answers_every_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index answers from 100,000 turns up; these stores are small."""
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 0)
+
+
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[App]:
     opened = open_app(_settings(tmp_path / "data"))
