@@ -64,7 +64,7 @@ def batch_items(request: Any) -> BatchItemsWrites:
         raise InvalidInput("turns must be a list of ingest requests (objects with "
                            "session_id, role, content...)")
     if len(turns) > MAX_BATCH_TURNS:
-        raise InvalidInput(f"turns holds {len(turns):,} requests; at most "
+        raise InvalidInput(f"turns holds {counted(len(turns), 'request')}; at most "
                            f"{MAX_BATCH_TURNS:,} a batch")
     return {"items": [{"request": t} for t in turns]}
 

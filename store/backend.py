@@ -16,6 +16,7 @@ from constants import is_postgres_url
 from store.errors import InvalidInput
 
 if TYPE_CHECKING:  # numpy and zstandard load with the store, not with the settings
+    from store.keyword_index import KeywordIndex
     from store.rewrite import FileRewrite
     from store.runs import TraceBuffer
     from store.sql import Conn
@@ -41,6 +42,10 @@ class Backend(Protocol):
         """Write transactions this thread has committed, stage traces aside."""
     def scrubbing(self) -> AbstractContextManager[None]:
         """Writes inside it overwrite what they delete (forgetting)."""
+    def keyword_index(self) -> KeywordIndex | None:
+        """The derived keyword index beside a writable SQLite file, its queue moved into
+        it when it grew long; None otherwise (PostgreSQL's index is in the database).
+        Call outside a transaction."""
     def close(self) -> None: ...
 
 

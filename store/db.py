@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -132,6 +133,23 @@ class Store:
                 if self._keywords is None:
                     self._keywords = KeywordIndex(index_directory(self.path))
         return self._keywords
+
+    def keyword_index(self) -> KeywordIndex | None:
+        """The derived keyword index (``keywords``), its queue moved into it when it grew
+        long (``KeywordIndex.take_in_queue``); None for a read-only file. A queue that
+        cannot be moved now (a full disk) stays where it is: searches read it as well; an
+        index that cannot be opened leaves every search to FTS5."""
+        if self.read_only:
+            return None
+        try:
+            derived = self.keywords
+            derived.adopt_once(self)
+            derived.take_in_queue(self)
+        except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
+            print(f"stenographer: the keyword index was not brought up to date: {ex}",
+                  file=sys.stderr)
+            return self._keywords  # None when it could not be opened: FTS5 answers
+        return derived
 
     @property
     def vectors(self) -> VectorCache:

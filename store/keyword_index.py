@@ -40,20 +40,35 @@ import shutil
 import sys
 import threading
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import apsw
 
 from store.errors import StoreError
-from store.search_filter import BM25_WEIGHTS, POOL
+from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, POOL
 from store.sql import Conn, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 
-if TYPE_CHECKING:
-    from store.db import Store
+
+def _ids(values: list[int]) -> object:
+    """A list of ids bound as one ``carray(?)`` parameter."""
+    return apsw.carray(array("q", values))
+
+
+class Store(Protocol):
+    """The SQLite store as this module uses it (``store.db.Store``, which opens this
+    index: named here by what it offers, so that neither module imports the other)."""
+
+    path: Path
+    read_only: bool
+
+    def read(self) -> AbstractContextManager[Conn]: ...
+    def write(self) -> AbstractContextManager[Conn]: ...
 
 __all__ = [
     "HOT_LIMIT",
@@ -319,8 +334,6 @@ class KeywordIndex:
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
         # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
         # index splits its output on spaces.
-        from store.migrations import FTS_TOKENIZE
-
         name, *args = FTS_TOKENIZE.split()
         self._fts_tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, args)
         self._tokenizer_lock = threading.Lock()
@@ -462,10 +475,8 @@ class KeywordIndex:
                         (int(exchange_id), int(session_id), str(content), str(context),
                          str(dated))))
             writer.commit()
-        from store.sqlite.dialect import SQLITE
-
         with store.write() as conn:
-            conn.execute(DELETE_PENDING, (SQLITE.int_array([int(r[0]) for r in rows]),))
+            conn.execute(DELETE_PENDING, (_ids([int(r[0]) for r in rows]),))
         return len(rows)
 
     def flush_later(self, store: Store) -> None:
@@ -531,10 +542,8 @@ class KeywordIndex:
                 self._averages = None
             new = [s for s in seqs if s not in self._hot]
             if new:
-                from store.sqlite.dialect import SQLITE
-
                 for seq, exchange_id, session_id, content, context, dated in all_rows(
-                        conn, SELECT_PENDING_ROWS, (SQLITE.int_array(new),)):
+                        conn, SELECT_PENDING_ROWS, (_ids(new),)):
                     if content is None or context is None:
                         self._hot[int(seq)] = _Hot(int(exchange_id), None, 0,
                                                    (("", "", ""), 0), frozenset())

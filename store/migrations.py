@@ -24,6 +24,7 @@ from typing import Generic, NamedTuple, TypeVar
 import apsw
 
 from store.postgres import schema as postgresql
+from store.search_filter import FTS_TOKENIZE
 from store.sql import Conn
 
 __all__ = [
@@ -136,8 +137,6 @@ def initial(conn: apsw.Connection) -> None:
 
 # --- search fields and compact hashed vectors -----------------------------------
 
-# The keyword index's tokenizer; store.search quotes queries for it.
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 CREATE_FTS_WITH_FIELDS = f"""
 CREATE VIRTUAL TABLE exchanges_fts USING fts5(
   body, context, dated, scope, content='', contentless_delete=1,

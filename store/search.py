@@ -20,7 +20,6 @@ from store.search_filter import FtsSyntaxError, HitFilter, flag_condition, live_
 from store.sql import Conn, all_rows, id_list, where
 
 if TYPE_CHECKING:
-    from store.backend import Backend
     from store.keyword_index import KeywordIndex
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "fts_phrase",
     "ids_matching",
     "keyword_hits",
-    "keyword_index",
     "syntax_notes",
 ]
 
@@ -49,21 +47,6 @@ def dated_terms(seconds: float) -> str:
     return f"{_MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
 
 
-def keyword_index(store: Backend) -> KeywordIndex | None:
-    """The store's derived keyword index (``store.keyword_index``; SQLite only), its
-    queue moved into it when it grew long (``KeywordIndex.take_in_queue``); None on
-    PostgreSQL or a read-only file. Call outside a transaction."""
-    if store.dialect != "sqlite" or store.read_only:
-        return None
-    from store.db import Store
-
-    assert isinstance(store, Store)
-    derived = store.keywords
-    derived.adopt_once(store)
-    derived.take_in_queue(store)
-    return derived
-
-
 def keyword_hits(
     conn: Conn, expression: str, flt: HitFilter, limit: int, *,
     caller_syntax: bool = False, derived: KeywordIndex | None = None,
@@ -75,7 +58,7 @@ def keyword_hits(
     only (not the neighbouring-turn context or the date). Raises ``FtsSyntaxError``
     when ``expression`` is not valid FTS5.
 
-    ``derived``: the derived keyword index (``keyword_index``). It answers a plain
+    ``derived``: the derived keyword index (``Backend.keyword_index``). It answers a plain
     words query (``plain_phrases``) in one session or the whole store, also of
     compressed turns in a session, when it is trusted and large enough to be faster
     (``KeywordIndex.answers_from``); anything else is FTS5's, with the same hits.

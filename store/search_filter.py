@@ -14,6 +14,7 @@ from dataclasses import dataclass
 __all__ = [
     "ANY_FLAG",
     "BM25_WEIGHTS",
+    "FTS_TOKENIZE",
     "POOL",
     "FtsSyntaxError",
     "HitFilter",
@@ -25,6 +26,9 @@ __all__ = [
 # dozen words of the turns before it: a match there counts half as much as one in the
 # turn. Measured on LoCoMo-format conversations (bench/locomo.py): without the column
 # recall@10 falls from 0.80 to 0.70; weights 0.4-0.6 are within a point of 0.5.
+# The keyword index's tokenizer (FTS5's, and the derived index's); store.search quotes
+# queries for it.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 BM25_WEIGHTS = (1.0, 0.5, 1.0, 0.0)
 
 # The ranking's length term is applied to the best POOL x LIMIT matches only.

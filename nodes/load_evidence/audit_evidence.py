@@ -21,7 +21,6 @@ from store.audit import (
     turn_page,
 )
 from store.audit_forgotten import forgotten_page
-from store.search import keyword_index
 
 __all__ = ["AUDIT_BATCH", "PASSES", "audit_batch", "audit_scope"]
 
@@ -55,7 +54,7 @@ def audit_batch(audit: Any, position: Any, pages: Any, *, run: RunContext,
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]
-    derived = keyword_index(run.store) if name == "indexes" else None
+    derived = run.store.keyword_index() if name == "indexes" else None
     with run.store.read() as conn:
         if name == "turns":
             records, cursor = turn_page(conn, after, limit, session_row)

@@ -17,7 +17,6 @@ from store.search import (
     HitFilter,
     ids_matching,
     keyword_hits,
-    keyword_index,
     syntax_notes,
 )
 
@@ -66,7 +65,7 @@ def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
         return {"keyword": []}
     flt = hit_filter(query, cfg)
     caller_syntax = bool(fts.get("caller"))
-    derived = keyword_index(run.store)
+    derived = run.store.keyword_index()
     with run.store.read() as conn:
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,

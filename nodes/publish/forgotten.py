@@ -100,9 +100,8 @@ def rewritten_keyword_index(store: Backend) -> bool | None:
     `stenographer index rebuild`, rewrites it)."""
     from nodes.publish.keyword_index import stored_entries
     from store.db import Store
-    from store.search import keyword_index
 
-    derived = keyword_index(store)
+    derived = store.keyword_index()
     if derived is None or not isinstance(store, Store):
         return None
     try:

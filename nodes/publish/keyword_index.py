@@ -15,11 +15,12 @@ from typing import Any, TypedDict
 from nodes.context import RunContext, node
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
+from nodes.publish.wording import counted
 from store.db import Store
 from store.errors import StoreError
 from store.keyword_index import KeywordEntry, stored_turns
 from store.neighbours import NEIGHBOUR_CHARS
-from store.search import dated_terms, keyword_index
+from store.search import dated_terms
 from store.sql import Conn
 
 __all__ = ["rebuilt_keyword_index", "stored_entries"]
@@ -44,7 +45,7 @@ class RebuiltKeywordIndexWrites(TypedDict):
 @node
 def rebuilt_keyword_index(*, run: RunContext) -> RebuiltKeywordIndexWrites:
     store = run.store
-    derived = keyword_index(store)
+    derived = store.keyword_index()
     if derived is None or not isinstance(store, Store):
         if store.read_only:
             raise StoreError("the store is read-only: its keyword index cannot be rebuilt")
@@ -55,5 +56,5 @@ def rebuilt_keyword_index(*, run: RunContext) -> RebuiltKeywordIndexWrites:
     count = derived.rebuild(store, stored_entries)
     seconds = round(time.perf_counter() - started, 2)
     return {"reply": {"turns": count, "directory": str(derived.directory), "seconds": seconds,
-                      "text": f"Rebuilt the keyword index of {count:,} turns in {seconds} s "
-                              f"({derived.directory})."}}
+                      "text": f"Rebuilt the keyword index of {counted(count, 'turn')} in "
+                              f"{seconds} s ({derived.directory})."}}

@@ -158,6 +158,10 @@ class PgStore:
         (``store.rewrite.scrub``) reclaims them."""
         yield
 
+    def keyword_index(self) -> None:
+        """None: PostgreSQL keeps its keyword index in the database."""
+        return None
+
     def close(self) -> None:
         """Close the pool; the stage traces still buffered are written first (a
         StoreError if they cannot be, once the pool is closed)."""

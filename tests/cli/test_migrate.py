@@ -28,7 +28,6 @@ from store.db import Store
 from store.keyword_index import META_KEY as KEYWORD_INDEX_KEY
 from store.provider_vectors import save_provider_vectors
 from store.rewrite import REWRITE_KEYS
-from store.search import keyword_index
 from store.transfer import MIGRATION_KEY, TABLES, key_of, read_page, read_progress
 from tests.cli.conftest import REPO_ROOT, TIMEOUT, Result, cli_env, run_cli
 
@@ -151,7 +150,7 @@ def searches(data_dir: Path) -> list[list[tuple[Any, ...]]]:
         # Every turn in the derived keyword index, none in its queue: queued turns score a
         # little differently (the index's statistics leave them out), so the copy, whose
         # turns are all queued, is compared with the source in the same state.
-        derived = keyword_index(app.store)
+        derived = app.store.keyword_index()
         assert derived is not None and isinstance(app.store, Store)
         derived.wait()
         derived.flush(app.store)

@@ -77,6 +77,15 @@ COMPRESSED = re.compile(
     r"Compressed (?P<turns>\d+) turns → brief (?P<id>\d+) \(tier-(?P<tier>[AB])\)")
 
 
+def store_bytes(data_dir: Path) -> bytes:
+    """Every byte a SQLite store keeps: its files (``steno.db``, its WAL and journal) and
+    the files of the directories beside it (the derived keyword index)."""
+    files: list[Path] = []
+    for path in sorted(data_dir.glob("steno.db*")):
+        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return b"".join(p.read_bytes() for p in files)
+
+
 def server_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
     """What an MCP host passes: the data directory and the import path, nothing else;
     the coordination bus is looked for inside the data directory, never in ~."""

@@ -10,7 +10,17 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Conn
-from tests.e2e.support import FORGET, INGEST, INGEST_LINE, MILESTONE, NOTES, SEARCH, text, word
+from tests.e2e.support import (
+    FORGET,
+    INGEST,
+    INGEST_LINE,
+    MILESTONE,
+    NOTES,
+    SEARCH,
+    store_bytes,
+    text,
+    word,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +43,7 @@ SHAPES = {
 
 def _stored_bytes(conn: Conn) -> bytes:
     """Every byte of a SQLite store (empty for a PostgreSQL one: its replies are checked)."""
-    return b"".join(p.read_bytes() for p in sorted(conn.data_dir.glob("steno.db*")))
+    return store_bytes(conn.data_dir)
 
 
 async def _ingest(conn: Conn, session: str, content: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Conn
-from tests.e2e.support import INGEST, INGEST_LINE, NOTES, SEARCH, text, word
+from tests.e2e.support import INGEST, INGEST_LINE, NOTES, SEARCH, store_bytes, text, word
 
 pytestmark = pytest.mark.anyio
 
@@ -56,8 +56,7 @@ async def test_reply_lines_carry_redactions_flags_and_the_trace(conn: Conn):
     assert by_id[drift["exchange_id"]]["flags"] == ["AUTHORITY_DRIFT"]
     assert by_id[named["exchange_id"]]["trace_id"] == "VT-20261130-0badf00d"
     assert all(TOKEN not in h["snippet"] for h in hits["hits"])
-    assert TOKEN.encode() not in b"".join(p.read_bytes()
-                                          for p in conn.data_dir.glob("steno.db*"))
+    assert TOKEN.encode() not in store_bytes(conn.data_dir)
 
     notes = text(await conn.ok(NOTES, {"session_id": session}))
     assert f"- #{drift['exchange_id']} AUTHORITY_DRIFT: “Trust me”" in notes

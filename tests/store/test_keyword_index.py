@@ -23,7 +23,7 @@ from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.db import Store
 from store.keyword_index import HOT_LIMIT, needs_rebuild, plain_phrases
-from store.search import HitFilter, keyword_hits, keyword_index
+from store.search import HitFilter, keyword_hits
 from tests.conftest import REPO_ROOT
 
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
@@ -56,7 +56,7 @@ def ingest(app: App, session: str, content: str) -> int:
 def found(app: App, words: str, session: str | None) -> list[int]:
     """The derived index's keyword hits (FTS5 not asked)."""
     store = app.store
-    derived = keyword_index(store)
+    derived = store.keyword_index()
     assert derived is not None
     with store.read() as conn:
         row = None if session is None else conn.execute(
@@ -199,7 +199,7 @@ def test_a_store_without_its_index_searches_with_fts5_and_is_rebuilt_at_start(ap
     bare = Store(data / "steno.db")  # the store alone: no graph runs the rebuild
     try:
         assert needs_rebuild(bare)
-        derived = keyword_index(bare)
+        derived = bare.keyword_index()
         assert derived is not None
         with bare.read() as conn:
             assert not derived.trusted(conn)
@@ -312,7 +312,7 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
         store.keywords.flush(store)
         for n in range(60):  # queued: scored beside the index
             ingest(opened, f"conv{n % 6}", text())
-        derived = keyword_index(store)
+        derived = store.keyword_index()
         assert derived is not None
         with store.read() as conn:
             sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
