@@ -16,7 +16,7 @@ from stenographer.scheduler import BACKOFF_CAP_S, Job, Scheduler, backoff
 
 ROOT = Path(__file__).resolve().parents[1] / "stenographer"
 SCHEDULER = "scheduler.py"
-RUN_NAMES = {"run", "_run"}
+RUN_NAMES = {"run", "_run", "run_graph"}  # App.run, the server's and the commands' helpers
 
 
 def _runs_a_graph(call: ast.Call) -> bool:
