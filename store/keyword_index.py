@@ -42,7 +42,6 @@ import threading
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,7 +50,7 @@ import apsw
 
 from store.errors import StoreError
 from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, POOL
-from store.sql import Conn, all_rows, first
+from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 
 
@@ -60,15 +59,12 @@ def _ids(values: list[int]) -> object:
     return apsw.carray(array("q", values))
 
 
-class Store(Protocol):
+class Store(Transactions, Protocol):
     """The SQLite store as this module uses it (``store.db.Store``, which opens this
-    index: named here by what it offers, so that neither module imports the other)."""
+    index: named by what it offers, so that neither module imports the other)."""
 
     path: Path
     read_only: bool
-
-    def read(self) -> AbstractContextManager[Conn]: ...
-    def write(self) -> AbstractContextManager[Conn]: ...
 
 __all__ = [
     "HOT_LIMIT",

@@ -28,17 +28,14 @@ from typing import Any, Protocol
 import apsw
 
 from store.errors import StoreError
-from store.sql import Conn, all_rows, first
+from store.sql import Conn, Transactions, all_rows, first
 
 
-class _Store(Protocol):
-    """What a rewrite needs of a store (``store.backend.Backend`` has it); named here
-    so that this module does not import the backend that owns it."""
+class _Store(Transactions, Protocol):
+    """What a rewrite needs of a store beyond its transactions."""
 
     @property
     def dialect(self) -> str: ...
-    def read(self) -> AbstractContextManager[Conn]: ...
-    def write(self) -> AbstractContextManager[Conn]: ...
     def exclusive(self) -> AbstractContextManager[Conn]: ...
 
 __all__ = [

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from store.errors import StoreError
 
-__all__ = ["Conn", "Row", "all_rows", "first", "id_list", "one", "where"]
+__all__ = ["Conn", "Row", "Transactions", "all_rows", "first", "id_list", "one", "where"]
 
 Row = tuple[Any, ...]
 
@@ -20,6 +21,14 @@ class Conn(Protocol):
     def execute(self, statements: str, bindings: Any = None, /) -> Any: ...
     def executemany(self, statements: str, sequenceofbindings: Any, /) -> Any: ...
     def changes(self) -> int: ...
+
+
+class Transactions(Protocol):
+    """A store's transactions, as the modules it owns use them (``store.backend.Backend``
+    has them): named here, so that such a module does not import its owner."""
+
+    def read(self) -> AbstractContextManager[Conn]: ...
+    def write(self) -> AbstractContextManager[Conn]: ...
 
 
 def first(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row | None:

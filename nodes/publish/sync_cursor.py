@@ -63,13 +63,15 @@ def outgoing_bundle(peer: Any, spool: Any, *, run: RunContext, cfg: Cfg) -> Outg
     return {"outgoing": written}
 
 
-class AckedDeliveryWrites(TypedDict):
+class CursorWrites(TypedDict):
+    """What a node that moves (or keeps) a sync cursor writes."""
+
     cursor: Any
 
 
 @node
 def acked_delivery(outgoing: Any, delivery: Any, peer: Any, *, run: RunContext,
-                   cfg: Cfg) -> AckedDeliveryWrites:
+                   cfg: Cfg) -> CursorWrites:
     """The destination stored the batch: move the cursor past it."""
     return {"cursor": _advance(run, _kind("outbox", cfg), peer["url"],
                                through=outgoing["through"],
@@ -77,13 +79,9 @@ def acked_delivery(outgoing: Any, delivery: Any, peer: Any, *, run: RunContext,
                                duplicates=int(delivery.get("duplicates", 0)))}
 
 
-class AckedPullWrites(TypedDict):
-    cursor: Any
-
-
 @node
 def acked_pull(bundle: Any, applied: Any, peer: Any, *, run: RunContext,
-               cfg: Cfg) -> AckedPullWrites:
+               cfg: Cfg) -> CursorWrites:
     """The pulled batch is stored: move the inbox cursor past it."""
     return {"cursor": _advance(run, _kind("inbox", cfg), peer["url"],
                                through=bundle["through"], applied=applied["applied"],
@@ -96,13 +94,9 @@ def failure_text(run: RunContext, failures: list[dict[str, Any]]) -> str:
     return (run.errors(node) or [f"{node} failed"])[-1]
 
 
-class FailedDeliveryWrites(TypedDict):
-    cursor: Any
-
-
 @node
 def failed_delivery(peer: Any, delivery: Any = None, failures: Any = None, *, run: RunContext,
-                    cfg: Cfg) -> FailedDeliveryWrites:
+                    cfg: Cfg) -> CursorWrites:
     """Record why a batch did not go through; the cursor stays where it was. The error
     is the ``delivery`` a node wrote, or with ``errors`` (the failure edge's error
     channel, ``failures``) what the failed node raised."""
