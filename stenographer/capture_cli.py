@@ -99,10 +99,10 @@ def _briefing(host: str, payload: dict[str, Any], settings: Settings) -> str:
         raise InvalidInput("the SessionStart payload names no session_id")
     if settings.database_url is None and not settings.db_path.exists():
         return "no store yet"  # nothing recorded anywhere; the store is not created here
-    from graphs.hook_graphs import build_briefing_graphs
+    from graphs.registry import build_graphs
     from stenographer.app import open_app
 
-    app = open_app(settings, compiled=build_briefing_graphs(), busy_timeout_ms=HOOK_BUSY_MS)
+    app = open_app(settings, compiled=build_graphs(), busy_timeout_ms=HOOK_BUSY_MS)
     try:
         out, trace = app.run("briefing", {
             "session_id": f"{host}:{session}", "source": payload.get("source"),
