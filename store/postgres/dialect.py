@@ -1,5 +1,6 @@
 """The PostgreSQL dialect (``store.dialect.Dialect``): a weighted tsvector and a pgvector
-``halfvec`` per turn, arrays, COPY, advisory and row locks, sequences.
+``halfvec`` per turn (searched in each process's copy, ``store.postgres.vectors``),
+arrays, COPY, advisory and row locks, sequences.
 
 Several server processes write one database at once (READ COMMITTED), so the writes
 that SQLite serialises by its one write lock take locks here: the turn writers' lock
@@ -63,16 +64,14 @@ SELECT_FTS_SESSION = """
 SELECT rowid FROM exchanges_fts WHERE session_id = ?3 AND rowid > ?1 AND rowid <= ?2"""
 SELECT_VECTOR_IDS = "SELECT rowid FROM exchange_vectors WHERE rowid > ? AND rowid <= ?"
 
-# Inserting into an HNSW index costs milliseconds a vector (a search of the graph each),
-# and a GIN index grows a posting list a word at a time: a copy drops both when it starts
-# and builds them again in one pass each when it finishes.
+# A GIN index grows a posting list a word at a time: a copy drops it when it starts and
+# builds it again in one pass when it finishes.
 SELECT_DEFERRED = """
 SELECT indexname, indexdef FROM pg_indexes
 WHERE schemaname = current_schema()
-  AND ((tablename = 'exchange_vectors' AND indexdef LIKE '% USING hnsw %')
-       OR (tablename = 'exchanges_fts' AND indexdef LIKE '% USING gin %'))
+  AND tablename = 'exchanges_fts' AND indexdef LIKE '% USING gin %'
 ORDER BY indexname"""
-# Building the indexes in memory is many times faster than spilling: at least this much
+# Building the index in memory is many times faster than spilling: at least this much
 # for the building transaction (a server set higher keeps its own setting).
 BUILD_MEMORY_MB = 512
 RAISE_BUILD_MEMORY = f"""
