@@ -587,6 +587,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("traces_without_text", traces_without_text, postgresql.traces_without_text),
     Migration("session_cwd", session_cwd, postgresql.session_cwd),
     Migration("keyword_queue", keyword_queue),
+    Migration("scale_tuning", None, postgresql.scale_tuning),
 )
 
 T = TypeVar("T")

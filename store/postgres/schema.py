@@ -291,3 +291,21 @@ def session_cwd(conn: Conn, vector_dim: int) -> None:
         CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
         """
     )
+
+
+def scale_tuning(conn: Conn, vector_dim: int) -> None:
+    """PostgreSQL only. The hashed vectors lose their HNSW index: each process searches
+    its in-memory copy (store.postgres.vectors), and an insert into the graph cost more
+    than the rest of a turn's ingest. A session's row is rewritten by every ingest (its
+    chain head, counters and last turn's time): with room left on its page and no index
+    on a column the ingest changes, the new version is a heap-only tuple (HOT) on the
+    same page, pruned without VACUUM, instead of a new entry in every index of the
+    table. The directory's sessions are few; they are sorted by recency when read."""
+    conn.execute(
+        """
+        DROP INDEX IF EXISTS exchange_vectors_hnsw;
+        ALTER TABLE sessions SET (fillfactor = 50);
+        DROP INDEX IF EXISTS sessions_by_cwd;
+        CREATE INDEX sessions_by_cwd ON sessions(cwd) WHERE cwd IS NOT NULL;
+        """
+    )

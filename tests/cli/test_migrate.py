@@ -200,7 +200,7 @@ def test_sqlite_to_postgresql_to_sqlite_keeps_every_row_hash_vector_and_search_r
         assert_same_record(original, dump(back_store))
         with pg_store.read() as conn:  # dropped for the copy, built again at its end
             assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
-                                "'exchange_vectors_hnsw'").fetchone() is not None
+                                "'exchanges_fts_doc'").fetchone() is not None
     finally:
         for store in (original_store, pg_store, back_store):
             store.close()
