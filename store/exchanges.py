@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from store.correlation import turn_trace_sql
 from store.dialect import dialect
-from store.provenance import chain_hash, session_head
+from store.provenance import GENESIS, chain_hash, session_head
 from store.sql import Conn, Row, all_rows, first, one
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "live_turns",
     "recent_turns",
     "record_turn",
+    "record_turns",
     "session_row_id",
     "source_key_turn",
     "stored_source_keys",
@@ -54,6 +55,7 @@ class Recorded:
     session_id: int
     duplicate: bool
     live_turns: int
+    trace_id: str | None = None  # the turn's trace id (record_turns: as stored)
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,103 @@ def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Re
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
+
+
+# The batch writer's statements (record_turns).
+SELECT_SESSIONS_NAMED = "SELECT name, id, chain_head, trace_id FROM sessions WHERE name IN ({})"
+SELECT_KEYS = "SELECT source_key, id, session_id FROM exchanges WHERE source_key IN ({})"
+INSERT_SESSION = """
+INSERT INTO sessions(name, created_at, last_at, turns) VALUES (?1, ?2, ?2, 0) RETURNING id"""
+UPDATE_SESSION = """
+UPDATE sessions SET last_at = max(last_at, ?2), turns = turns + ?3, chain_head = ?4,
+  trace_id = coalesce(trace_id, ?5)
+WHERE id = ?1"""
+
+
+def _named(conn: Conn, sql: str, values: Sequence[str]) -> list[Row]:
+    """``sql`` (a ``{}`` for the list of values) over ``values``, a page at a time."""
+    out: list[Row] = []
+    for start in range(0, len(values), SOURCE_KEY_PAGE):
+        page = values[start:start + SOURCE_KEY_PAGE]
+        out.extend(all_rows(conn, sql.format(",".join("?" * len(page))), page))
+    return out
+
+
+class _Session:
+    __slots__ = ("head", "id", "last_at", "trace", "turns")
+
+    def __init__(self, row_id: int, head: bytes, trace: str | None) -> None:
+        self.id, self.head, self.trace = row_id, head, trace
+        self.turns, self.last_at = 0, 0.0
+
+
+def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[str]
+                 ) -> list[Recorded]:
+    """Store a batch's turns, in order, inside the caller's write, each as ``record_turn``
+    stores it (the same rows, ids, hashes and session counters), with a few statements
+    for the whole batch instead of several a turn: the stored source keys and sessions
+    are read once, each session row is written once (a new one inserted first), the
+    turns go in with one pipelined statement, the index entries with one each.
+
+    A turn's ``trace_id`` None takes its session's, or for a session that has none yet
+    ``fresh_traces[i]``, which then becomes the session's (as the ingest gives it). A turn
+    whose source key is stored, or came earlier in the batch, is a duplicate
+    (``live_turns`` is 0 for every turn: the batch counts each session's once)."""
+    dialect(conn).lock_turn_writers(conn)  # as session_head: chains and ids in order
+    keys = [t.source_key for t in turns if t.source_key is not None]
+    stored = {str(r[0]): (int(r[1]), int(r[2])) for r in _named(conn, SELECT_KEYS, keys)}
+    taken: dict[str, int] = {}  # source key -> position of the batch's turn holding it
+    fresh: list[int] = []  # positions of the turns to store
+    for at, t in enumerate(turns):
+        if t.source_key is None or (t.source_key not in stored and t.source_key not in taken):
+            fresh.append(at)
+            if t.source_key is not None:
+                taken[t.source_key] = at
+    names = list(dict.fromkeys(turns[at].session for at in fresh))
+    sessions = {str(r[0]): _Session(int(r[1]), bytes(r[2]) if r[2] is not None else GENESIS,
+                                    r[3]) for r in _named(conn, SELECT_SESSIONS_NAMED, names)}
+    new = [n for n in names if n not in sessions]
+    first_at = {}
+    for at in fresh:
+        first_at.setdefault(turns[at].session, turns[at].created_at)
+    made = conn.executemany(INSERT_SESSION, [(n, first_at[n]) for n in new])
+    for name, row in zip(new, list(made), strict=True):
+        sessions[name] = _Session(int(row[0]), GENESIS, None)
+    rows, traces = [], {}
+    for at in fresh:
+        t, s = turns[at], sessions[turns[at].session]
+        trace = t.trace_id or s.trace or fresh_traces[at]
+        stored_trace = None if trace == s.trace else trace  # see turn_trace_sql
+        if s.trace is None:
+            s.trace = trace
+        s.head = chain_hash(s.head, t.content_hash, t.session, t.role, t.created_at,
+                            t.source_key, trace)
+        s.turns += 1
+        s.last_at = max(s.last_at, t.created_at) if s.turns > 1 else t.created_at
+        traces[at] = trace
+        rows.append((s.id, t.role, t.created_at, t.content, t.content_hash,
+                     encode_signals(t.decisions, t.blockers), t.source_key, stored_trace,
+                     s.head))
+    ids = [int(r[0]) for r in conn.executemany(INSERT_EXCHANGE, rows)]
+    conn.executemany(UPDATE_SESSION, [(s.id, s.last_at, s.turns, s.head, s.trace)
+                                      for s in sessions.values() if s.turns])
+    index = TurnIndex()
+    out: dict[int, Recorded] = {}
+    for at, exchange_id in zip(fresh, ids, strict=True):
+        t, session_id = turns[at], sessions[turns[at].session].id
+        index.keywords.append((exchange_id, session_id, t.content, t.context, t.dated))
+        index.vectors.append((exchange_id, session_id, t.vector))
+        out[at] = Recorded(exchange_id, session_id, False, 0, traces[at])
+    index.add_to(conn)
+    for at, t in enumerate(turns):
+        if at not in out:
+            assert t.source_key is not None
+            found = stored.get(t.source_key)
+            if found is None:
+                earlier = out[taken[t.source_key]]
+                found = (earlier.exchange_id, earlier.session_id)
+            out[at] = Recorded(found[0], found[1], True, 0)
+    return [out[at] for at in range(len(turns))]
 
 
 def index_keywords(conn: Conn, exchange_id: int, session_id: int, content: str,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from store.sql import Conn, all_rows
 
-__all__ = ["StoredFlag", "flags_by_exchange", "record_flags", "session_flags"]
+__all__ = ["StoredFlag", "flags_by_exchange", "record_batch_flags", "record_flags", "session_flags"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,14 @@ def record_flags(conn: Conn, exchange_id: int, session_id: int,
     """Store a turn's flags. Call inside the write that stores the turn."""
     for f in flags:
         conn.execute(INSERT_FLAG, (exchange_id, session_id, f.signature, f.start, f.end, f.span))
+
+
+def record_batch_flags(conn: Conn, flags: Sequence[tuple[int, int, StoredFlag]]) -> None:
+    """Store the flags (exchange id, session id, flag) of a batch's turns with one
+    statement for all (pipelined on PostgreSQL). Call inside the write that stores them."""
+    if flags:
+        conn.executemany(INSERT_FLAG, [(e, s, f.signature, f.start, f.end, f.span)
+                                       for e, s, f in flags])
 
 
 def flags_by_exchange(conn: Conn, ids: Sequence[int]) -> dict[int, list[StoredFlag]]:

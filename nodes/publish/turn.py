@@ -2,8 +2,8 @@
 
 ``stored_turn`` stores the one turn of an ingest in a transaction of its own;
 ``stored_turns`` stores a batch's turns (nodes.batch) in one transaction, each exactly
-as ``stored_turn`` would (``recorded_turn``), with the batch's keyword and vector index
-entries added in one statement each. A turn that names no trace id gets its session's.
+as ``stored_turn`` would (``store.exchanges.record_turns``), with a few statements for the
+whole batch. A turn that names no trace id gets its session's.
 A turn that comes with a ``milestone`` label (a CLAEG shutdown event) is flagged in the
 same transaction, so no compression can take it as an ordinary turn in between."""
 
@@ -16,25 +16,17 @@ from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace, keep_session_trace, session_trace
 from store.errors import StoreError
-from store.exchanges import NewTurn, TurnIndex, count_live, record_turn, source_key_turn
+from store.exchanges import NewTurn, count_live, record_turn, record_turns, source_key_turn
 from store.milestones import mark_milestone
-from store.signal_flags import StoredFlag, record_flags
+from store.signal_flags import StoredFlag, record_batch_flags, record_flags
 from store.sql import Conn
 
 __all__ = ["recorded_turn", "stored_turn", "stored_turns"]
 
 
-def recorded_turn(conn: Conn, get: Callable[[str], Any],
-                  index: TurnIndex | None = None) -> dict[str, Any]:
-    """Store one turn inside the caller's write: ``get(channel)`` reads its values (the
-    ingest's channels, or one turn of a batch). What was recorded (its ``live_turns``
-    is 0 with ``index``: store.exchanges.record_turn)."""
+def _new_turn(get: Callable[[str], Any], trace_id: str | None) -> NewTurn:
     turn, fields = get("turn"), get("fields") or {}
-    flags = [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
-             for f in get("flags") or ()]
-    known = None if turn["trace_id"] else session_trace(conn, turn["session"])
-    trace_id = turn["trace_id"] or known or new_trace_id(turn["created_at"])
-    new = NewTurn(
+    return NewTurn(
         session=turn["session"],
         role=turn["role"],
         content=turn["content"],
@@ -48,13 +40,26 @@ def recorded_turn(conn: Conn, get: Callable[[str], Any],
         context=fields.get("context", ""),  # the keyword index's other columns
         dated=fields.get("dated", ""),
     )
-    rec = record_turn(conn, new, index)
+
+
+def _flags(get: Callable[[str], Any]) -> list[StoredFlag]:
+    return [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
+            for f in get("flags") or ()]
+
+
+def recorded_turn(conn: Conn, get: Callable[[str], Any]) -> dict[str, Any]:
+    """Store one turn inside the caller's write: ``get(channel)`` reads its values (the
+    ingest's channels). What was recorded."""
+    turn = get("turn")
+    known = None if turn["trace_id"] else session_trace(conn, turn["session"])
+    trace_id = turn["trace_id"] or known or new_trace_id(turn["created_at"])
+    rec = record_turn(conn, _new_turn(get, trace_id))
     if rec.duplicate:
         trace_id = exchange_trace(conn, rec.exchange_id)
     else:
         if known is None:
             keep_session_trace(conn, rec.session_id, trace_id)
-        record_flags(conn, rec.exchange_id, rec.session_id, flags)
+        record_flags(conn, rec.exchange_id, rec.session_id, _flags(get))
         if turn.get("milestone"):
             mark_milestone(conn, rec.session_id, rec.exchange_id, turn["milestone"],
                            turn["created_at"])
@@ -101,22 +106,32 @@ class StoredTurnsWrites(TypedDict):
 
 @node
 def stored_turns(items: Any, *, run: RunContext) -> StoredTurnsWrites:
-    """The batch's turns that passed validation, in order, in one write; each item gets
-    ``recorded``. ``due``: the session rows left holding a full batch of uncompressed
-    turns (compressed after the batch, nodes.publish.brief.compressed_sessions)."""
+    """The batch's turns that passed validation, in order, in one write
+    (store.exchanges.record_turns: what ``recorded_turn`` would store for each, with a
+    few statements for the batch); each item gets ``recorded``. ``due``: the session rows
+    left holding a full batch of uncompressed turns (compressed after the batch,
+    nodes.publish.brief.compressed_sessions)."""
     limit = run.settings.turn_limit
-    sessions: dict[int, None] = {}
-    index = TurnIndex()
+    kept = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
+    turns = [_new_turn(i.get, i["turn"]["trace_id"]) for i in kept]
     with run.store.write() as conn:
-        for item in items:
-            if item.get("rejected") is not None:
-                continue
-            if item.get("duplicate"):  # its source key is stored (nodes.batch)
+        recs = record_turns(conn, turns, [new_trace_id(t.created_at) for t in turns])
+        flags: list[tuple[int, int, StoredFlag]] = []
+        for item, rec in zip(kept, recs, strict=True):
+            trace_id = exchange_trace(conn, rec.exchange_id) if rec.duplicate else rec.trace_id
+            item["recorded"] = {"exchange_id": rec.exchange_id, "session_row": rec.session_id,
+                                "duplicate": rec.duplicate, "live_turns": 0,
+                                "trace_id": trace_id}
+            if not rec.duplicate:
+                flags.extend((rec.exchange_id, rec.session_id, f) for f in _flags(item.get))
+        record_batch_flags(conn, flags)
+        for item, rec in zip(kept, recs, strict=True):
+            if not rec.duplicate and item["turn"].get("milestone"):
+                mark_milestone(conn, rec.session_id, rec.exchange_id,
+                               item["turn"]["milestone"], item["turn"]["created_at"])
+        for item in items:  # its source key is stored (nodes.batch)
+            if item.get("rejected") is None and item.get("duplicate"):
                 item["recorded"] = _duplicate(conn, item["turn"]["source_key"])
-                continue
-            item["recorded"] = recorded = recorded_turn(conn, item.get, index)
-            if not recorded["duplicate"]:
-                sessions[recorded["session_row"]] = None
-        index.add_to(conn)
+        sessions = dict.fromkeys(r.session_id for r in recs if not r.duplicate)
         due = [s for s in sessions if count_live(conn, s) >= limit]
     return {"items": items, "due": due}

@@ -80,7 +80,11 @@ class PgConnection:
         return cur
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[Any, ...]]:
-        """Run ``sql`` once per row; the rows a RETURNING clause gives, in order."""
+        """Run ``sql`` once per row; the rows a RETURNING clause gives, in order. psycopg
+        sends the statements in pipeline mode: one round trip for them all."""
+        if not rows:
+            self._changes = 0
+            return iter(())
         text, order = translate(sql)
         if order is not None:
             rows = [[row[i] for i in order] for row in rows]
