@@ -40,9 +40,10 @@ INSERT_BRIEF = """
 INSERT INTO briefs(session_id, tier, created_at, first_exchange_id, last_exchange_id, turns, body)
 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"""
 INSERT_SOURCE = "INSERT INTO brief_sources(brief_id, exchange_id, content_hash) VALUES (?, ?, ?)"
-CLAIM_TURN = """
-UPDATE exchanges SET brief_id = ?1
-WHERE id = ?2 AND session_id = ?3 AND brief_id IS NULL AND content_hash = ?4"""
+# The turns, each by its id and content hash: {} is one "(?, ?)" a turn.
+CLAIM_TURNS = """
+UPDATE exchanges SET brief_id = ?
+WHERE session_id = ? AND brief_id IS NULL AND (id, content_hash) IN (VALUES {})"""
 SELECT_BRIEF = """
 SELECT b.id, s.name, b.tier, b.created_at, b.first_exchange_id, b.last_exchange_id, b.turns,
        b.body, (SELECT group_concat(exchange_id) FROM brief_sources WHERE brief_id = b.id)
@@ -63,11 +64,13 @@ def claim_brief(conn: Conn, draft: BriefDraft) -> int:
         INSERT_BRIEF,
         (draft.session_id, draft.tier, draft.created_at, ids[0], ids[-1], len(ids), draft.body),
     )[0]
-    for exchange_id, content_hash in draft.sources:
-        conn.execute(CLAIM_TURN, (brief_id, exchange_id, draft.session_id, content_hash))
-        if conn.changes() != 1:
-            raise ClaimLost(f"turn #{exchange_id} was compressed by another writer")
-        conn.execute(INSERT_SOURCE, (brief_id, exchange_id, content_hash))
+    pairs = ", ".join(["(?, ?)"] * len(ids))
+    conn.execute(CLAIM_TURNS.format(pairs), (brief_id, draft.session_id,
+                                            *(v for source in draft.sources for v in source)))
+    if conn.changes() != len(ids):
+        raise ClaimLost(f"some of turns #{ids[0]}-#{ids[-1]} were compressed by another "
+                        "writer")
+    conn.executemany(INSERT_SOURCE, [(brief_id, i, h) for i, h in draft.sources])
     return brief_id
 
 
