@@ -72,7 +72,7 @@ def test_processes_opening_one_new_database_migrate_it_once(
         with stores[0].read() as conn:
             rows = list(conn.execute("SELECT version, name FROM schema_migrations"))
         assert rows == [(1, "p001_initial"), (2, "p002_traces_without_text"),
-                        (3, "p003_session_cwd")]
+                        (3, "p003_session_cwd"), (4, "p004_scale_tuning")]
         assert {s.dialect for s in stores} == {"postgresql"}
     finally:
         for s in stores:
