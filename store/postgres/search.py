@@ -126,15 +126,36 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     return sql, params
 
 
+def _any_of(query: Tsquery) -> bool:
+    """Whether the query matches a turn holding any one of its phrases (an OR of them,
+    as a question's words become), nothing more."""
+    return query.text == "(" + " | ".join(f"({u})" for u in query.units) + ")"
+
+
 def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
                 ) -> list[tuple[int, float]]:
+    """Best matches, best first. A phrase held by half the turns or more adds at most
+    MIN_IDF x its rank to a turn's score, less than any rarer phrase adds: when the query
+    is an OR of phrases, the turns holding a rarer one are matched and ranked first
+    (by every phrase), and only if fewer than ``limit`` do, all of the query's matches
+    are. The same hits, without reading and ranking the common words' turns, which
+    are most of the store (a session's turns are few: its search ranks them all)."""
     if query.text is None:
         return []
     sql, params = keyword_sql(flt)
     units = list(query.units)
-    found = all_rows(conn, sql, (units, phrase_idfs(conn, units), RANK_WEIGHTS, query.text,
-                                 *params, limit, limit))
-    return [(int(r[0]), float(r[1])) for r in found]
+    idfs = phrase_idfs(conn, units)
+
+    def ranked(text: str) -> list[tuple[int, float]]:
+        found = all_rows(conn, sql, (units, idfs, RANK_WEIGHTS, text, *params, limit, limit))
+        return [(int(r[0]), float(r[1])) for r in found]
+
+    rarer = [u for u, idf in zip(units, idfs, strict=True) if idf > MIN_IDF]
+    if flt.session_id is None and rarer and len(rarer) < len(units) and _any_of(query):
+        hits = ranked(" | ".join(f"({u})" for u in rarer))
+        if len(hits) >= limit:
+            return hits
+    return ranked(query.text)
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
