@@ -4,7 +4,7 @@ last page it wrote, the copy's progress).
 ``copied_page`` writes the page and moves the progress row in one transaction of the
 target (store.transfer): a copy interrupted at any moment resumes after the last page
 that committed, and a page is never written twice. The first page drops the target's
-vector index (PostgreSQL's HNSW: built once at the end instead of searched at every
+keyword index (PostgreSQL's GIN: built once at the end instead of grown at every
 insert); after the last table, the target's id sequences are set past every copied id
 and tombstone, the index is built, and the copy is marked done.
 """
