@@ -239,7 +239,7 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
     sessions = {str(r[0]): _Session(int(r[1]), bytes(r[2]) if r[2] is not None else GENESIS,
                                     r[3]) for r in _named(conn, SELECT_SESSIONS_NAMED, names)}
     new = [n for n in names if n not in sessions]
-    first_at = {}
+    first_at: dict[str, float] = {}
     for at in fresh:
         first_at.setdefault(turns[at].session, turns[at].created_at)
     made = conn.executemany(INSERT_SESSION, [(n, first_at[n]) for n in new])
