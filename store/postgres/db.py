@@ -93,17 +93,18 @@ class PgStore:
             return
         with self._borrowed(doing) as raw:
             conn = PgConnection(raw)
-            conn.execute(begin)
+            conn.begin_with_first(begin)
             self._local.conn = conn
             try:
                 yield conn
             except BaseException:
                 self._local.conn = None
-                if not raw.closed:
+                if not raw.closed and conn.begun:
                     conn.execute("ROLLBACK")
                 raise
             self._local.conn = None
-            conn.execute("COMMIT")
+            if conn.begun:
+                conn.execute("COMMIT")
         if counted:
             self._local.commits = self.commits() + 1
 
