@@ -45,11 +45,23 @@ MIN_IDF = 1e-6
 # read all of it; n (turns holding the phrase) is counted through the GIN index, over
 # the whole table as bm25() counts it, up to N / 2 + 1 only: from there on the IDF is
 # the minimum anyway.
+# A word that ANALYZE's sample found in DF_CACHE_MIN turns or more (the column's most
+# common elements, ``pg_stats``) is not counted: the share of the sampled turns holding
+# it stands for the count, as a kept share does below. Without statistics (a new store)
+# or for rarer words, the count.
 TURNS = "SELECT coalesce(sum(turns), 0) FROM sessions"
 HOLDING = """
-SELECT v.t, c.having FROM unnest(?::text[]) AS v(t)
-CROSS JOIN LATERAL (SELECT count(*) AS having FROM (
-  SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?) AS m) c"""
+WITH common AS MATERIALIZED (
+  SELECT x.e, x.f FROM pg_stats s,
+    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
+  WHERE s.schemaname = current_schema() AND s.tablename = 'exchanges_fts'
+    AND s.attname = 'doc' AND x.e IS NOT NULL)
+SELECT v.t, coalesce(
+  (SELECT round(m.f * ?2) FROM common m
+   WHERE m.f * ?2 >= ?3 AND quote_literal(m.e) = to_tsquery('english', v.t)::text),
+  (SELECT count(*) FROM (
+     SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?4) AS m))
+FROM unnest(?1::text[]) AS v(t)"""
 UNITS = """
 SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
 
@@ -84,7 +96,7 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
                 _shares.move_to_end((database, unit))
     missing = [u for u in units if u not in having]
     if missing:
-        counted = all_rows(conn, HOLDING, (missing, total // 2 + 1))
+        counted = all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, total // 2 + 1))
         with _shares_lock:
             for unit, n in counted:
                 having[str(unit)] = float(n)
