@@ -210,10 +210,10 @@ def cmd_graphs(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from stenographer.doctor import as_json, check_count, report, run_checks
+    from stenographer.doctor import as_json, check_count, report, run_doctor
 
     with Progress("stenographer doctor", total=check_count()) as progress:
-        checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
+        checks, _ = run_doctor(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
         print_json(as_json(checks))
     else:

@@ -201,6 +201,7 @@ RUNS: dict[str, Case] = {
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
     "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
+    "doctor": lambda g, c, s: {"request": {"data_dir": str(c.store.data_dir)}},
     "recover": lambda g, c, s: {"request": {}},
     "keyword_index_rebuild": lambda g, c, s: {"request": {}},
 }
@@ -302,6 +303,11 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["scope"] == "session" and out["query"]["text"]
         assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
         assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in out["briefing"]
+    elif name == "doctor":  # the set-up of the seeded store, which the checks only read
+        checks = {c.name: c for c in out["reply"]["checks"]}
+        assert list(checks) == ["python", "settings", "sqlite", "sqlite-vec", "data directory",
+                                "writable", "free disk", "store", "migrations"]
+        assert checks["store"].ok and checks["migrations"].ok, checks
     elif name == "recover":  # session c holds TURN_LIMIT uncompressed turns
         assert len(out["recovered"]) == 1 and out["sessions_compressed"] == 1
     else:
