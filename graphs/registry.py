@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from graphs import (
-    briefing,
     bus_publish,
     capture,
     compress,
@@ -28,6 +27,7 @@ from graphs import (
     forget,
     graphrag,
     guard,
+    hook,
     ingest,
     inspector,
     keyword_index,
@@ -76,6 +76,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "has_query": lambda query: "yes" if query["text"] is not None else "no",
     "has_source": lambda source: "yes" if source is not None else "no",
     "capture_again": lambda again: "again" if again else "done",
+    "hook_task": lambda task: str(task),
     "wanted": lambda wanted: str(wanted),  # one stored item, or a page of them
     "settings_valid": lambda data_dir: "valid" if data_dir is not None else "invalid",
     "store_dialect": lambda database_url: ("postgresql" if database_url is not None
@@ -92,7 +93,7 @@ def all_definitions() -> list[dict[str, Any]]:
         trace.DEFINITION, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
-        briefing.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION, doctor.DEFINITION,
+        hook.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION, doctor.DEFINITION,
     ]
 
 
@@ -103,6 +104,7 @@ STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "migrate": migrate.MAX_STEPS,
                                "graphrag_extract": graphrag.MAX_STEPS,
                                "capture": capture.MAX_STEPS,
+                               "hook": capture.MAX_STEPS,
                                **dict.fromkeys(sync.LOOPING, sync.MAX_STEPS)}
 
 

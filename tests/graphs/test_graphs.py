@@ -200,7 +200,8 @@ RUNS: dict[str, Case] = {
     "sync_pull": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
     "migrate": lambda g, c, s: {"request": {"batch": 500}},
-    "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
+    "hook": lambda g, c, s: {"request": {"event": "SessionStart", "session_id": "g",
+                                         "source": "compact"}},
     "doctor": lambda g, c, s: {"request": {"data_dir": str(c.store.data_dir)}},
     "recover": lambda g, c, s: {"request": {}},
     "keyword_index_rebuild": lambda g, c, s: {"request": {}},
@@ -299,10 +300,13 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["total"]["exchanges"] == 4 + TURN_LIMIT
         failed = {c["name"] for c in out["report"]["contracts"] if not c["passed"]}
         assert failed == {"compression_current"}  # as in the source
-    elif name == "briefing":  # the decision is compressed, the blocker still open
-        assert out["scope"] == "session" and out["query"]["text"]
-        assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
-        assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in out["briefing"]
+    elif name == "hook":  # a SessionStart's briefing: the decision is compressed, the
+        # blocker still open
+        assert out["task"] == "briefing" and out["query"]["text"]
+        text = out["reply"]["briefing"]
+        assert out["reply"]["scope"] == "session"
+        assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in text
+        assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in text
     elif name == "doctor":  # the set-up of the seeded store, which the checks only read
         checks = {c.name: c for c in out["reply"]["checks"]}
         assert list(checks) == ["python", "settings", "sqlite", "sqlite-vec", "data directory",
