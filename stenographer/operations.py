@@ -1,7 +1,8 @@
 """The operation table: which graph each MCP tool and each command runs.
 
 Every tool and every command runs exactly one named graph (a watcher runs its graph
-once per tick). ``serve``, ``inspect`` and ``demo`` host or drive the others;
+once per tick; a host's hook the ``hook`` graph, whatever the event; ``doctor`` its graph
+without a store). ``serve``, ``inspect`` and ``demo`` host or drive the others;
 ``config`` and ``graphs`` (this table) print text: they run none of their own.
 ``stenographer graphs`` lists every graph with its stages, its edges and the tools and
 commands below that invoke it; ``tests/e2e/test_operations.py`` checks the table against the
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COMMANDS", "NOT_ONE_GRAPH", "NO_GRAPH", "TOOLS", "definitions", "graph_table", "render"]
+__all__ = ["COMMANDS", "NO_GRAPH", "TOOLS", "definitions", "graph_table", "render"]
 
 TOOLS: dict[str, str] = {
     "stenographer_ingest_exchange": "ingest",
@@ -51,6 +52,8 @@ COMMANDS: dict[str, str] = {
     "graphrag query": "graph_query",
     "graphrag reset": "graphrag_reset",
     "capture": "capture",
+    "hook": "hook",
+    "doctor": "doctor",
     "index rebuild": "keyword_index_rebuild",
 }
 
@@ -61,16 +64,6 @@ NO_GRAPH: dict[str, str] = {
     "config": "prints a host's configuration",
     "graphs": "prints this table",
 }
-
-# Commands that still run several graphs, or none, by design not yet settled here: the
-# table says so rather than naming a graph they do not run.
-NOT_ONE_GRAPH: dict[str, str] = {
-    "hook": "each event runs one graph, chosen by the event: SessionStart the briefing, "
-            "the others a capture pass",
-    "doctor": "checks the set-up (Python, SQLite, the data directory) before any store "
-              "can be opened, outside any graph",
-}
-
 
 INTERNAL = "(run by another graph, the inspector, a watcher or start-up)"
 
