@@ -123,7 +123,6 @@ def _hook(host: str, event: str, payload: dict[str, Any], settings: Settings,
     else:
         request.update(pass_request(hook_targets(host, payload, settings)))
         lock = CaptureLock(settings.data_dir, "hook", wait=HOOK_LOCK_WAIT)
-    started = time.perf_counter()
     try:
         with lock:
             app = open_app(settings, compiled=build_graphs(), busy_timeout_ms=HOOK_BUSY_MS)
@@ -131,6 +130,7 @@ def _hook(host: str, event: str, payload: dict[str, Any], settings: Settings,
                 if not briefing:
                     with app.store.write():  # a store another process keeps locked fails
                         pass  # here, once, not at every statement (and trace) of the pass
+                started = time.perf_counter()
                 out, trace = app.run("hook", request)
                 reply = out["reply"]
                 if briefing and reply["briefing"]:
