@@ -21,6 +21,7 @@ from typing import Any
 from graphs import (
     bus_publish,
     capture,
+    catalog,
     compress,
     contract_audit,
     doctor,
@@ -94,6 +95,7 @@ def all_definitions() -> list[dict[str, Any]]:
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
         hook.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION, doctor.DEFINITION,
+        catalog.DEFINITION,
     ]
 
 

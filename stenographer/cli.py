@@ -199,13 +199,13 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_graphs(args: argparse.Namespace) -> int:
-    from stenographer.operations import graph_table, render
+    from stenographer.operations import graph_table
 
-    table = graph_table()
+    reply, _trace = graph_table()
     if args.json:
-        print_json({"graphs": table})
+        print_json({"graphs": reply["graphs"]})
     else:
-        print(render(table))
+        print(reply["text"])
     return EXIT_OK
 
 

@@ -70,7 +70,7 @@ def test_every_command_runs_one_graph_but_the_hosts_and_printers() -> None:
     whatever the event, ``doctor`` the ``doctor`` graph without a store)."""
     from stenographer import operations
 
-    assert set(operations.NO_GRAPH) == {"serve", "inspect", "demo", "config", "graphs"}
+    assert set(operations.NO_GRAPH) == {"serve", "inspect", "demo", "config"}
     assert not hasattr(operations, "NOT_ONE_GRAPH")
     assert {"hook": "hook", "doctor": "doctor"}.items() <= operations.COMMANDS.items()
     hook = (ROOT / "capture_cli.py").read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ import stenographer.operations
 from stenographer.cli import build_parser
 from stenographer.cli import run as run_command
 from stenographer.doctor import run_doctor
-from stenographer.operations import COMMANDS, NO_GRAPH, TOOLS, definitions
+from stenographer.operations import COMMANDS, NO_GRAPH, TOOLS, definitions, graph_table
 from stenographer.settings import Settings
 from tests.e2e.conftest import memory_conn
 from tests.e2e.support import (
@@ -58,7 +58,7 @@ def test_every_command_maps_to_one_graph_or_says_why_not() -> None:
     assert set(COMMANDS) | set(NO_GRAPH) == commands
     assert not set(COMMANDS) & set(NO_GRAPH)  # each in exactly one of them
     # Only the hosts and the printers run no graph of their own: no other exception.
-    assert set(NO_GRAPH) == {"serve", "inspect", "demo", "config", "graphs"}
+    assert set(NO_GRAPH) == {"serve", "inspect", "demo", "config"}
     assert not hasattr(stenographer.operations, "NOT_ONE_GRAPH")
     assert (COMMANDS["hook"], COMMANDS["doctor"]) == ("hook", "doctor")
     assert set(COMMANDS.values()) <= GRAPHS
@@ -159,10 +159,10 @@ def test_each_command_runs_the_graph_the_table_names(
         "capture": ["capture", "--once"],  # no transcripts: a pass over no files
     }
     # Not run here: sync push/pull need a peer over HTTP, bus publish a bus with
-    # subscribers, migrate a second store (each has its own tests); doctor runs without
-    # a store, so its trace is returned, not stored (below).
+    # subscribers, migrate a second store (each has its own tests); doctor and graphs run
+    # without a store, so their traces are returned, not stored (below).
     assert set(COMMANDS) - set(runs) - {"hook"} == {
-        "sync push", "sync pull", "bus publish", "migrate", "doctor"}
+        "sync push", "sync pull", "bus publish", "migrate", "doctor", "graphs"}
     parser = build_parser()
     for command, argv in runs.items():
         code = run_command(parser.parse_args(argv))
@@ -176,6 +176,9 @@ def test_each_command_runs_the_graph_the_table_names(
         assert _last_run(data_dir) == COMMANDS["hook"], payload
     _, trace = run_doctor()
     assert trace["graph"] == COMMANDS["doctor"]
+    reply, trace = graph_table()
+    assert trace["graph"] == COMMANDS["graphs"]
+    assert {g["graph"] for g in reply["graphs"]} == GRAPHS
 
 
 def test_graphs_command_lists_every_graph_with_its_edges_and_callers(tmp_path: Path) -> None:

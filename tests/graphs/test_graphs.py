@@ -203,6 +203,8 @@ RUNS: dict[str, Case] = {
     "hook": lambda g, c, s: {"request": {"event": "SessionStart", "session_id": "g",
                                          "source": "compact"}},
     "doctor": lambda g, c, s: {"request": {"data_dir": str(c.store.data_dir)}},
+    "graph_catalog": lambda g, c, s: {"request": {
+        "definitions": DEFINITIONS, "tools": {"a_tool": "search"}, "commands": {}}},
     "recover": lambda g, c, s: {"request": {}},
     "keyword_index_rebuild": lambda g, c, s: {"request": {}},
 }
@@ -312,6 +314,11 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert list(checks) == ["python", "settings", "sqlite", "sqlite-vec", "data directory",
                                 "writable", "free disk", "store", "migrations"]
         assert checks["store"].ok and checks["migrations"].ok, checks
+    elif name == "graph_catalog":  # every definition, with its caller
+        listed = {g["graph"]: g for g in out["reply"]["graphs"]}
+        assert set(listed) == set(DEFINITIONS_BY_NAME)
+        assert listed["search"]["tools"] == ["a_tool"] and not listed["ingest"]["tools"]
+        assert "search  ←  a_tool" in out["reply"]["text"]
     elif name == "recover":  # session c holds TURN_LIMIT uncompressed turns
         assert len(out["recovered"]) == 1 and out["sessions_compressed"] == 1
     else:
