@@ -11,7 +11,8 @@ Each dialect numbers the migrations it runs from 1, in list order, and records e
 ``p001_initial`` on PostgreSQL. PostgreSQL support came after ``compact_storage``
 (SQLite's twelfth): its first step creates at once the schema that those twelve
 leave (``store.schema.final_schema``); each later migration is a step of both, except
-the queue of SQLite's derived keyword index.
+the queue of SQLite's derived keyword index. A schema change is one more ``Migration``
+at the end of ``MIGRATIONS``: both dialects run it, number it and record it.
 
 On SQLite each migration runs in its own ``BEGIN IMMEDIATE`` transaction and re-checks
 the recorded version inside it; on PostgreSQL all of them run in one transaction under
