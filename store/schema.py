@@ -5,7 +5,7 @@ written once, in the store's own terms (an integer, a real, a text, bytes; an id
 database gives out; the keyword index; the hashed vectors), and rendered as SQL by
 ``store.sqlite.schema`` (SQLite: FTS5, sqlite-vec's vec0, AUTOINCREMENT, BLOB) and
 ``store.postgres.schema`` (PostgreSQL: a weighted tsvector with GIN, pgvector's halfvec
-with HNSW, identity sequences, bytea).
+with HNSW, BIGSERIAL ids, bytea).
 
 ``Data`` is the one operation that is not a declaration: a function that carries the
 rows a store already holds into the new shape (re-indexing, backfilling a column). A new
