@@ -65,7 +65,7 @@ def run(n: int, forgets: int) -> dict[str, Any]:
                 extract(app, 1_000)  # communities only: the graph is re-derived
                 extract_s.append(time.perf_counter() - t0)
             kept = _export(app)
-            app.run("graphrag_reset", {})
+            app.run("graphrag_reset", {"confirm": True})
             extract(app, 1_000)
             equal = kept == _export(app)
         finally:

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nodes.evaluate_contracts.requests import CommunityRequest, GraphQueryRequest
+from nodes.evaluate_contracts.requests import (
+    CommunityRequest,
+    GraphExportRequest,
+    GraphExtractRequest,
+    GraphQueryRequest,
+    GraphResetRequest,
+)
 from nodes.publish.wording import counted
 from stenographer.commands import CliError, run_graph
 from stenographer.options import add_options, request_of
@@ -35,8 +41,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     app = open_app()
     read = 0
     try:
-        request = {"batch_size": args.batch_size, "session_id": args.session,
-                   "since": args.since}
+        request = request_of(args, GraphExtractRequest)
         with Progress("graphrag extract", total=None, unit="turns") as progress:
 
             def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
@@ -108,7 +113,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     app = open_app()
     try:
-        out, _ = app.run("graphrag_export", {"format": args.format})
+        out, _ = app.run("graphrag_export", request_of(args, GraphExportRequest))
         document: str = out["document"]
     finally:
         app.close()
@@ -123,10 +128,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    if not args.yes:
+    if not args.confirm:  # said in the command's words before the store is opened
         raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
                        "repeat with --yes")
-    out, _ = _one("graphrag_reset", {})
+    out, _ = _one("graphrag_reset", request_of(args, GraphResetRequest))
     print(out["text"])
     return EXIT_OK
 
@@ -157,17 +162,13 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
 
     q = add("extract", "read new turns into the graph (resumable), then find communities",
             cmd_extract)
-    q.add_argument("--session", help="only this session's turns")
-    q.add_argument("--since", help="only turns at or after this ISO 8601 time (older pending "
-                                   "turns of the sessions read are passed over)")
-    q.add_argument("--batch-size", type=int, default=None,
-                   help="turns per batch (default STENO_GRAPHRAG_BATCH, 5000)")
+    add_options(q, GraphExtractRequest, names={"session_id": "--session"})
     add("stats", "entities, edges, provenance rows, communities", cmd_stats)
     q = add("communities", "list communities, or show one with --id", cmd_communities)
     add_options(q, CommunityRequest, names={"community_id": "--id"})
     q = add("export", "write the graph as GraphML (Gephi, yEd, Cytoscape) or JSON",
             cmd_export)
-    q.add_argument("--format", choices=("graphml", "json"), default="graphml")
+    add_options(q, GraphExportRequest)
     q.add_argument("--output", "-o", help="file to write (default: stdout)")
     q = add("query", "entities, relations and turns around a question "
                      "(as stenographer_graph_query)", cmd_query)
@@ -177,4 +178,4 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
                 helps={"session_id": "use only links supported by turns of this session",
                        "cross_session": "every session"})
     q = add("reset", "delete the derived graph (the turns stay)", cmd_reset)
-    q.add_argument("--yes", action="store_true", help="confirm")
+    add_options(q, GraphResetRequest, names={"confirm": "--yes"}, helps={"confirm": "confirm"})

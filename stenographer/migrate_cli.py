@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nodes.evaluate_contracts.requests import MigrateRequest, parsed
 from nodes.publish.wording import counted
-from stenographer.argtypes import ranged
+from stenographer.options import add_options, request_of
 
 __all__ = ["add_migrate_command", "store_address"]
 
@@ -108,6 +109,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from stenographer.progress import Progress
     from stenographer.settings import Settings
 
+    request = request_of(args, MigrateRequest)
+    parsed(MigrateRequest, request)  # bad input is refused before a target is created
     settings = Settings.from_env()
     source = _open(args.source, settings, create=False)
     try:
@@ -141,8 +144,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
             ctx = RunContext(store=target, settings=settings, source=source, stop=stop)
             try:
-                out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx,
-                                    observe)
+                out, _ = graphs.run("migrate", {"request": request}, ctx, observe)
                 audit = out.get("report")
             except Exception as ex:
                 if reply is None or not reply["done"]:
@@ -194,12 +196,5 @@ def add_migrate_command(sub: Any, make: Any) -> None:
     """Register `migrate` (``make`` is cli._sub)."""
     p = make(sub, "migrate", "copy the whole store to a SQLite file or PostgreSQL database",
              cmd_migrate, json_flag=True, description=DESCRIPTION)
-    p.add_argument("--to", required=True, metavar="URL_OR_PATH",
-                   help="postgresql://user@host:port/db, or a SQLite file (an existing "
-                        "directory: its steno.db); the password goes in ~/.pgpass or "
-                        "PGPASSWORD rather than on the command line")
-    p.add_argument("--from", dest="source", metavar="URL_OR_PATH",
-                   help="the store to copy (default: the configured one, STENO_DATABASE_URL "
-                        "or OMEGA_STENOGRAPHER_DIR/steno.db)")
-    p.add_argument("--batch", type=ranged(int, 1, 100_000, "turns"), default=500,
-                   help="turns per page (default 500)")
+    add_options(p, MigrateRequest, names={"source": "--from"},
+                metavars={"to": "URL_OR_PATH", "source": "URL_OR_PATH"})

@@ -137,7 +137,8 @@ EXPORT = linear(
 
 RESET = linear(
     "graphrag_reset",
-    channels("request", "removed", "text"),
+    channels("request", "confirmed", "removed", "text"),
+    validate="checked_graph_reset",
     reset="graph_reset",
 )
 

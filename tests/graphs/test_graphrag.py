@@ -260,7 +260,7 @@ def test_the_worker_answers_each_batch_and_reports_its_errors():
 def test_reset_forgets_the_graph_and_the_next_run_reads_everything(app: App):
     ingest(app, corpus(20))
     extract(app)
-    out, _ = app.run("graphrag_reset", {})
+    out, _ = app.run("graphrag_reset", {"confirm": True})
     assert out["removed"]["entities"] > 0
     stats = app.run("graphrag_stats", {})[0]["stats"]
     assert stats["entities"] == stats["edges"] == stats["turns_read"] == 0
@@ -364,7 +364,7 @@ def test_bad_graph_requests_say_what_is_valid(app: App):
              ("graph_query", {"query": "", "session_id": "s"}, "must not be empty"),
              ("graphrag_batch", {"batch_size": 0}, "1 to 100000"),
              ("graphrag_batch", {"since": "yesterday"}, "ISO 8601"),
-             ("graphrag_export", {"format": "csv"}, "graphml or json"),
+             ("graphrag_export", {"format": "csv"}, "valid: graphml, json"),
              ("graphrag_community", {"community_id": 5}, "no community 5")]
     for graph, request, message in cases:
         with pytest.raises(Exception, match=message) as info:

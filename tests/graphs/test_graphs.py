@@ -182,7 +182,7 @@ RUNS: dict[str, Case] = {
     "graphrag_stats": lambda g, c, s: {"request": {}},
     "graphrag_community": lambda g, c, s: {"request": {"community_id": 1}},
     "graphrag_export": lambda g, c, s: {"request": {"format": "json"}},
-    "graphrag_reset": lambda g, c, s: {"request": {}},
+    "graphrag_reset": lambda g, c, s: {"request": {"confirm": True}},
     "capture_read": lambda g, c, s: transcript(c),
     "capture": lambda g, c, s: {"request": {
         "sources": [{"kind": "claude-code", "path": transcript(c)["request"]["path"]}],
@@ -199,7 +199,7 @@ RUNS: dict[str, Case] = {
     "sync_push": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "sync_pull": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
-    "migrate": lambda g, c, s: {"request": {"batch": 500}},
+    "migrate": lambda g, c, s: {"request": {"to": "copy", "batch": 500}},
     "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
     "recover": lambda g, c, s: {"request": {}},
     "keyword_index_rebuild": lambda g, c, s: {"request": {}},
