@@ -61,15 +61,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise
     finally:
         app.close()
-    tally = out["tally"]
-    detection = out.get("detection")
-    result = {"turns_read": tally["turns_read"], "batches": tally["batches"],
+    reply = out["reply"]
+    detection = reply["detection"]
+    result = {"turns_read": reply["turns_read"], "batches": reply["batches"],
               "detection": detection, "run_ids": [trace["run_id"]]}
     if args.json:
         _print_json(result)
     else:
-        line = (f"Read {counted(tally['turns_read'], 'new turn')} in "
-                f"{counted(tally['batches'], 'batch', 'batches')}.")
+        line = (f"Read {counted(reply['turns_read'], 'new turn')} in "
+                f"{counted(reply['batches'], 'batch', 'batches')}.")
         if detection:
             line += (f" Communities: {detection['communities']} over "
                      f"{counted(detection['nodes'], 'entity', 'entities')} "
@@ -78,34 +78,32 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _one(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    return run_graph(graph, request)
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
-    out, trace = _one("graphrag_stats", {})
+    out, trace = run_graph("graphrag_stats", {})
+    reply = out["reply"]
     if args.json:
-        _print_json({**out["stats"], "run_id": trace["run_id"]})
+        _print_json({**reply["stats"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 
 def cmd_communities(args: argparse.Namespace) -> int:
-    out, trace = _one("graphrag_community", request_of(args, CommunityRequest))
+    out, trace = run_graph("graphrag_community", request_of(args, CommunityRequest))
+    reply = out["reply"]
     if args.community_id is not None:
         if args.json:
-            _print_json({**out["community"], "sentences": out["sentences"],
+            _print_json({**reply["community"], "sentences": reply["sentences"],
                          "run_id": trace["run_id"]})
         else:
-            print(out["text"])
+            print(reply["text"])
         return EXIT_OK
     if args.json:
-        _print_json({"communities": out["communities"], "total": out["total"],
+        _print_json({"communities": reply["communities"], "total": reply["total"],
                      "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["communities"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["communities"] else EXIT_EMPTY
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -114,13 +112,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     app = open_app()
     try:
         out, _ = app.run("graphrag_export", request_of(args, GraphExportRequest))
-        document: str = out["document"]
+        reply = out["reply"]
+        document: str = reply["document"]
     finally:
         app.close()
     if args.output:
         Path(args.output).write_text(document, encoding="utf-8")
-        print(f"Wrote {counted(out['rows']['entities'], 'node')} and "
-              f"{counted(out['rows']['edges'], 'edge')} to {args.output} ({args.format}).",
+        print(f"Wrote {counted(reply['entities'], 'node')} and "
+              f"{counted(reply['edges'], 'edge')} to {args.output} ({args.format}).",
               file=sys.stderr)
     else:
         sys.stdout.write(document)
@@ -131,19 +130,20 @@ def cmd_reset(args: argparse.Namespace) -> int:
     if not args.confirm:  # said in the command's words before the store is opened
         raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
                        "repeat with --yes")
-    out, _ = _one("graphrag_reset", request_of(args, GraphResetRequest))
-    print(out["text"])
+    out, _ = run_graph("graphrag_reset", request_of(args, GraphResetRequest))
+    print(out["reply"]["text"])
     return EXIT_OK
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    out, trace = _one("graph_query", request_of(args, GraphQueryRequest))
+    out, trace = run_graph("graph_query", request_of(args, GraphQueryRequest))
+    reply = out["reply"]
     if args.json:
-        _print_json({**{k: v for k, v in out["reply"].items() if k != "text"},
+        _print_json({**{k: v for k, v in reply.items() if k != "text"},
                      "run_id": trace["run_id"]})
     else:
-        print(out["reply"]["text"])
-    return EXIT_OK if out["reply"]["entities"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["entities"] else EXIT_EMPTY
 
 
 def add_graphrag_parser(sub: Any, make: Any) -> None:
