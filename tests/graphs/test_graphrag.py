@@ -366,6 +366,7 @@ def test_bad_graph_requests_say_what_is_valid(app: App):
              ("graphrag_batch", {"batch_size": 0}, "1 to 100000"),
              ("graphrag_batch", {"since": "yesterday"}, "ISO 8601"),
              ("graphrag_export", {"format": "csv"}, "valid: graphml, json"),
+             ("graphrag_reset", {}, "confirm=true"),
              ("graphrag_community", {"community_id": 5}, "no community 5")]
     for graph, request, message in cases:
         with pytest.raises(Exception, match=message) as info:
