@@ -67,7 +67,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "more_batches": lambda totals: "more" if totals["more"] else "done",
     "copy_left": lambda progress, stopped: ("copy" if progress["table"] is not None
                                             and not stopped else "done"),
-    "copy_done": lambda reply: "done" if reply["done"] else "stopped",
+    "copy_done": lambda migrated: "done" if migrated["done"] else "stopped",
     "turns_pending": lambda published: ("more" if published["turns"]
                                         and published["remaining"] else "done"),
     "communities_stale": lambda stats: "stale" if stats["stale"] else "fresh",

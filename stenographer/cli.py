@@ -97,20 +97,22 @@ cmd_guard = _session_markdown("guard", GuardRequest)
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     out, trace = run_graph("sessions", request_of(args, ListingRequest))
+    reply = out["reply"]
     if args.json:
-        print_json({"sessions": out["sessions"], "total": out["total"],
-                     "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
+        print_json({"sessions": reply["sessions"], "total": reply["total"],
+                    "offset": reply["offset"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["sessions"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["sessions"] else EXIT_EMPTY
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     out, trace = run_graph("stats", {})
+    reply = out["reply"]
     if args.json:
-        print_json({**out["stats"], "run_id": trace["run_id"]})
+        print_json({**reply["stats"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 
@@ -128,19 +130,20 @@ def cmd_trace(args: argparse.Namespace) -> int:
         raise CliError("give at most one RUN_ID: `trace [list | show RUN_ID | RUN_ID]`")
     request = request_of(args, TraceRequest)
     out, _ = run_graph("trace", {**request, "run_id": words[0] if words else None})
+    reply = out["reply"]
     if words:
         if args.json:
-            print_json(out["trace"])
+            print_json(reply["trace"])
         else:
-            print(waterfall(out["trace"], color=stdout_tty()))
+            print(waterfall(reply["trace"], color=stdout_tty()))
         return EXIT_OK
     if args.json:
-        print_json({"runs": out["runs"]})
+        print_json({"runs": reply["runs"]})
     else:
         color = stdout_tty()
-        for run in out["runs"]:
+        for run in reply["runs"]:
             print(run_line(run, color))
-    return EXIT_OK if out["runs"] else EXIT_EMPTY
+    return EXIT_OK if reply["runs"] else EXIT_EMPTY
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -154,7 +157,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     out, trace = run_graph("contract_audit", request_of(args, AuditRequest))
-    report = out["report"]
+    report = out["reply"]
     if args.json:
         print_json({**report, "run_id": trace["run_id"]})
     else:

@@ -186,7 +186,7 @@ async def _session_notes(ctx: ServerRequestContext[Any, Any], call_next: CallNex
                      f"{counted(s['milestones'], 'milestone')}; last activity {s['last_at']}"),
         mime_type="text/markdown",
         annotations=Annotations(last_modified=s["last_at"]),
-    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["sessions"]]
+    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["reply"]["sessions"]]
     wire = (result.model_dump(by_alias=True, mode="json", exclude_none=True)
             if isinstance(result, BaseModel) else dict(result or {}))
     return {**wire, "resources": [*wire.get("resources", []), *listed]}
@@ -427,7 +427,7 @@ async def audit(ctx: Context[AppLoader], **request: Any
     unknown session_id.
     """
     out, trace = await _run(ctx, "contract_audit", request, inline=False)
-    report = out["report"]
+    report = out["reply"]
     return _result(report["text"], AuditReport(**report, trace=Trace(**trace)))
 
 
@@ -502,7 +502,7 @@ async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
         raise ResourceNotFoundError(str(ex)) from None
     except StenoError as ex:
         raise ResourceNotFoundError(str(ex)) from None
-    return json.dumps(out["trace"], ensure_ascii=False)
+    return json.dumps(out["reply"]["trace"], ensure_ascii=False)
 
 
 def serve_stdio() -> None:

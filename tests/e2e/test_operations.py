@@ -104,7 +104,7 @@ def _last_run(data_dir: Path) -> str:
         out, _ = app.run("trace", {"limit": 1})
     finally:
         app.close()
-    return str(out["runs"][0]["graph"])
+    return str(out["reply"]["runs"][0]["graph"])
 
 
 def test_each_command_runs_the_graph_the_table_names(
