@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[1] / "stenographer"
 RUN_NAMES = frozenset({"run", "_run", "run_graph"})  # App.run, Graphs.run, the shell's
 # helpers; a function that hands a run's result back to its caller counts as one too
 OUTPUT = "reply"
-# Graphs whose callers may still read other channels than the reply: none.
-PENDING: frozenset[str] = frozenset()
 
 
 def _run_call(node: ast.AST, names: frozenset[str] = RUN_NAMES
@@ -116,10 +114,10 @@ def _bound_outputs(scope: ast.AST, parents: dict[ast.AST, ast.AST],
     return bound
 
 
-def output_reads(source: str, name: str = "module.py", pending: frozenset[str] = frozenset(),
+def output_reads(source: str, name: str = "module.py",
                  names: frozenset[str] = RUN_NAMES) -> tuple[list[str], set[str]]:
     """(``file:line`` of each read of a graph's output other than its reply, the graphs
-    run by name); the outputs of ``pending`` graphs are not checked."""
+    run by name)."""
     tree = ast.parse(source, filename=name)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found: list[str] = []
@@ -132,8 +130,6 @@ def output_reads(source: str, name: str = "module.py", pending: frozenset[str] =
                 continue  # an awaited run is taken with its ``await``
             if (graph := _graph_named(found_run[1])) is not None:
                 graphs.add(graph)
-            if graph in pending:
-                continue
             parent = parents[node]
             if isinstance(parent, ast.Assign) and len(parent.targets) == 1 \
                     and isinstance(parent.targets[0], ast.Tuple):
@@ -170,7 +166,7 @@ def _scan() -> tuple[list[str], set[str]]:
     found: list[str] = []
     graphs: set[str] = set()
     for path, source in sources.items():
-        reads, named = output_reads(source, path, PENDING, names)
+        reads, named = output_reads(source, path, names)
         found += reads
         graphs |= named
     return found, graphs
@@ -221,7 +217,7 @@ def _last_stages(definition: dict[str, Any]) -> set[str]:
 
 def test_every_graph_the_shell_runs_answers_in_its_reply() -> None:
     _, named = _scan()
-    run = (set(TOOLS.values()) | set(COMMANDS.values()) | named) - PENDING
+    run = set(TOOLS.values()) | set(COMMANDS.values()) | named
     definitions = {d["name"]: d for d in all_definitions()}
     assert run <= set(definitions)
     for graph in sorted(run):
