@@ -21,8 +21,10 @@ How it stays right:
   scored in this process as FTS5's bm25() scores them, with the index's statistics
   (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
   is never returned (it may be older than the queue's);
-* ``flush`` moves the queue into the index: each queued id's entry deleted and written
-  again in one commit, then the queue rows removed. A process killed anywhere in it
+* ``flush`` moves the queue into the index, on a thread of its own started by a search
+  that finds it long (``store.db.Store.searched_keywords``, which lets FTS5 answer while
+  the queue is too long to score beside the index): each queued id's entry deleted and
+  written again in one commit, then the queue rows removed. A process killed anywhere in it
   leaves the rows queued; the next flush writes them again (idempotent). One process
   writes at a time (Tantivy's writer lock; the others leave the queue to it);
 * the index is trusted only when the id written in its directory is the store's
