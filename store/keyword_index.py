@@ -362,6 +362,7 @@ class KeywordIndex:
         self._trusted: str | None = None
         self._adopted = False
         self._flusher: threading.Thread | None = None
+        self._stopping = threading.Event()  # ends the FTS5 merge after a flush (``wait``)
 
     # --- trust ----------------------------------------------------------------------------
 
@@ -517,12 +518,19 @@ class KeywordIndex:
         except Exception as ex:  # the queue stays: the next search tries again
             print(f"stenographer: the keyword index did not take its queue in: {ex}",
                   file=sys.stderr)
+        try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
+            fts5_search.keep_merged(store, self._stopping.is_set)
+        except Exception as ex:  # left as it is: the next flush tries again
+            print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 
     def wait(self) -> None:
-        """Until a flush started by ``flush_later`` has ended (before the store closes)."""
+        """Until a flush started by ``flush_later`` has ended (before the store closes);
+        the FTS5 merge after it stops at its next step."""
         flusher = self._flusher
         if flusher is not None:
+            self._stopping.set()
             flusher.join()
+            self._stopping.clear()
 
     def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
                 ) -> int:

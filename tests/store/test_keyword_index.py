@@ -352,3 +352,35 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
             assert compared > 100
     finally:
         opened.close()
+
+
+def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    from store.sqlite import search as fts5_search
+
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    monkeypatch.setattr(fts5_search, "MERGE_PAGES", 1)  # several steps
+    for n in range(40):  # one transaction each: a segment each until FTS5 merges them
+        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]} and "
+                                 f"{WORDS[(n * 3) % len(WORDS)]}")
+    store = app.store
+    assert isinstance(store, Store)
+
+    def segments() -> int:
+        with store.read() as conn:
+            return int(conn.execute(
+                "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
+
+    def hits() -> dict[str, list[tuple[int, float]]]:
+        with store.read() as conn:
+            return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
+
+    before, split = hits(), segments()
+    assert split > 1
+    assert fts5_search.keep_merged(store) > 1
+    assert segments() == 1 and hits() == before
+    assert fts5_search.keep_merged(store) == 0  # not due until the store grows
+    for n in range(10):
+        ingest(app, "s0", f"later turn {n} on {WORDS[n % len(WORDS)]}")
+    assert fts5_search.keep_merged(store) >= 1 and segments() == 1
+    assert audit(app) == {}
