@@ -519,7 +519,7 @@ class KeywordIndex:
             print(f"stenographer: the keyword index did not take its queue in: {ex}",
                   file=sys.stderr)
         try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
-            fts5_search.keep_merged(store, self._stopping.is_set)
+            fts5_search.keep_merged(store, self._stopping.is_set, below=self.answers_from)
         except Exception as ex:  # left as it is: the next flush tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 

@@ -57,16 +57,21 @@ SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
 SET_MERGED = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
 
 
-def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
+def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *,
+                below: int | None = None) -> int:
     """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
     since they were last merged; how many steps it took (0: not due). Runs beside the
     searches (the keyword index's upkeep thread): every step is a write of its own, and
-    ``stop()`` ends it between two (the next call goes on where it stopped)."""
+    ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
+    only while the store has fewer turns (from there the derived keyword index answers
+    the plain searches, and a rewrite of the whole FTS5 index would cost more than it
+    saves the few others)."""
     with store.read() as conn:
         row = first(conn, MERGE_STATE, (MERGED_KEY,))
     largest = int(row[0]) if row is not None else 0
     merged = int(row[1]) if row is not None and row[1] is not None else 0
-    if largest < MERGE_FROM or largest < merged * MERGE_GROWTH:
+    if largest < MERGE_FROM or largest < merged * MERGE_GROWTH or (
+            below is not None and largest >= below):
         return 0
     steps = 0
     while not stop():

@@ -377,6 +377,8 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
 
     before, split = hits(), segments()
     assert split > 1
+    assert fts5_search.keep_merged(store, below=40) == 0  # the derived index's size
+    assert segments() == split
     assert fts5_search.keep_merged(store) > 1
     assert segments() == 1 and hits() == before
     assert fts5_search.keep_merged(store) == 0  # not due until the store grows
