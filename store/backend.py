@@ -43,9 +43,12 @@ class Backend(Protocol):
     def scrubbing(self) -> AbstractContextManager[None]:
         """Writes inside it overwrite what they delete (forgetting)."""
     def keyword_index(self) -> KeywordIndex | None:
-        """The derived keyword index beside a writable SQLite file, its queue moved into
-        it when it grew long; None otherwise (PostgreSQL's index is in the database).
-        Call outside a transaction."""
+        """The derived keyword index beside a writable SQLite file; None otherwise
+        (PostgreSQL's index is in the database). Call outside a transaction."""
+    def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
+        """The derived keyword index when it should answer a search in ``conn``'s
+        snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL
+        answers. Writes nothing in ``conn``; a long queue is moved in beside it."""
     def close(self) -> None: ...
 
 
