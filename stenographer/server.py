@@ -52,6 +52,8 @@ from stenographer.models import (
     Trace,
 )
 from stenographer.protocol_errors import StenoServer
+from stenographer.serve_cli import main as serve_main
+from stenographer.serve_cli import resume_gc
 from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
@@ -118,6 +120,7 @@ class AppLoader:
                 self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
             self._ready.set()
+            resume_gc()  # paused while the stdio server started (stenographer.serve_cli)
 
     async def app(self) -> App:
         if not self._ready.is_set():
@@ -509,13 +512,13 @@ def serve_stdio() -> None:
     """Serve over stdio until end of input."""
     from stenographer.stdio import run_stdio
 
-    anyio.run(run_stdio, mcp)
+    try:
+        anyio.run(run_stdio, mcp)
+    finally:
+        resume_gc()  # if it ended before the application opened
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch, or
-    with `--http`/`--sse` the HTTP server (`omega-stenographer-mcp --help`)."""
-    from stenographer.cli import main as cli_main
-    from stenographer.serve_cli import build_server_parser
-
-    cli_main(argv, build_server_parser())
+    """`omega-stenographer-mcp` (``stenographer.serve_cli.main``, which the console
+    script runs without importing this module and the MCP SDK first)."""
+    serve_main(argv)
