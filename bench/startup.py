@@ -165,7 +165,7 @@ def stdio_part(repos: list[tuple[str, Path]], spawns: int) -> None:
 
 def graph_part(repos: list[tuple[str, Path]], spawns: int) -> None:
     found: dict[tuple[str, str], list[dict[str, float]]] = {}
-    for name, path in repos:  # untimed: writes the bytecode caches
+    for _, path in repos:  # untimed: writes the bytecode caches
         spawn(path, "ingest")
     for i in range(spawns):
         for graph in RUNS:
