@@ -407,8 +407,9 @@ def main(argv: Sequence[str] | None = None,
             hook_exit(code)
         sys.exit(code)
     if parser is None and words[:1] == ["serve"]:  # a host waits: only the server's options
-        from stenographer.serve_cli import serve_command_parser
+        from stenographer.serve_cli import pause_gc, serve_command_parser
 
+        pause_gc()  # resumed once the server is ready (stenographer.serve_cli)
         args, unknown = serve_command_parser().parse_known_args(words[1:])
         if unknown:  # refused as the whole command line refuses them
             args = build_parser().parse_args(argv)

@@ -10,13 +10,13 @@ Anything else is refused at once (exit 2) with a usage line.
 
 Nothing here imports the MCP SDK or the server before the options are read, and
 ``stenographer serve`` is parsed without building the other commands' parsers: a host
-waits for the first reply. While the stdio server starts, the cyclic garbage collector
-is paused (``pause_gc``): start-up creates a few hundred thousand long-lived objects
-(the SDK's protocol models, the tools' schemas, numpy, the store) and each full
-collection on the way would scan all of them again, about 0.1 s each. Once the
-application is open, ``resume_gc`` moves what start-up created out of the collector's
-view (``gc.freeze``, so later collections during tool calls do not scan it either) and
-turns collection back on.
+waits for the first reply. While the stdio server starts (from its entry point on),
+the cyclic garbage collector is paused (``pause_gc``): start-up creates a few hundred
+thousand long-lived objects (the SDK's protocol models, the tools' schemas, numpy, the
+store) and each full collection on the way would scan all of them again, about 0.1 s
+each. Once the application is open, ``resume_gc`` moves what start-up created out of
+the collector's view (``gc.freeze``, so later collections during tool calls do not scan
+it either) and turns collection back on; an HTTP server resumes it before it serves.
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def build_server_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch, or
     with `--http`/`--sse` the HTTP server (`omega-stenographer-mcp --help`)."""
+    pause_gc()  # a process that serves: resumed in cmd_serve or once the app is open
     from stenographer.cli import main as cli_main
 
     cli_main(argv, build_server_parser())
@@ -101,7 +102,8 @@ _gc_paused = False
 
 
 def pause_gc() -> None:
-    """Pause cyclic garbage collection until ``resume_gc`` (if it is on)."""
+    """Pause cyclic garbage collection until ``resume_gc`` (if it is on). For a process
+    that is about to serve: its entry point, or ``cmd_serve``."""
     global _gc_paused
     with _gc_lock:
         if gc.isenabled():
@@ -133,11 +135,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CliError("--host and --port need --http or --sse (stdio has no address)")
         if args.no_token:
             raise CliError("--no-token needs --http or --sse (stdio has no token)")
-        pause_gc()  # resumed once the application is open (stenographer.server)
+        pause_gc()  # if its entry point did not: resumed once the application is open
         from stenographer.server import serve_stdio
 
         serve_stdio()
         return EXIT_OK
+    resume_gc()  # an HTTP server does not wait for its first caller: collect as usual
     try:
         from stenographer.http import serve_http
     except ModuleNotFoundError as ex:

@@ -119,8 +119,8 @@ class AppLoader:
 
                 self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
-            self._ready.set()
             resume_gc()  # paused while the stdio server started (stenographer.serve_cli)
+            self._ready.set()
 
     async def app(self) -> App:
         if not self._ready.is_set():
