@@ -96,6 +96,9 @@ class AppLoader:
         except BaseException as ex:  # reported to every caller, never swallowed
             self._error = ex
         else:
+            # Paused while the stdio server started (stenographer.serve_cli): what runs
+            # from here on (a recovery, the background jobs) is collected as usual.
+            resume_gc()
             if self._app.store.read_only:  # nothing that writes runs in the background
                 print(f"omega-stenographer: {self._app.store.location} is read-only: "
                       "serving reads; calls that write are refused", file=sys.stderr)
@@ -119,7 +122,7 @@ class AppLoader:
 
                 self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
-            resume_gc()  # paused while the stdio server started (stenographer.serve_cli)
+            resume_gc()  # if the application could not be opened (else resumed above)
             self._ready.set()
 
     async def app(self) -> App:
