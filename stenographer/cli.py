@@ -409,7 +409,15 @@ def main(argv: Sequence[str] | None = None,
         if argv is None:  # this process is the hook: leave without the interpreter's teardown
             hook_exit(code)
         sys.exit(code)
-    args = (parser or build_parser()).parse_args(argv)
+    if parser is None and words[:1] == ["serve"]:  # a host waits: only the server's options
+        from stenographer.serve_cli import pause_gc, serve_command_parser
+
+        pause_gc()  # resumed once the server is ready (stenographer.serve_cli)
+        args, unknown = serve_command_parser().parse_known_args(words[1:])
+        if unknown:  # refused as the whole command line refuses them
+            args = build_parser().parse_args(argv)
+    else:
+        args = (parser or build_parser()).parse_args(argv)
     try:
         code = run(args)
         sys.stdout.flush()
