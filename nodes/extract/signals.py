@@ -97,15 +97,15 @@ def signals(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS, *,
         probe = sentence.replace("’", "'")
         question = probe.rstrip(_QUESTION_TAIL).endswith("?")
         # The screens, sentence by sentence (the words read once, for both)
-        words = None if decision_extras and blocker_extras else _words(probe)
+        in_sentence = None if decision_extras and blocker_extras else _words(probe)
         if (decisions and not found_decisions.full and not question
-                and (decision_extras or _may_hold_decision(probe, words))
+                and (decision_extras or _may_hold_decision(probe, in_sentence))
                 and _has_live_cue(probe, patterns.decision, patterns.decision_negation,
                                   None)):
             found_decisions.add(sentence)
         if (blockers and not found_blockers.full
                 and not (question and patterns.yes_no_question.match(probe))
-                and (blocker_extras or _may_hold_blocker(probe, words))
+                and (blocker_extras or _may_hold_blocker(probe, in_sentence))
                 and _has_live_cue(probe, patterns.blocker, patterns.blocker_negation,
                                   patterns.blocker_resolution)):
             found_blockers.add(sentence)

@@ -96,8 +96,8 @@ def quantize(vec: npt.NDArray[np.float32]) -> bytes:
     """int8 bytes for sqlite-vec: components of a unit vector scaled by 127."""
     scaled = np.rint(vec * 127.0)
     # np.clip's bounds, as two ufuncs (np.clip costs more than the rest together)
-    return np.minimum(np.maximum(scaled, -127, out=scaled), 127, out=scaled).astype(
-        np.int8).tobytes()
+    return bytes(np.minimum(np.maximum(scaled, -127, out=scaled), 127, out=scaled).astype(
+        np.int8).tobytes())
 
 
 class TurnVectorWrites(TypedDict):
