@@ -165,10 +165,10 @@ def last_trace(dirs: dict[str, Path]) -> dict[str, Any]:
     app = open_app(Settings(data_dir=dirs["data"]))
     try:
         out, _ = app.run("trace", {"limit": 1})
-        out, _ = app.run("trace", {"run_id": out["runs"][0]["run_id"]})
+        out, _ = app.run("trace", {"run_id": out["reply"]["runs"][0]["run_id"]})
     finally:
         app.close()
-    trace: dict[str, Any] = out["trace"]
+    trace: dict[str, Any] = out["reply"]["trace"]
     return trace
 
 
