@@ -49,6 +49,10 @@ class Backend(Protocol):
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL
         answers. Writes nothing in ``conn``; a long queue is moved in beside it."""
+    def catch_up_keywords(self) -> int:
+        """Move a queue a search would not use (``BULK_QUEUE``) into the derived keyword
+        index now, in this thread; how many turns (0: none, or PostgreSQL). Call outside
+        a transaction, after a bulk write."""
     def close(self) -> None: ...
 
 

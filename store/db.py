@@ -183,6 +183,23 @@ class Store:
             return None
         return derived
 
+    def catch_up_keywords(self) -> int:
+        """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
+        leave to FTS5 until a thread had moved it in) is moved into the derived index
+        now, by the writer that made it, so the store is whole when the write returns
+        and the queue's rows are freed for the next batch. A shorter queue is left to
+        the searches (nothing is opened: a hook's pass of a few turns stays cheap)."""
+        from store.keyword_index import BULK_QUEUE, search_state
+
+        if self.read_only:
+            return 0
+        with self.read() as conn:
+            _, queued = search_state(conn)
+        if queued <= BULK_QUEUE:
+            return 0
+        derived = self.keyword_index()
+        return 0 if derived is None else derived.flush(self)
+
     @property
     def vectors(self) -> VectorCache:
         """The in-memory copy of the hashed vectors, made on first use: a process that

@@ -167,6 +167,10 @@ class PgStore:
         """None: PostgreSQL keeps its keyword index in the database."""
         return None
 
+    def catch_up_keywords(self) -> int:
+        """0: PostgreSQL keeps its keyword index in the database."""
+        return 0
+
     def close(self) -> None:
         """Close the pool; the stage traces still buffered are written first (a
         StoreError if they cannot be, once the pool is closed)."""

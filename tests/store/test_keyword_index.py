@@ -152,6 +152,28 @@ def test_a_bulk_sized_queue_is_searched_by_fts5_while_it_moves_in(
         assert store.searched_keywords(conn) is store.keywords  # caught up: it answers
 
 
+def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    turns = [{"role": "user", "content": f"note {n} about {WORDS[n % len(WORDS)]}",
+              "session_id": "s"} for n in range(12)]
+    out, trace = app.run("ingest_batch", {"turns": turns})
+    assert out["reply"]["stored"] == 12
+    assert "keywords" in [s["node"] for s in trace["stages"]]
+    assert queued(app) == 0 and held(app) == 12  # moved in by the batch, not a search
+    with app.store.read() as conn:
+        assert app.store.searched_keywords(conn) is app.store.keyword_index()
+    # A batch that leaves a short queue opens nothing: it is left to the searches.
+    small = open_app(_settings(Path(app.store.location).parent / "small"))
+    try:
+        small.run("ingest_batch", {"turns": turns[:3]})
+        assert isinstance(small.store, Store) and small.store._keywords is None
+        assert queued(small) == 3
+    finally:
+        small.close()
+    assert audit(app) == {}
+
+
 def test_below_its_size_the_index_is_not_opened_by_a_search(
         app: App, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 100)
