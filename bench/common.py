@@ -370,12 +370,14 @@ class RawClient:
     it competes with the server for the same cores).
 
     ``spawn_s`` is measured from just before the spawn; ``first_reply_s`` (set by
-    ``first_call``) to the reply of the first tool call after the handshake.
+    ``first_call``) to the reply of the first tool call after the handshake. ``argv``
+    starts another command instead (another entry point, or another MCP server).
     """
 
     def __init__(self, data_dir: Path, *, repo: Path = REPO_ROOT,
                  extra_env: Mapping[str, str] | None = None,
-                 stderr_name: str = "raw-stderr.log") -> None:
+                 stderr_name: str = "raw-stderr.log",
+                 argv: Sequence[str] | None = None) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         params = server_params(data_dir, extra_env, repo)
@@ -384,7 +386,8 @@ class RawClient:
         self.stderr_path = data_dir.parent / f"{data_dir.name}-{stderr_name}"
         self._stderr = self.stderr_path.open("ab")
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
+        command = list(argv) if argv is not None else [params.command, *params.args]
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._stderr, env=env,
                                      cwd=params.cwd)
         self.pid = self.proc.pid

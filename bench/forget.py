@@ -35,10 +35,7 @@ from bench.graphrag import extract, load_corpus  # noqa: E402
 
 def _export(app: Any) -> str:
     out, _ = app.run("graphrag_export", {"format": "json"})
-    token = out["document"]["token"]
-    document = str(app.ctx.scratch.get(token)["document"])
-    app.ctx.scratch.drop(token)
-    return document
+    return str(out["reply"]["document"])
 
 
 def run(n: int, forgets: int) -> dict[str, Any]:
@@ -65,7 +62,7 @@ def run(n: int, forgets: int) -> dict[str, Any]:
                 extract(app, 1_000)  # communities only: the graph is re-derived
                 extract_s.append(time.perf_counter() - t0)
             kept = _export(app)
-            app.run("graphrag_reset", {})
+            app.run("graphrag_reset", {"confirm": True})
             extract(app, 1_000)
             equal = kept == _export(app)
         finally:

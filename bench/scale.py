@@ -17,7 +17,8 @@ client) answers ``query_history`` requests (bench/ingest_query.build_queries:
 questions, keywords, FTS syntax) scoped to a session and store-wide, each call followed
 by a call rejected by argument validation: the floor that every latency is also given
 as a ratio to. Figures: build time and rate, storage per 1,000 turns (SQLite: the file
-after a checkpoint; PostgreSQL: every table with its indexes and TOAST data), session
+after a checkpoint and the derived keyword index's directory; PostgreSQL: every table
+with its indexes and TOAST data) and its largest parts, session
 search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
 machine's load while it ran. The single ingest and its floor ratio are
 bench/ingest_query.py's.
@@ -115,13 +116,24 @@ class Built:
         self.build_cpu_s += time.process_time() - cpu
 
     def storage(self) -> dict[str, Any]:
-        """Bytes the store occupies, every index included."""
+        """Bytes the store occupies, every index included (SQLite: the file and the
+        derived keyword index's directory beside it, at rest: the queue of turns not yet
+        in that index moved into it, as a server does)."""
         if self.url is None:  # the file with the store closed (WAL checkpointed)
             from stenographer.app import open_app
+            from store.db import Store
 
+            if isinstance(self.app.store, Store):
+                self.app.store.keywords.flush(self.app.store)
             self.app.close()
             try:
-                return self.backends.size(self.backend, self.data_dir, None)
+                out = self.backends.size(self.backend, self.data_dir, None)
+                keywords = self.data_dir / "steno.db.keywords"
+                out["file_bytes"] = out["bytes"]
+                out["largest"]["keyword index directory"] = out["keyword_dir_bytes"] = sum(
+                    f.stat().st_size for f in keywords.rglob("*") if f.is_file())
+                out["bytes"] += out["keyword_dir_bytes"]
+                return out
             finally:
                 self.app = open_app(self.settings)
         import psycopg
@@ -228,6 +240,11 @@ def report(rows: list[dict[str, Any]]) -> None:
          for r in rows],
         title="\nStores built through the bulk path (ingest_batch); query_history over "
               "stdio, ms (ratio to a call rejected by validation)")
+    for r in rows:
+        per_1k = {name: size * 1000 / r["turns"] for name, size in r["store"]["largest"].items()}
+        print(f"\nlargest parts of the {r['backend']} store at {r['turns']:,} turns, per 1,000 "
+              "turns: " + ", ".join(f"{n} {fmt_bytes(b)}" for n, b in
+                                    sorted(per_1k.items(), key=lambda kv: -kv[1])))
 
 
 def main() -> int:

@@ -1,17 +1,32 @@
-"""Start-up: a fresh process opens the application and runs one graph, for one or
-more checkouts side by side (spawns alternate, so each checkout sees the same load).
+"""Start-up: spawn -> first tool reply over stdio against the floors of this machine,
+and a fresh process opening the application and running one graph, for one or more
+checkouts side by side (spawns alternate, so each checkout sees the same load).
 
 Run from the repository root::
 
     python bench/startup.py --repo base=/path/to/other/checkout --repo new=. [--spawns 7]
 
-Each spawn is ``python -c`` with ``PYTHONPATH`` set to the checkout: it opens the
-application on a fresh data directory (``stenographer.app.open_app``) and runs the
-``search`` graph once (as the first ``stenographer_query_history`` call would), then
-the ``ingest`` graph once in another spawn. Reported per checkout and graph: wall time
-and CPU time (user + system) from interpreter start to the run's end (medians), and
-how many modules were imported and whether networkx was among them. CPU is the steadier
-figure on a busy machine.
+``stdio`` part (``--part stdio``): the server spawned as an MCP host spawns it, spoken
+to with a raw JSON-RPC client (``common.RawClient``): handshake, then one
+``stenographer_ingest_exchange`` on a fresh data directory; timed from just before the
+spawn to that reply, with the server's CPU (user + system, all threads) at the reply.
+Each checkout is started two ways: ``python -m stenographer`` (what ``config`` prints
+and what the other benchmarks spawn) and ``python -m stenographer serve`` (the
+``stenographer serve`` command). Measured interleaved with them, the floors: ``python
+-c pass`` (the interpreter), ``python -c "import mcp.server.mcpserver"`` (the MCP
+SDK's import) and a bare ``MCPServer`` with one no-op tool spawned and called the same
+way (the SDK's own spawn -> first reply: nothing of ours can be faster).
+
+``graph`` part (``--part graph``): each spawn is ``python -c`` with ``PYTHONPATH`` set
+to the checkout: it opens the application on a fresh data directory
+(``stenographer.app.open_app``) and runs the ``search`` graph once (as the first
+``stenographer_query_history`` call would), then the ``ingest`` graph once in another
+spawn. Reported per checkout and graph: wall time and CPU time (user + system) from
+interpreter start to the run's end, and how many modules were imported and whether
+networkx was among them.
+
+Medians throughout; CPU is the steadier figure on a busy machine. The load average is
+printed before and after.
 """
 
 from __future__ import annotations
@@ -19,14 +34,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, print_table
+from common import REPO_ROOT, RawClient, print_table, process_cpu_s
 
 CHILD = """
 import json, resource, sys, tempfile, time
@@ -66,15 +85,89 @@ def spawn(repo: Path, graph: str) -> dict[str, float]:
     return result
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", type=_repo, action="append",
-                   help="NAME=PATH of a checkout (default: this one)")
-    p.add_argument("--spawns", type=int, default=7, help="spawns per checkout and graph (7)")
-    args = p.parse_args()
-    repos = args.repo or [("this", REPO_ROOT)]
+# The floor server: the MCP SDK's MCPServer with one tool that does nothing.
+BARE_SERVER = """
+from mcp.server.mcpserver import MCPServer
+mcp = MCPServer("floor")
+@mcp.tool()
+def noop() -> str:
+    \"\"\"Does nothing.\"\"\"
+    return "ok"
+mcp.run()
+"""
+FIRST_INGEST = ("stenographer_ingest_exchange", RUNS["ingest"])
+
+
+def _exit_run(argv: list[str]) -> dict[str, float]:
+    """Wall and CPU time of a command that exits by itself."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3}
+
+
+def _first_reply(root: Path, argv: list[str] | None, repo: Path,
+                 call: tuple[str, dict[str, object]]) -> dict[str, float]:
+    """Spawn a stdio server, shake hands, call one tool: spawn -> reply and server CPU."""
+    data_dir = Path(tempfile.mkdtemp(dir=root))
+    with RawClient(data_dir, repo=repo, argv=argv) as raw:
+        _, result = raw.call(*call)
+        cpu = process_cpu_s(raw.pid)
+        if "error" in result or result.get("isError"):
+            raise RuntimeError(f"the first call failed: {result}")
+        return {"wall_ms": raw.first_reply_s * 1e3, "handshake_ms": raw.handshake_s * 1e3,
+                "cpu_ms": (cpu or float("nan")) * 1e3}
+
+
+def stdio_part(repos: list[tuple[str, Path]], spawns: int) -> None:
+    py = sys.executable
+    probes: dict[str, Callable[[Path], dict[str, float]]] = {
+        "floor: python -c pass": lambda _: _exit_run([py, "-c", "pass"]),
+        "floor: import mcp.server.mcpserver":
+            lambda _: _exit_run([py, "-c", "import mcp.server.mcpserver"]),
+        "floor: bare MCPServer, no-op tool": lambda root: _first_reply(
+            root, [py, "-c", BARE_SERVER], REPO_ROOT, ("noop", {})),
+    }
+    for name, path in repos:
+        probes[f"{name}: python -m stenographer"] = (
+            lambda root, path=path: _first_reply(root, None, path, FIRST_INGEST))
+        probes[f"{name}: python -m stenographer serve"] = (
+            lambda root, path=path: _first_reply(
+                root, [py, "-m", "stenographer", "serve"], path, FIRST_INGEST))
+    found: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="steno-startup-") as tmp:
+        for probe in probes.values():  # untimed: writes the bytecode caches
+            probe(Path(tmp))
+        for i in range(spawns):
+            order = list(probes.items())
+            for label, probe in (order if i % 2 == 0 else order[::-1]):
+                found.setdefault(label, []).append(probe(Path(tmp)))
+    bare = found["floor: bare MCPServer, no-op tool"]
+    floor = statistics.median(r["wall_ms"] for r in bare)
+    floor_cpu = statistics.median(r["cpu_ms"] for r in bare)
+    rows = []
+    for label, runs in found.items():
+        wall = statistics.median(r["wall_ms"] for r in runs)
+        shake = [r["handshake_ms"] for r in runs if "handshake_ms" in r]
+        cpu = statistics.median(r["cpu_ms"] for r in runs)
+        rows.append([label, str(len(runs)), f"{wall:.0f} ms",
+                     f"{statistics.median(shake):.0f} ms" if shake else "",
+                     f"{cpu:.0f} ms", f"{wall / floor:.2f}", f"{cpu / floor_cpu:.2f}",
+                     f"{min(r['wall_ms'] for r in runs):.0f}-"
+                     f"{max(r['wall_ms'] for r in runs):.0f} ms"])
+    print_table(["spawn -> first tool reply (stdio, raw client)", "spawns", "wall p50",
+                 "handshake p50", "CPU p50", "wall / bare", "CPU / bare", "wall range"], rows)
+    print("(the exit-by-itself floors: wall and CPU to the process's exit)")
+
+
+def graph_part(repos: list[tuple[str, Path]], spawns: int) -> None:
     found: dict[tuple[str, str], list[dict[str, float]]] = {}
-    for i in range(args.spawns):
+    for _, path in repos:  # untimed: writes the bytecode caches
+        spawn(path, "ingest")
+    for i in range(spawns):
         for graph in RUNS:
             order = repos if i % 2 == 0 else repos[::-1]
             for name, path in order:
@@ -87,8 +180,37 @@ def main() -> None:
                      f"{runs[-1]['modules']:.0f}", "yes" if runs[-1]["networkx"] else "no"])
     print_table(["graph", "checkout", "spawns", "wall p50", "CPU p50", "modules", "networkx"],
                 rows)
-    load = os.getloadavg()[0]
-    print(f"load average (1 min) {load:.2f} on {os.cpu_count()} CPUs")
+
+
+def _load(when: str) -> None:
+    one, five, _ = os.getloadavg()
+    print(f"load average {when}: {one:.2f} (1 min), {five:.2f} (5 min) on "
+          f"{os.cpu_count()} CPUs", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repo", type=_repo, action="append",
+                   help="NAME=PATH of a checkout (default: this one)")
+    p.add_argument("--spawns", type=int, default=7, help="spawns per checkout and probe (7)")
+    p.add_argument("--part", choices=("stdio", "graph", "both"), default="both",
+                   help="which measurements (both)")
+    args = p.parse_args()
+    repos = args.repo or [("this", REPO_ROOT)]
+    # Every spawn reads bytecode caches, as an installed package's processes do: this
+    # environment may forbid writing them (PYTHONDONTWRITEBYTECODE) and another
+    # checkout is not to be written to, so they go to a private prefix, written by a
+    # first untimed spawn of each kind.
+    pycache = tempfile.TemporaryDirectory(prefix="steno-startup-pyc-")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = pycache.name
+    _load("before")
+    if args.part in ("stdio", "both"):
+        stdio_part(repos, args.spawns)
+    if args.part in ("graph", "both"):
+        graph_part(repos, args.spawns)
+    _load("after")
+    pycache.cleanup()
 
 
 if __name__ == "__main__":

@@ -4,30 +4,31 @@ Node types are the functions registered with ``@node`` (``nodes.context``), name
 function. Nothing here lists them: ``node_modules`` finds the module that defines each
 one by reading the node packages' source (``@node`` on the line before its ``def``),
 without importing them. ``build_graphs`` returns a ``Graphs`` that compiles a graph on
-its first run and imports only the modules its nodes live in, so a process that runs
-``search`` never imports GraphRAG's networkx. ``all_definitions`` returns every graph's
-definition (importing definitions only: plain data) for a listing of graphs, their
-stages and their edges.
+its first run and imports a node's module when the node first runs, so a process that
+runs ``search`` never imports GraphRAG's networkx, nor a hook's briefing the capture's
+numpy. ``all_definitions`` returns every graph's definition (importing definitions
+only: plain data) for a listing of graphs, their stages and their edges.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from graphs import (
-    briefing,
     bus_publish,
     capture,
+    catalog,
     compress,
     contract_audit,
+    doctor,
     forget,
     graphrag,
     guard,
+    hook,
     ingest,
     inspector,
     keyword_index,
@@ -47,8 +48,7 @@ from nodes.context import NODES
 from nodes.publish.traces import persist_trace
 
 __all__ = ["CONDITIONS", "STEP_LIMITS", "all_definitions", "build_graphs", "compile_all",
-           "definition", "node_modules",
-           "node_types_of"]
+           "definition", "node_modules"]
 
 NODE_PACKAGE = Path(__file__).resolve().parent.parent / "nodes"
 _NODE_DEF = re.compile(r"^@node\n(?:@.*\n)*def (\w+)\(", re.M)
@@ -67,7 +67,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "more_batches": lambda totals: "more" if totals["more"] else "done",
     "copy_left": lambda progress, stopped: ("copy" if progress["table"] is not None
                                             and not stopped else "done"),
-    "copy_done": lambda reply: "done" if reply["done"] else "stopped",
+    "copy_done": lambda migrated: "done" if migrated["done"] else "stopped",
     "turns_pending": lambda published: ("more" if published["turns"]
                                         and published["remaining"] else "done"),
     "communities_stale": lambda stats: "stale" if stats["stale"] else "fresh",
@@ -77,7 +77,11 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "has_query": lambda query: "yes" if query["text"] is not None else "no",
     "has_source": lambda source: "yes" if source is not None else "no",
     "capture_again": lambda again: "again" if again else "done",
+    "hook_task": lambda task: str(task),
     "wanted": lambda wanted: str(wanted),  # one stored item, or a page of them
+    "settings_valid": lambda data_dir: "valid" if data_dir is not None else "invalid",
+    "store_dialect": lambda database_url: ("postgresql" if database_url is not None
+                                           else "sqlite"),
 }
 
 
@@ -90,7 +94,8 @@ def all_definitions() -> list[dict[str, Any]]:
         trace.DEFINITION, *inspector.DEFINITIONS, sessions.DEFINITION, stats.DEFINITION,
         contract_audit.DEFINITION, forget.DEFINITION, *graphrag.DEFINITIONS,
         *capture.DEFINITIONS, *sync.DEFINITIONS, bus_publish.DEFINITION, migrate.DEFINITION,
-        briefing.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION,
+        hook.DEFINITION, recover.DEFINITION, keyword_index.DEFINITION, doctor.DEFINITION,
+        catalog.DEFINITION,
     ]
 
 
@@ -101,6 +106,7 @@ STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
                                "migrate": migrate.MAX_STEPS,
                                "graphrag_extract": graphrag.MAX_STEPS,
                                "capture": capture.MAX_STEPS,
+                               "hook": capture.MAX_STEPS,
                                **dict.fromkeys(sync.LOOPING, sync.MAX_STEPS)}
 
 
@@ -137,29 +143,17 @@ def node_modules() -> dict[str, str]:
     return found
 
 
-def node_types_of(definition: Mapping[str, Any]) -> Iterator[str]:
-    """The node types a definition names, its subgraphs' included."""
-    for spec in definition.get("nodes", {}).values():
-        if spec.get("type") == "subgraph":
-            yield from node_types_of(spec["definition"])
-        else:
-            yield str(spec["type"])
-
-
 def _load(name: str) -> tuple[dict[str, Any], int | None]:
-    """What ``Graphs`` needs to compile ``name``: its definition (with the modules of
-    its nodes imported, which registers them) and its step limit."""
-    found = definition(name)
-    modules = node_modules()
-    for kind in set(node_types_of(found)):
-        if kind not in NODES and kind in modules:
-            importlib.import_module(modules[kind])
-    return found, STEP_LIMITS.get(name)
+    """What ``Graphs`` needs to compile ``name``: its definition and its step limit (the
+    modules of its nodes are imported as its nodes first run)."""
+    return definition(name), STEP_LIMITS.get(name)
 
 
 def build_graphs() -> Graphs:
-    """The process's graphs: each compiled on its first run."""
-    graphs = Graphs(trace_sink=persist_trace, loader=_load, node_types=NODES)
+    """The process's graphs: each compiled on its first run, each node type's module
+    imported when a node of the type first runs."""
+    graphs = Graphs(trace_sink=persist_trace, loader=_load, node_types=NODES,
+                    modules=node_modules())
     for name, condition in CONDITIONS.items():
         graphs.condition(name, condition)
     return graphs

@@ -1,10 +1,12 @@
 """The graph runner: compiles each definition once and runs it with a stage trace.
 
 A node is a plain function whose parameters name the channels it reads
-(``nodes/context.py``); its signature is read once, when its type is registered
+(``nodes/context.py``); its signature is read once, when its type is bound
 (``Reads``), and the adapter around it (``_FnNode``) passes it those channels' values,
 the run context and its configuration as keyword arguments. A graph compiles on its
-first run when the ``Graphs`` has a loader (``graphs/registry.py``).
+first run when the ``Graphs`` has a loader (``graphs/registry.py``); a node's module is
+imported when a node of its type first runs (``_Type``), so a graph with routes imports
+only what the routes taken need.
 
 The trace is recorded in one place, ``_FnNode.run`` (the adapter around every node),
 and never by nodes; what it says of each value written and of an error comes from
@@ -33,6 +35,7 @@ progress bar advances per batch of a looping graph this way).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import itertools
 import threading
 import time
@@ -122,17 +125,48 @@ class _Compiling:
         self.appends, self.channels, self.flat = appends, channels, flat
 
 
-class _FnNode(ng.GraphNode):  # type: ignore[misc]
-    def __init__(self, graphs: Graphs, name: str, fn: NodeFn, reads: Reads,
-                 cfg: Mapping[str, Any], compiling: _Compiling) -> None:
-        super().__init__()
+class _Type:
+    """A node type: its function and what it reads. A type registered by module is
+    bound when a node of it first runs, importing its module then: a graph imports only
+    the modules of the stages its runs reach (the hook's briefing route never imports
+    the capture route's)."""
+
+    __slots__ = ("fn", "graphs", "name", "reads")
+
+    def __init__(self, graphs: Graphs, name: str, fn: NodeFn | None) -> None:
         self.graphs, self.name, self.fn = graphs, name, fn
-        self.appends, self.flat = compiling.appends, compiling.flat
+        self.reads = None if fn is None else Reads(fn)
+
+    def bound(self) -> tuple[NodeFn, Reads]:
+        if self.fn is None or self.reads is None:
+            importlib.import_module(self.graphs.modules[self.name])
+            fn = self.graphs.node_types[self.name]
+            self.reads, self.fn = Reads(fn), fn
+        return self.fn, self.reads
+
+
+class _FnNode(ng.GraphNode):  # type: ignore[misc]
+    def __init__(self, graphs: Graphs, name: str, kind: _Type, cfg: Mapping[str, Any],
+                 compiling: _Compiling) -> None:
+        super().__init__()
+        self.graphs, self.name, self.kind, self.cfg = graphs, name, kind, dict(cfg)
+        self.appends, self.flat, self.known = compiling.appends, compiling.flat, compiling.channels
+        self.fn: NodeFn | None = None
+        self.channels: tuple[str, ...] = ()
+        self.keywords: dict[str, Any] = {}
+        self.wants_run = False
+        if kind.fn is not None:
+            self._bind()
+
+    def _bind(self) -> NodeFn:
+        fn, reads = self.kind.bound()
         # the channels passed, in parameter order (an optional one only if the graph has it)
         self.channels = tuple(c for c in reads.channels
-                              if c not in reads.optional or c in compiling.channels)
-        self.keywords: dict[str, Any] = {"cfg": dict(cfg)} if reads.cfg else {}
+                              if c not in reads.optional or c in self.known)
+        self.keywords = {"cfg": self.cfg} if reads.cfg else {}
         self.wants_run = reads.run
+        self.fn = fn
+        return fn
 
     def get_name(self) -> str:
         return self.name
@@ -143,11 +177,12 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
                                "error": None}
         started = time.perf_counter()
         try:
+            fn = self.fn or self._bind()
             held, get = self.graphs.held, inp.state.get
             values = {c: held.read(get(c)) for c in self.channels}
             if self.wants_run:
-                values["run"] = self.graphs.contexts[run_id]
-            out: Writes = self.fn(**values, **self.keywords)
+                values["run"] = self.graphs.run_context(run_id, self.name)
+            out: Writes = fn(**values, **self.keywords)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
             writes = [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
                       for k, v in out.items()]
@@ -170,12 +205,14 @@ class Graphs:
     """One per process: the node types, the compiled graphs and the traces in flight.
 
     With a ``loader``, a graph is compiled on its first run (``loader(name)`` gives its
-    definition, importing only the modules of its nodes); ``compile`` compiles one at
-    once. Node types come from ``node_types`` (name → function, e.g. ``nodes.context.NODES``)
-    as graphs name them, or from ``node_type``."""
+    definition and step limit); ``compile`` compiles one at once. Node types come from
+    ``node_types`` (name → function, e.g. ``nodes.context.NODES``) as graphs name them,
+    or from ``node_type``; a type not in ``node_types`` yet whose module ``modules``
+    names (name → module) is imported when a node of it first runs."""
 
     def __init__(self, trace_sink: TraceSink | None = None, loader: Loader | None = None,
-                 node_types: Mapping[str, NodeFn] | None = None) -> None:
+                 node_types: Mapping[str, NodeFn] | None = None,
+                 modules: Mapping[str, str] | None = None) -> None:
         self.registry = ng.GraphRegistry()
         self.engines: dict[str, Any] = {}
         self.definitions: dict[str, dict[str, Any]] = {}
@@ -187,22 +224,24 @@ class Graphs:
         self.held = _Held()
         self.appends: dict[str, frozenset[str]] = {}
         self.loader, self.node_types = loader, node_types if node_types is not None else {}
-        self.types: dict[str, NodeFn] = {}  # registered on the engine's registry
+        self.modules = modules or {}
+        self.types: dict[str, NodeFn | None] = {}  # registered (None: bound on first run)
         self.retries: dict[str, dict[str, ng.RetryPolicy]] = {}  # graph → node → policy
         self._compiling: _Compiling | None = None  # the graph being compiled
         self._lock = threading.RLock()  # one graph compiles at a time
         self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
 
-    def node_type(self, type_name: str, fn: NodeFn) -> None:
-        """Register ``fn`` as the node type ``type_name``; its signature is read once."""
+    def node_type(self, type_name: str, fn: NodeFn | None) -> None:
+        """Register ``fn`` as the node type ``type_name``; its signature is read once.
+        ``None``: the function of its module (``modules``), imported on first run."""
         if type_name in self.types:
             if self.types[type_name] is not fn:
                 raise ValueError(f"node type {type_name!r} is registered already")
             return
-        reads = Reads(fn)
+        kind = _Type(self, type_name, fn)
         self.types[type_name] = fn
         self.registry.register_type(
-            type_name, lambda name, cfg, _ctx: _FnNode(self, name, fn, reads, cfg or {},
+            type_name, lambda name, cfg, _ctx: _FnNode(self, name, kind, cfg or {},
                                                        self._graph_now()))
 
     def _graph_now(self) -> _Compiling:
@@ -224,6 +263,8 @@ class Graphs:
                 self._types_of(spec["definition"])
             elif kind not in self.types and kind in self.node_types:
                 self.node_type(kind, self.node_types[kind])
+            elif kind not in self.types and kind in self.modules:
+                self.node_type(kind, None)
 
     def compile(self, definition: dict[str, Any], max_steps: int | None = None) -> None:
         with self._lock:
@@ -284,10 +325,19 @@ class Graphs:
         if graph in self.engines:
             self.engines[graph].set_node_retry_policy(node, policy)
 
-    def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext,
+    def run_context(self, run_id: str, node: str) -> RunContext:
+        ctx = self.contexts.get(run_id)
+        if ctx is None:
+            raise RuntimeError(f"{node} takes the run context, and this run has none")
+        return ctx
+
+    def run(self, graph: str, inputs: Mapping[str, Any], ctx: RunContext | None,
             observe: Observer | None = None) -> tuple[dict[str, Any], Trace]:
         """Run a graph (compiled on first use); return its channel values and the stage
         trace. ``observe``, when given, is called after each stage that succeeded.
+        ``ctx`` None: a run without a store or settings (``doctor``, which must work when
+        neither can be opened); its stages take no run context, and its trace is
+        returned only, never stored.
 
         A failing run re-raises the node's exception with ``graph``, ``node`` and
         ``stage_trace`` attached; its trace is persisted like any other.
@@ -296,7 +346,8 @@ class Graphs:
         run_id = uuid.uuid4().hex
         failed: dict[str, list[str]] = {}
         self.failed[run_id] = failed
-        self.contexts[run_id] = dataclasses.replace(ctx, failed=failed)
+        if ctx is not None:
+            self.contexts[run_id] = dataclasses.replace(ctx, failed=failed)
         if observe is not None:
             self.observers[run_id] = observe
         wall, started = time.time(), time.perf_counter()
@@ -335,6 +386,6 @@ class Graphs:
                     except AttributeError:
                         pass
                 error.stage_trace = trace  # type: ignore[attr-defined]
-            if self.trace_sink is not None:
+            if self.trace_sink is not None and ctx is not None:
                 self.trace_sink(ctx, trace, wall)
         return values, trace

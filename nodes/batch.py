@@ -16,8 +16,9 @@ stored before a turn is read once per batch:
 ``batch_previous`` gives each turn the two turns before it in its session — the
 store's for a session's first turn in the batch, then the batch's own, as a single
 ingest would read them once the turns before it were stored. The batch is then stored
-in one transaction (nodes.publish.turn.stored_turns) and compressed after it
-(nodes.publish.brief.compressed_sessions).
+in one transaction (nodes.publish.turn.stored_turns), its queued keyword entries are
+moved into the derived keyword index once the queue is long (``batch_keywords``), and
+it is compressed after it (nodes.publish.brief.compressed_sessions).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, TypedDict
 
-from nodes.context import Cfg, NodeFn, RunContext, call, node
+from nodes.context import Cfg, NodeFn, NoWrites, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.redaction import redacted_turn
@@ -42,8 +43,8 @@ from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["PER_TURN", "batch_items", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_turn", "per_turn", "turns_before"]
+__all__ = ["PER_TURN", "batch_items", "batch_keywords", "batch_previous", "batch_receipts",
+           "batch_reply", "batch_shutdowns", "each_turn", "per_turn", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -182,6 +183,15 @@ def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
         before = previous_contents(conn, session, PREVIOUS_TURNS)
     running[session] = [turn["content"][:NEIGHBOUR_CHARS], *before][:PREVIOUS_TURNS]
     return before
+
+
+@node
+def batch_keywords(*, run: RunContext) -> NoWrites:
+    """The derived keyword index takes in the turns the batch queued, once the queue
+    is longer than a search would use (store: ``catch_up_keywords``): a bulk write
+    leaves the store whole, with no queue for a later search to wait on or step around."""
+    run.store.catch_up_keywords()
+    return {}
 
 
 class BatchReplyWrites(TypedDict):

@@ -8,7 +8,7 @@ ABOUT_THE_COMMAND = ("-h", "--help", "--version")
 
 args = sys.argv[1:]
 if not args or (args[0].startswith("-") and args[0] not in ABOUT_THE_COMMAND):
-    from stenographer.server import main
+    from stenographer.serve_cli import main
 
     main()
 else:

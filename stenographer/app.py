@@ -63,7 +63,8 @@ class App:
         if self.store.read_only:
             return []
         out, _ = self.run("recover", {})
-        return [int(row) for row in out["recovered"]]
+        recovered: list[int] = out["reply"]["recovered"]
+        return recovered
 
     def close(self) -> None:
         """Close the store. Stage traces that cannot be written now (a full disk) are

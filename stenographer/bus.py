@@ -48,7 +48,8 @@ class BusOutcome:
 def publish(app: App, *, batch: int | None = None) -> BusOutcome:
     """Publish every turn after the bus cursor, batch by batch, until none is left or
     a batch fails: one run of ``bus_publish``."""
-    out, _ = app.run("bus_publish", {"batch": batch or app.settings.bus_batch})
+    out, _ = app.run("bus_publish", {
+        "batch": app.settings.bus_batch if batch is None else batch})
     reply = out["reply"]
     return BusOutcome(**{k: reply[k] for k in (
         "ok", "batches", "records", "published", "duplicates", "error", "text", "lines")})

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from nodes.evaluate_contracts.requests import BusPublishRequest
+from stenographer.options import add_options, request_of
 from stenographer.settings import Settings
 
 __all__ = ["add_bus_commands"]
@@ -28,12 +30,10 @@ def cmd_bus_publish(args: argparse.Namespace) -> int:
     from stenographer.app import open_app
     from stenographer.bus import publish
 
-    settings = Settings.from_env()
-    if args.batch is not None:
-        settings = settings.replace(bus_batch=args.batch)
-    app = open_app(settings)
+    request = request_of(args, BusPublishRequest)
+    app = open_app(Settings.from_env())
     try:
-        outcome = publish(app)
+        outcome = publish(app, batch=request["batch"])
     finally:
         app.close()
     if args.json:
@@ -45,16 +45,6 @@ def cmd_bus_publish(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome.ok else EXIT_ERROR
 
 
-def _batch(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (1-10000)")
-    return value
-
-
 def add_bus_commands(sub: Any, add: Any) -> None:
     """Register `bus publish` (``add`` is cli._sub)."""
     p = add(sub, "bus", "the coordination bus: publish turns as STENO_EXCHANGE events",
@@ -63,7 +53,6 @@ def add_bus_commands(sub: Any, add: Any) -> None:
     q = nested.add_parser("publish", help="publish the turns the bus lacks, then stop",
                           description=BUS_HELP,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("--batch", type=_batch, help="events per bus transaction (default "
-                                                "STENO_BUS_BATCH, 200)")
+    add_options(q, BusPublishRequest)
     q.add_argument("--json", action="store_true", help="print JSON on stdout")
     q.set_defaults(fn=cmd_bus_publish)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from stenographer.settings import Settings
 
 __all__ = ["Capturer", "FileReport", "PassReport", "discover", "hook_event", "hook_payload",
-           "hook_session", "hook_targets"]
+           "hook_session", "hook_targets", "pass_request"]
 
 # Records per batch of a capture pass, one transaction each; a batch also ends at 1 MiB of
 # transcript (nodes.load_evidence.transcripts). Batches of 200 cost ~14% more CPU a turn.
@@ -101,6 +101,13 @@ class PassReport:
     started_at: float = field(default_factory=time.time)
     duration_ms: float = 0.0
 
+    @classmethod
+    def of(cls, reply: dict[str, Any], started: float) -> PassReport:
+        """The report of a capture pass from its reply; ``started``: its
+        ``time.perf_counter()`` at the start."""
+        return cls(files=[FileReport(**f) for f in reply["files"]],
+                   duration_ms=(time.perf_counter() - started) * 1e3)
+
     @property
     def captured(self) -> int:
         return sum(f.captured for f in self.files)
@@ -129,6 +136,12 @@ def _eventful(f: FileReport) -> bool:
     return bool(f.captured or f.skipped or f.error or f.reset)
 
 
+def pass_request(sources: Iterable[Source], batch: int = DEFAULT_BATCH) -> dict[str, Any]:
+    """The request of a capture pass over ``sources``, ``batch`` records a transaction."""
+    return {"sources": [{"kind": kind, "path": str(path)} for kind, path in sources],
+            "max_records": batch}
+
+
 class Capturer:
     """Runs capture passes for one application (one store)."""
 
@@ -140,15 +153,11 @@ class Capturer:
 
     def run_pass(self, sources: Iterable[Source]) -> PassReport:
         """One run of the ``capture`` graph over ``sources`` (graphs/capture)."""
-        report = PassReport()
         started = time.perf_counter()
-        request = {"sources": [{"kind": kind, "path": str(path)} for kind, path in sources],
-                   "max_records": self.batch}
         ctx = dataclasses.replace(self.app.ctx, stop=self.stop)
-        out, _ = self.app.graphs.run("capture", {"request": request}, ctx)
-        report.files = [FileReport(**f) for f in out["reply"]["files"]]
-        report.duration_ms = (time.perf_counter() - started) * 1e3
-        return report
+        out, _ = self.app.graphs.run("capture", {"request": pass_request(sources, self.batch)},
+                                     ctx)
+        return PassReport.of(out["reply"], started)
 
     def watch(self, find: Callable[[], list[Source]], interval: float,
               on_pass: Callable[[PassReport], None]) -> None:

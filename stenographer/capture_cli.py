@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,6 +25,7 @@ from stenographer.capture import (
     hook_payload,
     hook_session,
     hook_targets,
+    pass_request,
 )
 from stenographer.settings import Settings
 from store.capture_lock import CaptureLock, CaptureLocked
@@ -91,54 +93,62 @@ def cmd_capture(args: argparse.Namespace) -> int:
             app.close()
 
 
-def _briefing(host: str, payload: dict[str, Any], settings: Settings) -> str:
-    """SessionStart: print what the host adds to the new context (nothing when the
-    store knows nothing to say); return what was done, for the hook log."""
-    session = hook_session(payload)
-    if session is None:
-        raise InvalidInput("the SessionStart payload names no session_id")
-    if settings.database_url is None and not settings.db_path.exists():
-        return "no store yet"  # nothing recorded anywhere; the store is not created here
+def _hook(host: str, event: str, payload: dict[str, Any], settings: Settings,
+          verbose: bool) -> str:
+    """One run of the ``hook`` graph, whose first stage routes by the event: SessionStart
+    prints the briefing the host adds to the new context (nothing when the store knows
+    nothing to say); any other event (PreCompact, Stop, Codex notify...) captures what
+    is new in the transcript the host names, so that every message is stored before the
+    host summarises it. Returns what was done, for the hook log.
+
+    What the run needs is set up here by event: a briefing only reads (no store yet: it
+    is not created, and nothing runs), a capture holds the capture lock (a watcher on
+    the store: capture is left to it, and nothing runs)."""
     from graphs.registry import build_graphs
+    from nodes.evaluate_contracts.capture_input import BRIEFING_EVENT
     from stenographer.app import open_app
 
-    app = open_app(settings, compiled=build_graphs(), busy_timeout_ms=HOOK_BUSY_MS)
+    briefing = event == BRIEFING_EVENT
+    request: dict[str, Any] = {"event": event}
+    lock: AbstractContextManager[Any]
+    if briefing:
+        session = hook_session(payload)
+        if session is None:
+            raise InvalidInput("the SessionStart payload names no session_id")
+        if settings.database_url is None and not settings.db_path.exists():
+            return "no store yet"  # nothing recorded anywhere; the store is not created here
+        request.update(session_id=f"{host}:{session}", source=payload.get("source"),
+                       cwd=payload.get("cwd"), max_chars=settings.briefing_chars)
+        lock = nullcontext()
+    else:
+        request.update(pass_request(hook_targets(host, payload, settings)))
+        lock = CaptureLock(settings.data_dir, "hook", wait=HOOK_LOCK_WAIT)
     try:
-        out, trace = app.run("briefing", {
-            "session_id": f"{host}:{session}", "source": payload.get("source"),
-            "cwd": payload.get("cwd"), "max_chars": settings.briefing_chars})
-        text = out.get("briefing")
-        if text:
-            reply = {"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                            "additionalContext": text}}
-            sys.stdout.write(json.dumps(reply) + "\n")
-            sys.stdout.flush()
-    finally:
-        app.close()  # the stage trace is written here
-    scope = out.get("scope")
-    return (f"{scope} briefing, {len(text)} characters, run {trace['run_id']}" if text
-            else f"nothing to add ({scope}), run {trace['run_id']}")
-
-
-def _capture(host: str, payload: dict[str, Any], settings: Settings, verbose: bool) -> str:
-    """PreCompact, Stop, Codex notify...: capture what is new in the transcript the
-    host names, so that every message is stored before the host summarises it."""
-    from stenographer.app import open_app
-
-    targets = hook_targets(host, payload, settings)
-    try:
-        with CaptureLock(settings.data_dir, "hook", wait=HOOK_LOCK_WAIT):
-            app = open_app(settings, busy_timeout_ms=HOOK_BUSY_MS)
+        with lock:
+            app = open_app(settings, compiled=build_graphs(), busy_timeout_ms=HOOK_BUSY_MS)
             try:
-                with app.store.write():  # a store another process keeps locked fails here,
-                    pass  # once, not at every statement (and trace) of the pass after one
-                report = Capturer(app).run_pass(targets)
+                if not briefing:
+                    with app.store.write():  # a store another process keeps locked fails
+                        pass  # here, once, not at every statement (and trace) of the pass
+                started = time.perf_counter()
+                out, trace = app.run("hook", request)
+                reply = out["reply"]
+                if briefing and reply["briefing"]:
+                    context = {"hookSpecificOutput": {"hookEventName": BRIEFING_EVENT,
+                                                      "additionalContext": reply["briefing"]}}
+                    sys.stdout.write(json.dumps(context) + "\n")
+                    sys.stdout.flush()
             finally:
-                app.close()
+                app.close()  # the stage trace is written here
     except CaptureLocked as ex:
         if (ex.holder or {}).get("mode") == "watch":
             return "the capture watcher captures these transcripts"
         raise
+    if briefing:
+        text, scope = reply["briefing"], reply["scope"]
+        return (f"{scope} briefing, {len(text)} characters, run {trace['run_id']}" if text
+                else f"nothing to add ({scope}), run {trace['run_id']}")
+    report = PassReport.of(reply, started)
     if verbose or report.errors:
         print(report.text(), file=sys.stderr)
     if report.errors:
@@ -165,10 +175,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
             raise InvalidInput("usage: stenographer hook [claude-code|codex] [PAYLOAD]")
         payload = hook_payload(words[0] if words else None)
         event = hook_event(payload)
-        if event == "SessionStart":
-            detail = _briefing(host, payload, settings)
-        else:
-            detail = _capture(host, payload, settings, args.verbose)
+        detail = _hook(host, event, payload, settings, args.verbose)
     except Exception as ex:  # a hook must never break the host's turn
         message = str(ex) if isinstance(ex, (StenoError, HookFailed)) else (
             f"{type(ex).__name__}: {ex}")

@@ -97,20 +97,22 @@ cmd_guard = _session_markdown("guard", GuardRequest)
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     out, trace = run_graph("sessions", request_of(args, ListingRequest))
+    reply = out["reply"]
     if args.json:
-        print_json({"sessions": out["sessions"], "total": out["total"],
-                     "offset": out["listing"]["offset"], "run_id": trace["run_id"]})
+        print_json({"sessions": reply["sessions"], "total": reply["total"],
+                    "offset": reply["offset"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["sessions"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["sessions"] else EXIT_EMPTY
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     out, trace = run_graph("stats", {})
+    reply = out["reply"]
     if args.json:
-        print_json({**out["stats"], "run_id": trace["run_id"]})
+        print_json({**reply["stats"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 
@@ -128,19 +130,20 @@ def cmd_trace(args: argparse.Namespace) -> int:
         raise CliError("give at most one RUN_ID: `trace [list | show RUN_ID | RUN_ID]`")
     request = request_of(args, TraceRequest)
     out, _ = run_graph("trace", {**request, "run_id": words[0] if words else None})
+    reply = out["reply"]
     if words:
         if args.json:
-            print_json(out["trace"])
+            print_json(reply["trace"])
         else:
-            print(waterfall(out["trace"], color=stdout_tty()))
+            print(waterfall(reply["trace"], color=stdout_tty()))
         return EXIT_OK
     if args.json:
-        print_json({"runs": out["runs"]})
+        print_json({"runs": reply["runs"]})
     else:
         color = stdout_tty()
-        for run in out["runs"]:
+        for run in reply["runs"]:
             print(run_line(run, color))
-    return EXIT_OK if out["runs"] else EXIT_EMPTY
+    return EXIT_OK if reply["runs"] else EXIT_EMPTY
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -154,7 +157,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     out, trace = run_graph("contract_audit", request_of(args, AuditRequest))
-    report = out["report"]
+    report = out["reply"]
     if args.json:
         print_json({**report, "run_id": trace["run_id"]})
     else:
@@ -199,21 +202,21 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_graphs(args: argparse.Namespace) -> int:
-    from stenographer.operations import graph_table, render
+    from stenographer.operations import graph_table
 
-    table = graph_table()
+    reply, _trace = graph_table()
     if args.json:
-        print_json({"graphs": table})
+        print_json({"graphs": reply["graphs"]})
     else:
-        print(render(table))
+        print(reply["text"])
     return EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from stenographer.doctor import as_json, check_count, report, run_checks
+    from stenographer.doctor import as_json, check_count, report, run_doctor
 
     with Progress("stenographer doctor", total=check_count()) as progress:
-        checks = run_checks(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
+        checks, _ = run_doctor(on_check=lambda c: progress.advance(label=f"checked {c.name}"))
     if args.json:
         print_json(as_json(checks))
     else:
@@ -406,7 +409,15 @@ def main(argv: Sequence[str] | None = None,
         if argv is None:  # this process is the hook: leave without the interpreter's teardown
             hook_exit(code)
         sys.exit(code)
-    args = (parser or build_parser()).parse_args(argv)
+    if parser is None and words[:1] == ["serve"]:  # a host waits: only the server's options
+        from stenographer.serve_cli import pause_gc, serve_command_parser
+
+        pause_gc()  # resumed once the server is ready (stenographer.serve_cli)
+        args, unknown = serve_command_parser().parse_known_args(words[1:])
+        if unknown:  # refused as the whole command line refuses them
+            args = build_parser().parse_args(argv)
+    else:
+        args = (parser or build_parser()).parse_args(argv)
     try:
         code = run(args)
         sys.stdout.flush()

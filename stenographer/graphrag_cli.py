@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nodes.evaluate_contracts.requests import CommunityRequest, GraphQueryRequest
+from nodes.evaluate_contracts.requests import (
+    CommunityRequest,
+    GraphExportRequest,
+    GraphExtractRequest,
+    GraphQueryRequest,
+    GraphResetRequest,
+)
 from nodes.publish.wording import counted
 from stenographer.commands import CliError, run_graph
 from stenographer.options import add_options, request_of
@@ -35,8 +41,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     app = open_app()
     read = 0
     try:
-        request = {"batch_size": args.batch_size, "session_id": args.session,
-                   "since": args.since}
+        request = request_of(args, GraphExtractRequest)
         with Progress("graphrag extract", total=None, unit="turns") as progress:
 
             def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
@@ -56,15 +61,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise
     finally:
         app.close()
-    tally = out["tally"]
-    detection = out.get("detection")
-    result = {"turns_read": tally["turns_read"], "batches": tally["batches"],
+    reply = out["reply"]
+    detection = reply["detection"]
+    result = {"turns_read": reply["turns_read"], "batches": reply["batches"],
               "detection": detection, "run_ids": [trace["run_id"]]}
     if args.json:
         _print_json(result)
     else:
-        line = (f"Read {counted(tally['turns_read'], 'new turn')} in "
-                f"{counted(tally['batches'], 'batch', 'batches')}.")
+        line = (f"Read {counted(reply['turns_read'], 'new turn')} in "
+                f"{counted(reply['batches'], 'batch', 'batches')}.")
         if detection:
             line += (f" Communities: {detection['communities']} over "
                      f"{counted(detection['nodes'], 'entity', 'entities')} "
@@ -73,34 +78,32 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _one(graph: str, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    return run_graph(graph, request)
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
-    out, trace = _one("graphrag_stats", {})
+    out, trace = run_graph("graphrag_stats", {})
+    reply = out["reply"]
     if args.json:
-        _print_json({**out["stats"], "run_id": trace["run_id"]})
+        _print_json({**reply["stats"], "run_id": trace["run_id"]})
     else:
-        print(out["text"])
+        print(reply["text"])
     return EXIT_OK
 
 
 def cmd_communities(args: argparse.Namespace) -> int:
-    out, trace = _one("graphrag_community", request_of(args, CommunityRequest))
+    out, trace = run_graph("graphrag_community", request_of(args, CommunityRequest))
+    reply = out["reply"]
     if args.community_id is not None:
         if args.json:
-            _print_json({**out["community"], "sentences": out["sentences"],
+            _print_json({**reply["community"], "sentences": reply["sentences"],
                          "run_id": trace["run_id"]})
         else:
-            print(out["text"])
+            print(reply["text"])
         return EXIT_OK
     if args.json:
-        _print_json({"communities": out["communities"], "total": out["total"],
+        _print_json({"communities": reply["communities"], "total": reply["total"],
                      "run_id": trace["run_id"]})
     else:
-        print(out["text"])
-    return EXIT_OK if out["communities"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["communities"] else EXIT_EMPTY
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -108,14 +111,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     app = open_app()
     try:
-        out, _ = app.run("graphrag_export", {"format": args.format})
-        document: str = out["document"]
+        out, _ = app.run("graphrag_export", request_of(args, GraphExportRequest))
+        reply = out["reply"]
+        document: str = reply["document"]
     finally:
         app.close()
     if args.output:
         Path(args.output).write_text(document, encoding="utf-8")
-        print(f"Wrote {counted(out['rows']['entities'], 'node')} and "
-              f"{counted(out['rows']['edges'], 'edge')} to {args.output} ({args.format}).",
+        print(f"Wrote {counted(reply['entities'], 'node')} and "
+              f"{counted(reply['edges'], 'edge')} to {args.output} ({args.format}).",
               file=sys.stderr)
     else:
         sys.stdout.write(document)
@@ -123,22 +127,23 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    if not args.yes:
+    if not args.confirm:  # said in the command's words before the store is opened
         raise CliError("`graphrag reset` deletes the derived graph (not the turns); "
                        "repeat with --yes")
-    out, _ = _one("graphrag_reset", {})
-    print(out["text"])
+    out, _ = run_graph("graphrag_reset", request_of(args, GraphResetRequest))
+    print(out["reply"]["text"])
     return EXIT_OK
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    out, trace = _one("graph_query", request_of(args, GraphQueryRequest))
+    out, trace = run_graph("graph_query", request_of(args, GraphQueryRequest))
+    reply = out["reply"]
     if args.json:
-        _print_json({**{k: v for k, v in out["reply"].items() if k != "text"},
+        _print_json({**{k: v for k, v in reply.items() if k != "text"},
                      "run_id": trace["run_id"]})
     else:
-        print(out["reply"]["text"])
-    return EXIT_OK if out["reply"]["entities"] else EXIT_EMPTY
+        print(reply["text"])
+    return EXIT_OK if reply["entities"] else EXIT_EMPTY
 
 
 def add_graphrag_parser(sub: Any, make: Any) -> None:
@@ -157,17 +162,13 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
 
     q = add("extract", "read new turns into the graph (resumable), then find communities",
             cmd_extract)
-    q.add_argument("--session", help="only this session's turns")
-    q.add_argument("--since", help="only turns at or after this ISO 8601 time (older pending "
-                                   "turns of the sessions read are passed over)")
-    q.add_argument("--batch-size", type=int, default=None,
-                   help="turns per batch (default STENO_GRAPHRAG_BATCH, 5000)")
+    add_options(q, GraphExtractRequest, names={"session_id": "--session"})
     add("stats", "entities, edges, provenance rows, communities", cmd_stats)
     q = add("communities", "list communities, or show one with --id", cmd_communities)
     add_options(q, CommunityRequest, names={"community_id": "--id"})
     q = add("export", "write the graph as GraphML (Gephi, yEd, Cytoscape) or JSON",
             cmd_export)
-    q.add_argument("--format", choices=("graphml", "json"), default="graphml")
+    add_options(q, GraphExportRequest)
     q.add_argument("--output", "-o", help="file to write (default: stdout)")
     q = add("query", "entities, relations and turns around a question "
                      "(as stenographer_graph_query)", cmd_query)
@@ -177,4 +178,4 @@ def add_graphrag_parser(sub: Any, make: Any) -> None:
                 helps={"session_id": "use only links supported by turns of this session",
                        "cross_session": "every session"})
     q = add("reset", "delete the derived graph (the turns stay)", cmd_reset)
-    q.add_argument("--yes", action="store_true", help="confirm")
+    add_options(q, GraphResetRequest, names={"confirm": "--yes"}, helps={"confirm": "confirm"})

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nodes.evaluate_contracts.requests import MigrateRequest, parsed
 from nodes.publish.wording import counted
-from stenographer.argtypes import ranged
+from stenographer.options import add_options, request_of
 
 __all__ = ["add_migrate_command", "store_address"]
 
@@ -108,6 +109,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from stenographer.progress import Progress
     from stenographer.settings import Settings
 
+    request = request_of(args, MigrateRequest)
+    parsed(MigrateRequest, request)  # bad input is refused before a target is created
     settings = Settings.from_env()
     source = _open(args.source, settings, create=False)
     try:
@@ -119,7 +122,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
     graphs = compiled()
     started, turns, seconds = time.monotonic(), 0, 0.0
-    reply: dict[str, Any] | None = None
+    copy: dict[str, Any] | None = None  # the copy's summary, as soon as the graph has it
     audit: dict[str, Any] | None = None
     audit_error: str | None = None
     try:
@@ -127,60 +130,61 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 Progress(f"migrate to {target.location}", unit="turns") as progress:
 
             def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
-                nonlocal turns, reply, seconds
+                # Progress only: the copy's pages and its summary as the stages write
+                # them (the summary before the audit, which may fail on its own).
+                nonlocal turns, copy, seconds
                 if "written" in writes:  # a page was copied
                     written = writes["written"]
                     progress.total = writes["progress"]["total"].get("exchanges") or None
                     progress.advance(written["turns"], label=f"migrate: {written['table']}")
                     turns += written["turns"]
-                elif "reply" in writes:
-                    reply = writes["reply"]
+                elif "migrated" in writes:
+                    copy = writes["migrated"]
                     seconds = time.monotonic() - started
-                    if reply["done"]:
+                    if copy["done"]:
                         progress.total, progress.label = None, "audit of the target"
 
             ctx = RunContext(store=target, settings=settings, source=source, stop=stop)
             try:
-                out, _ = graphs.run("migrate", {"request": {"batch": args.batch}}, ctx,
-                                    observe)
-                audit = out.get("report")
+                out, _ = graphs.run("migrate", {"request": request}, ctx, observe)
+                audit = out["reply"]["audit"]
             except Exception as ex:
-                if reply is None or not reply["done"]:
+                if copy is None or not copy["done"]:
                     raise
                 audit_error = f"{type(ex).__name__}: {ex}"  # the copy stands
-        assert reply is not None
-        if not reply["done"]:
+        assert copy is not None
+        if not copy["done"]:
             print(f"stenographer: interrupted after {counted(turns, 'turn')}; run the same "
                   "command again to resume where it stopped", file=sys.stderr)
             return EXIT_INTERRUPTED
     finally:
         target.close()
         source.close()
-    result = {"source": reply["source"], "target": reply["target"],
-              "resumed": reply["resumed"], "copied": reply["copied"], "total": reply["total"],
+    result = {"source": copy["source"], "target": copy["target"],
+              "resumed": copy["resumed"], "copied": copy["copied"], "total": copy["total"],
               "turns_this_run": turns, "seconds": round(seconds, 3),
               "turns_per_second": round(_rate(turns, seconds), 1),
               "audit": audit, "audit_error": audit_error}
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(_text(result, reply))
+        print(_text(result, copy))
     if audit_error is not None:
         return EXIT_ERROR
     return EXIT_OK if audit is not None and audit["passed"] else EXIT_EMPTY
 
 
-def _text(result: dict[str, Any], reply: dict[str, Any]) -> str:
+def _text(result: dict[str, Any], copy: dict[str, Any]) -> str:
     copied = result["copied"]
     others = sum(n for table, n in copied.items() if table not in ("exchanges", "briefs"))
-    if reply["table"] is None and not result["turns_this_run"] and reply["resumed"]:
+    if copy["table"] is None and not result["turns_this_run"] and copy["resumed"]:
         head = (f"{result['target']} already holds a complete copy of {result['source']}; "
                 "nothing to copy.")
     else:
         head = (f"Copied {counted(copied.get('exchanges', 0), 'turn')}, "
                 f"{counted(copied.get('briefs', 0), 'brief')} and "
                 f"{counted(others, 'other row')} from {result['source']} to "
-                f"{result['target']}" + (" (resumed)" if reply["resumed"] else "")
+                f"{result['target']}" + (" (resumed)" if copy["resumed"] else "")
                 + f": {counted(result['turns_this_run'], 'turn')} in "
                 f"{result['seconds']:.1f} s "
                 f"({result['turns_per_second']:,.0f} turns/s); content and chain hashes "
@@ -194,12 +198,5 @@ def add_migrate_command(sub: Any, make: Any) -> None:
     """Register `migrate` (``make`` is cli._sub)."""
     p = make(sub, "migrate", "copy the whole store to a SQLite file or PostgreSQL database",
              cmd_migrate, json_flag=True, description=DESCRIPTION)
-    p.add_argument("--to", required=True, metavar="URL_OR_PATH",
-                   help="postgresql://user@host:port/db, or a SQLite file (an existing "
-                        "directory: its steno.db); the password goes in ~/.pgpass or "
-                        "PGPASSWORD rather than on the command line")
-    p.add_argument("--from", dest="source", metavar="URL_OR_PATH",
-                   help="the store to copy (default: the configured one, STENO_DATABASE_URL "
-                        "or OMEGA_STENOGRAPHER_DIR/steno.db)")
-    p.add_argument("--batch", type=ranged(int, 1, 100_000, "turns"), default=500,
-                   help="turns per page (default 500)")
+    add_options(p, MigrateRequest, names={"source": "--from"},
+                metavars={"to": "URL_OR_PATH", "source": "URL_OR_PATH"})

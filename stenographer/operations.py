@@ -1,8 +1,9 @@
 """The operation table: which graph each MCP tool and each command runs.
 
 Every tool and every command runs exactly one named graph (a watcher runs its graph
-once per tick). ``serve``, ``inspect`` and ``demo`` host or drive the others;
-``config`` and ``graphs`` (this table) print text: they run none of their own.
+once per tick; a host's hook the ``hook`` graph, whatever the event; ``doctor`` its graph
+without a store; ``graphs`` the ``graph_catalog`` graph). ``serve``, ``inspect`` and
+``demo`` host or drive the others and ``config`` prints text: they run none of their own.
 ``stenographer graphs`` lists every graph with its stages, its edges and the tools and
 commands below that invoke it; ``tests/e2e/test_operations.py`` checks the table against the
 server's tools/list, the command line's parser and real calls.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COMMANDS", "NOT_ONE_GRAPH", "NO_GRAPH", "TOOLS", "definitions", "graph_table", "render"]
+__all__ = ["COMMANDS", "NO_GRAPH", "TOOLS", "definitions", "graph_table"]
 
 TOOLS: dict[str, str] = {
     "stenographer_ingest_exchange": "ingest",
@@ -51,7 +52,10 @@ COMMANDS: dict[str, str] = {
     "graphrag query": "graph_query",
     "graphrag reset": "graphrag_reset",
     "capture": "capture",
+    "hook": "hook",
+    "doctor": "doctor",
     "index rebuild": "keyword_index_rebuild",
+    "graphs": "graph_catalog",
 }
 
 NO_GRAPH: dict[str, str] = {
@@ -59,20 +63,7 @@ NO_GRAPH: dict[str, str] = {
     "inspect": "hosts the browser inspector, whose views run the inspect_* graphs",
     "demo": "drives the tools through a real MCP client",
     "config": "prints a host's configuration",
-    "graphs": "prints this table",
 }
-
-# Commands that still run several graphs, or none, by design not yet settled here: the
-# table says so rather than naming a graph they do not run.
-NOT_ONE_GRAPH: dict[str, str] = {
-    "hook": "each event runs one graph, chosen by the event: SessionStart the briefing, "
-            "the others a capture pass",
-    "doctor": "checks the set-up (Python, SQLite, the data directory) before any store "
-              "can be opened, outside any graph",
-}
-
-
-INTERNAL = "(run by another graph, the inspector, a watcher or start-up)"
 
 
 def definitions() -> list[dict[str, Any]]:
@@ -82,43 +73,11 @@ def definitions() -> list[dict[str, Any]]:
     return all_definitions()
 
 
-def graph_table() -> list[dict[str, Any]]:
-    """Every graph: its stages in definition order, its edges (a conditional edge as
-    ``from``, ``condition`` and ``routes``), and the tools and commands that run it."""
-    table = []
-    for definition in definitions():
-        name = definition["name"]
-        table.append({
-            "graph": name,
-            "stages": [_stage(stage, spec) for stage, spec in definition["nodes"].items()],
-            "edges": [{"from": e["from"], "to": e["to"]} for e in definition["edges"]],
-            "conditional_edges": [
-                {"from": c["from"], "condition": c["condition"], "routes": dict(c["routes"])}
-                for c in definition.get("conditional_edges", [])],
-            "tools": sorted(t for t, g in TOOLS.items() if g == name),
-            "commands": sorted(c for c, g in COMMANDS.items() if g == name),
-        })
-    return table
+def graph_table() -> tuple[dict[str, Any], dict[str, Any]]:
+    """One run of ``graph_catalog``: the table (``graphs``, and ``text``) and the trace."""
+    from graphs.registry import build_graphs
 
-
-def _stage(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """A stage: its node type, or for a subgraph stage the graph it runs."""
-    if spec["type"] == "subgraph":
-        return {"name": name, "type": "subgraph", "graph": spec["definition"]["name"]}
-    return {"name": name, "type": spec["type"]}
-
-
-def render(table: list[dict[str, Any]]) -> str:
-    """The table as text: per graph, who runs it, then its stages and edges."""
-    lines = []
-    for graph in table:
-        callers = [*graph["tools"], *(f"`{c}`" for c in graph["commands"])]
-        lines.append(f"{graph['graph']}  ←  {', '.join(callers) or INTERNAL}")
-        lines.append("  stages: " + ", ".join(
-            f"{s['name']} ({s.get('graph') or s['type']})" for s in graph["stages"]))
-        edges = [f"{e['from']} → {e['to']}" for e in graph["edges"]]
-        edges += [f"{c['from']} ⇒ {c['condition']}: "
-                  + ", ".join(f"{label} → {to}" for label, to in c["routes"].items())
-                  for c in graph["conditional_edges"]]
-        lines.append("  edges: " + "; ".join(edges))
-    return "\n".join(lines)
+    request = {"definitions": definitions(), "tools": TOOLS, "commands": COMMANDS}
+    out, trace = build_graphs().run("graph_catalog", {"request": request}, None)
+    reply: dict[str, Any] = out["reply"]
+    return reply, trace

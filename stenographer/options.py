@@ -3,7 +3,8 @@ requests.py``): names, types, choices, defaults and help come from the model's f
 so the command line accepts what the MCP tool and the graph accept.
 
 A field is ``--field-name`` unless the command spells it otherwise (``--session`` for
-``session_id``) or takes it as a positional argument. Booleans are switches (a field
+``session_id``) or takes it as a positional argument; a required field is a required
+option (``migrate --to``). Booleans are switches (a field
 that defaults to true is switched off, e.g. ``--no-vacuum``); a ``Literal`` is a
 ``choices`` list; an integer is parsed as one (its bounds are the graph's to check, so
 an out-of-range value is reported like any bad input); a list of integers is a
@@ -52,6 +53,8 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel], *,
                 kwargs["nargs"] = "?"
             target.add_argument(name, **kwargs)
             continue
+        if info.is_required() and name not in either:
+            kwargs["required"] = True
         flag = names.get(name) or "--" + name.replace("_", "-")
         if kwargs.get("action") == "store_false" and not flag.startswith("--no-"):
             flag = "--no-" + flag.removeprefix("--")

@@ -52,6 +52,8 @@ from stenographer.models import (
     Trace,
 )
 from stenographer.protocol_errors import StenoServer
+from stenographer.serve_cli import main as serve_main
+from stenographer.serve_cli import resume_gc
 from store.errors import NotFound, StenoError
 
 if TYPE_CHECKING:
@@ -94,6 +96,9 @@ class AppLoader:
         except BaseException as ex:  # reported to every caller, never swallowed
             self._error = ex
         else:
+            # Paused while the stdio server started (stenographer.serve_cli): what runs
+            # from here on (a recovery, the background jobs) is collected as usual.
+            resume_gc()
             if self._app.store.read_only:  # nothing that writes runs in the background
                 print(f"omega-stenographer: {self._app.store.location} is read-only: "
                       "serving reads; calls that write are refused", file=sys.stderr)
@@ -117,6 +122,7 @@ class AppLoader:
 
                 self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
+            resume_gc()  # if the application could not be opened (else resumed above)
             self._ready.set()
 
     async def app(self) -> App:
@@ -186,7 +192,7 @@ async def _session_notes(ctx: ServerRequestContext[Any, Any], call_next: CallNex
                      f"{counted(s['milestones'], 'milestone')}; last activity {s['last_at']}"),
         mime_type="text/markdown",
         annotations=Annotations(last_modified=s["last_at"]),
-    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["sessions"]]
+    ).model_dump(by_alias=True, mode="json", exclude_none=True) for s in out["reply"]["sessions"]]
     wire = (result.model_dump(by_alias=True, mode="json", exclude_none=True)
             if isinstance(result, BaseModel) else dict(result or {}))
     return {**wire, "resources": [*wire.get("resources", []), *listed]}
@@ -427,7 +433,7 @@ async def audit(ctx: Context[AppLoader], **request: Any
     unknown session_id.
     """
     out, trace = await _run(ctx, "contract_audit", request, inline=False)
-    report = out["report"]
+    report = out["reply"]
     return _result(report["text"], AuditReport(**report, trace=Trace(**trace)))
 
 
@@ -502,20 +508,20 @@ async def run_resource(run_id: str, ctx: Context[AppLoader]) -> str:
         raise ResourceNotFoundError(str(ex)) from None
     except StenoError as ex:
         raise ResourceNotFoundError(str(ex)) from None
-    return json.dumps(out["trace"], ensure_ascii=False)
+    return json.dumps(out["reply"]["trace"], ensure_ascii=False)
 
 
 def serve_stdio() -> None:
     """Serve over stdio until end of input."""
     from stenographer.stdio import run_stdio
 
-    anyio.run(run_stdio, mcp)
+    try:
+        anyio.run(run_stdio, mcp)
+    finally:
+        resume_gc()  # if it ended before the application opened
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console script `omega-stenographer-mcp`: the stdio server that MCP hosts launch, or
-    with `--http`/`--sse` the HTTP server (`omega-stenographer-mcp --help`)."""
-    from stenographer.cli import main as cli_main
-    from stenographer.serve_cli import build_server_parser
-
-    cli_main(argv, build_server_parser())
+    """`omega-stenographer-mcp` (``stenographer.serve_cli.main``, which the console
+    script runs without importing this module and the MCP SDK first)."""
+    serve_main(argv)

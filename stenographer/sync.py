@@ -42,7 +42,8 @@ class SyncOutcome:
 
 
 def _sync(app: App, graph: str, url: str, batch: int | None) -> SyncOutcome:
-    out, _ = app.run(graph, {"url": url, "batch": batch or app.settings.sync_batch})
+    out, _ = app.run(graph, {"url": url,
+                             "batch": app.settings.sync_batch if batch is None else batch})
     reply = out["reply"]
     return SyncOutcome(**{k: reply[k] for k in (
         "direction", "peer", "ok", "batches", "records", "applied", "duplicates", "retries",

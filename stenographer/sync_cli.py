@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest
-from stenographer.argtypes import ranged
+from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest, PeerRequest
 from stenographer.commands import run_graph
 from stenographer.options import add_options, request_of
 from stenographer.settings import Settings
@@ -49,17 +48,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _sync(args: argparse.Namespace, direction: str, url: str) -> int:
+def _sync(args: argparse.Namespace, direction: str) -> int:
     from stenographer.app import open_app
     from stenographer.sync import pull, push
 
-    settings = Settings.from_env()
-    if args.batch is not None:
-        settings = settings.replace(sync_batch=args.batch)
-    app = open_app(settings)
+    request = request_of(args, PeerRequest)
+    app = open_app(Settings.from_env())
     try:
         run = push if direction == "push" else pull
-        outcome = run(app, url)
+        outcome = run(app, request["url"], batch=request["batch"])
     finally:
         app.close()
     if args.json:
@@ -72,11 +69,11 @@ def _sync(args: argparse.Namespace, direction: str, url: str) -> int:
 
 
 def cmd_sync_push(args: argparse.Namespace) -> int:
-    return _sync(args, "push", args.to)
+    return _sync(args, "push")
 
 
 def cmd_sync_pull(args: argparse.Namespace) -> int:
-    return _sync(args, "pull", args.source)
+    return _sync(args, "pull")
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
@@ -124,15 +121,12 @@ def add_sync_commands(sub: Any, add: Any) -> None:
     p = add(sub, "sync", "push to / pull from another running instance over HTTP",
             cmd_sync_status, description=SYNC_HELP)
     nested = p.add_subparsers(dest="sync_command", required=True, metavar="push|pull|status")
-    for name, help_, fn, flag, dest in (
-            ("push", "send the turns the peer lacks", cmd_sync_push, "--to", "to"),
-            ("pull", "fetch the turns this store lacks", cmd_sync_pull, "--from", "source")):
+    for name, help_, fn, flag in (
+            ("push", "send the turns the peer lacks", cmd_sync_push, "--to"),
+            ("pull", "fetch the turns this store lacks", cmd_sync_pull, "--from")):
         q = nested.add_parser(name, help=help_, description=f"{help_}.\n\n{SYNC_HELP}",
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-        q.add_argument(flag, dest=dest, required=True, metavar="URL",
-                       help="the peer's base URL, e.g. http://127.0.0.1:8765")
-        q.add_argument("--batch", type=ranged(int, 1, 10_000, "turns"),
-                       help="turns per batch (default STENO_SYNC_BATCH, 500)")
+        add_options(q, PeerRequest, names={"url": flag}, metavars={"url": "URL"})
         q.add_argument("--json", action="store_true", help="print JSON on stdout")
         q.set_defaults(fn=fn)
     q = nested.add_parser("status", help="outbox and inbox per peer: cursor, pending, "

@@ -43,9 +43,16 @@ class Backend(Protocol):
     def scrubbing(self) -> AbstractContextManager[None]:
         """Writes inside it overwrite what they delete (forgetting)."""
     def keyword_index(self) -> KeywordIndex | None:
-        """The derived keyword index beside a writable SQLite file, its queue moved into
-        it when it grew long; None otherwise (PostgreSQL's index is in the database).
-        Call outside a transaction."""
+        """The derived keyword index beside a writable SQLite file; None otherwise
+        (PostgreSQL's index is in the database). Call outside a transaction."""
+    def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
+        """The derived keyword index when it should answer a search in ``conn``'s
+        snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL
+        answers. Writes nothing in ``conn``; a long queue is moved in beside it."""
+    def catch_up_keywords(self) -> int:
+        """Move a queue a search would not use (``BULK_QUEUE``) into the derived keyword
+        index now, in this thread; how many turns (0: none, or PostgreSQL). Call outside
+        a transaction, after a bulk write."""
     def close(self) -> None: ...
 
 

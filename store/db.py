@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
-import apsw.bestpractice
 
 from store.errors import (
     Doing,
@@ -41,6 +40,7 @@ from store.runs import TraceBuffer
 
 if TYPE_CHECKING:
     from store.keyword_index import KeywordIndex
+    from store.sql import Conn
     from store.vectors import VectorCache
 
 __all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
@@ -56,10 +56,18 @@ BUSY_TIMEOUT_MS = 10_000
 # more, ingest unchanged.
 MMAP_BYTES = 1 << 30
 
-# apsw best practice: no double-quoted string literals, journal-mode defaults, and so on.
-apsw.bestpractice.apply(
-    (apsw.bestpractice.connection_dqs, apsw.bestpractice.connection_recursive_triggers)
-)
+
+def _best_practice(connection: apsw.Connection) -> None:
+    """apsw's best practice for every connection (``apsw.bestpractice.connection_dqs``
+    and ``connection_recursive_triggers``, set here without importing ``apsw.ext``,
+    ~10 ms of a server's start-up): no double-quoted string literals, recursive
+    triggers on."""
+    connection.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+    connection.pragma("recursive_triggers", "ON")
+
+
+apsw.connection_hooks.append(_best_practice)
 
 
 def vec0_path() -> str:
@@ -135,21 +143,62 @@ class Store:
         return self._keywords
 
     def keyword_index(self) -> KeywordIndex | None:
-        """The derived keyword index (``keywords``), its queue moved into it when it grew
-        long (``KeywordIndex.take_in_queue``); None for a read-only file. A queue that
-        cannot be moved now (a full disk) stays where it is: searches read it as well; an
-        index that cannot be opened leaves every search to FTS5."""
+        """The derived keyword index (``keywords``), taken as a new store's own
+        (``KeywordIndex.adopt_once``); None for a read-only file, or when it cannot be
+        opened (every search is FTS5's then)."""
         if self.read_only:
             return None
         try:
             derived = self.keywords
             derived.adopt_once(self)
-            derived.take_in_queue(self)
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the keyword index was not brought up to date: {ex}",
                   file=sys.stderr)
             return self._keywords  # None when it could not be opened: FTS5 answers
         return derived
+
+    def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
+        """The derived keyword index when it should answer a search in ``conn``'s
+        snapshot, else None (FTS5 answers, with the same hits). Below
+        ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) nothing is
+        opened; past ``HOT_LIMIT`` queued turns the queue is moved into the index on a
+        thread of its own, and past ``BULK_QUEUE`` FTS5 answers until it is in: no
+        search waits for the index."""
+        from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
+
+        if self.read_only:
+            return None
+        largest, queued = search_state(conn)
+        if queued <= HOT_LIMIT and largest < KeywordIndex.answers_from:
+            return None
+        try:
+            derived = self.keywords  # opened once per process (Tantivy imported then)
+            if queued > HOT_LIMIT:
+                derived.flush_later(self)
+        except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
+            print(f"stenographer: the keyword index could not be opened: {ex}",
+                  file=sys.stderr)
+            return None
+        if queued > BULK_QUEUE or largest < KeywordIndex.answers_from:
+            return None
+        return derived
+
+    def catch_up_keywords(self) -> int:
+        """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
+        leave to FTS5 until a thread had moved it in) is moved into the derived index
+        now, by the writer that made it, so the store is whole when the write returns
+        and the queue's rows are freed for the next batch. A shorter queue is left to
+        the searches (nothing is opened: a hook's pass of a few turns stays cheap)."""
+        from store.keyword_index import BULK_QUEUE, search_state
+
+        if self.read_only:
+            return 0
+        with self.read() as conn:
+            _, queued = search_state(conn)
+        if queued <= BULK_QUEUE:
+            return 0
+        derived = self.keyword_index()
+        return 0 if derived is None else derived.flush(self)
 
     @property
     def vectors(self) -> VectorCache:

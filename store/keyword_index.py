@@ -21,8 +21,10 @@ How it stays right:
   scored in this process as FTS5's bm25() scores them, with the index's statistics
   (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
   is never returned (it may be older than the queue's);
-* ``flush`` moves the queue into the index: each queued id's entry deleted and written
-  again in one commit, then the queue rows removed. A process killed anywhere in it
+* ``flush`` moves the queue into the index, on a thread of its own started by a search
+  that finds it long (``store.db.Store.searched_keywords``, which lets FTS5 answer while
+  the queue is too long to score beside the index): each queued id's entry deleted and
+  written again in one commit, then the queue rows removed. A process killed anywhere in it
   leaves the rows queued; the next flush writes them again (idempotent). One process
   writes at a time (Tantivy's writer lock; the others leave the queue to it);
 * the index is trusted only when the id written in its directory is the store's
@@ -39,6 +41,7 @@ import math
 import shutil
 import sys
 import threading
+import time
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -67,6 +70,7 @@ class Store(Transactions, Protocol):
     read_only: bool
 
 __all__ = [
+    "BULK_QUEUE",
     "HOT_LIMIT",
     "KeywordEntry",
     "KeywordIndex",
@@ -75,6 +79,7 @@ __all__ = [
     "plain_phrases",
     "queue_entries",
     "queue_removals",
+    "search_state",
     "stored_turns",
 ]
 
@@ -104,8 +109,11 @@ DEPTH = 3
 # FTS5's columns body, context, dated (scope: one token of every row, weight 0).
 BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
-# Queued turns beyond this are moved into the index by the next search (a commit costs
-# a few milliseconds; the hot tier is scored in Python).
+# Queued turns beyond HOT_LIMIT are moved into the index on a thread of its own, started
+# by the next search (a commit costs a few milliseconds; the hot tier is scored in
+# Python). Beyond BULK_QUEUE (a bulk import, a migration, a store that was not searched
+# for a while), FTS5 answers until they are in: scoring them all in Python would cost
+# the search more than FTS5 does, and waiting for the flush would stall it.
 HOT_LIMIT = 128
 BULK_QUEUE = 1_024
 FLUSH_HEAP = 32_000_000
@@ -127,7 +135,12 @@ SELECT p.seq, p.exchange_id, e.session_id, e.content, p.context, p.dated
 FROM keyword_pending p LEFT JOIN exchanges e ON e.id = p.exchange_id ORDER BY p.seq"""
 DELETE_PENDING = "DELETE FROM keyword_pending WHERE seq IN (SELECT value FROM carray(?1))"
 DELETE_PENDING_UPTO = "DELETE FROM keyword_pending WHERE seq <= ?"
-QUEUE_OVER = "SELECT count(*) FROM (SELECT 1 FROM keyword_pending LIMIT ?)"
+# The largest turn id (at least the number of turns: ids only grow) and how many turns
+# at most are queued: three seeks, whatever the sizes.
+SEARCH_STATE = """
+SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
+       coalesce((SELECT max(seq) FROM keyword_pending)
+                - (SELECT min(seq) FROM keyword_pending) + 1, 0)"""
 MAX_PENDING = "SELECT coalesce(max(seq), 0) FROM keyword_pending"
 SELECT_MARK = "SELECT value FROM meta WHERE key = ?"
 SET_MARK = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
@@ -157,6 +170,13 @@ def stored_turns(conn: Conn) -> Iterator[tuple[int, int, float, str]]:
     time, oldest first (streamed)."""
     for exchange_id, session_id, created_at, content in conn.execute(SELECT_STORED):
         yield int(exchange_id), int(session_id), float(created_at), str(content)
+
+
+def search_state(conn: Conn) -> tuple[int, int]:
+    """(the store's largest turn id, an upper bound of the turns queued for the index),
+    read in ``conn``'s snapshot without reading the queue or the turns."""
+    row = first(conn, SEARCH_STATE)
+    return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
 
 def index_directory(db_path: Path) -> Path:
@@ -342,6 +362,7 @@ class KeywordIndex:
         self._trusted: str | None = None
         self._adopted = False
         self._flusher: threading.Thread | None = None
+        self._stopping = threading.Event()  # ends the FTS5 merge after a flush (``wait``)
 
     # --- trust ----------------------------------------------------------------------------
 
@@ -461,9 +482,15 @@ class KeywordIndex:
             writing = self._writer(FLUSH_HEAP)
         except ValueError:
             return 0  # another process or thread is writing it: it takes the queue in
+        beside = threading.current_thread() is self._flusher
         with writing as writer:
             top = self._largest_id()
             for _, exchange_id, session_id, content, context, dated in rows:
+                if beside:
+                    # Beside the searches of this process: a document takes ~40 µs of
+                    # the interpreter; without this, a search waiting for it would wait
+                    # out the interpreter's switch interval (5 ms) at every turn.
+                    time.sleep(0)
                 if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
                     writer.delete_documents_by_query(self._id_query(int(exchange_id)))
                 if content is not None and context is not None:
@@ -491,12 +518,19 @@ class KeywordIndex:
         except Exception as ex:  # the queue stays: the next search tries again
             print(f"stenographer: the keyword index did not take its queue in: {ex}",
                   file=sys.stderr)
+        try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
+            fts5_search.keep_merged(store, self._stopping.is_set, below=self.answers_from)
+        except Exception as ex:  # left as it is: the next flush tries again
+            print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 
     def wait(self) -> None:
-        """Until a flush started by ``flush_later`` has ended (before the store closes)."""
+        """Until a flush started by ``flush_later`` has ended (before the store closes);
+        the FTS5 merge after it stops at its next step."""
         flusher = self._flusher
         if flusher is not None:
+            self._stopping.set()
             flusher.join()
+            self._stopping.clear()
 
     def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
                 ) -> int:
@@ -673,19 +707,6 @@ class KeywordIndex:
         tokens += sum(h.columns[1] for h in every) + rows + len(every)
         rows += len(every)
         return tokens / rows if rows else 1.0
-
-    def take_in_queue(self, store: Store) -> None:
-        """Past HOT_LIMIT queued turns, ``flush_later``; past BULK_QUEUE (a bulk import,
-        a migration), ``flush`` now: scoring them all in Python would cost the search
-        more than the commit."""
-        with store.read() as conn:
-            row = first(conn, QUEUE_OVER, (BULK_QUEUE + 1,))
-        queued = int(row[0]) if row is not None else 0
-        if queued > BULK_QUEUE:
-            self.wait()
-            self.flush(store)
-        elif queued > HOT_LIMIT:
-            self.flush_later(store)
 
     # --- the contract audit -----------------------------------------------------------------
 

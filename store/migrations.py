@@ -1,12 +1,18 @@
-"""Versioned schema migrations: one ordered list, each migration named once with its
-step per dialect, recorded in a table as it is applied.
+"""Versioned schema migrations: one ordered list, each migration declared once and
+rendered for each dialect, recorded in a table as it is applied.
+
+A migration is a list of dialect-neutral operations (``store.schema``): tables,
+indexes and columns, the keyword index and the hashed vectors, and the functions that
+carry a store's rows into the new shape. ``store.sqlite.schema`` and
+``store.postgres.schema`` render them.
 
 Each dialect numbers the migrations it runs from 1, in list order, and records each as
 ``<prefix><version>_<name>``: ``m001_initial``, ``m002_search_fields``, ... on SQLite,
-``p001_initial`` on PostgreSQL. PostgreSQL support came with migration 12: its first
-step creates at once, in PostgreSQL's types, the tables SQLite's migrations build up
-to there (``store.postgres.schema``), so the eleven after the first have no PostgreSQL
-step.
+``p001_initial`` on PostgreSQL. PostgreSQL support came after ``compact_storage``
+(SQLite's twelfth): its first step creates at once the schema that those twelve
+leave (``store.schema.final_schema``); each later migration is a step of both, except
+the queue of SQLite's derived keyword index. A schema change is one more ``Migration``
+at the end of ``MIGRATIONS``: both dialects run it, number it and record it.
 
 On SQLite each migration runs in its own ``BEGIN IMMEDIATE`` transaction and re-checks
 the recorded version inside it; on PostgreSQL all of them run in one transaction under
@@ -24,8 +30,22 @@ from typing import Generic, NamedTuple, TypeVar
 import apsw
 
 from store.postgres import schema as postgresql
+from store.schema import (
+    AddColumn,
+    Data,
+    DropIndex,
+    DropTable,
+    Index,
+    KeywordTable,
+    NewStoreId,
+    Operation,
+    Table,
+    VectorTable,
+    column,
+)
 from store.search_filter import FTS_TOKENIZE
 from store.sql import Conn
+from store.sqlite import schema as sqlite
 
 __all__ = [
     "MIGRATIONS",
@@ -51,148 +71,117 @@ HAS_MIGRATIONS_TABLE = """
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"""
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
 
+ROLES = "role IN ('user', 'assistant', 'system', 'tool')"
 
-def initial(conn: apsw.Connection) -> None:
-    conn.execute(
-        """
-        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-        INSERT INTO meta(key, value) VALUES ('vector_dim', '256');
-
-        CREATE TABLE sessions(
-          id INTEGER PRIMARY KEY,
-          name TEXT NOT NULL UNIQUE,
-          created_at REAL NOT NULL,
-          last_at REAL NOT NULL,
-          turns INTEGER NOT NULL DEFAULT 0
-        );
-
-        CREATE TABLE briefs(
-          id INTEGER PRIMARY KEY,
-          session_id INTEGER NOT NULL REFERENCES sessions(id),
-          tier TEXT NOT NULL CHECK (tier IN ('A', 'B')),
-          created_at REAL NOT NULL,
-          first_exchange_id INTEGER NOT NULL,
-          last_exchange_id INTEGER NOT NULL,
-          turns INTEGER NOT NULL,
-          body TEXT NOT NULL
-        );
-        CREATE INDEX briefs_by_session ON briefs(session_id, id);
-
-        CREATE TABLE exchanges(
-          id INTEGER PRIMARY KEY AUTOINCREMENT,
-          session_id INTEGER NOT NULL REFERENCES sessions(id),
-          role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
-          created_at REAL NOT NULL,
-          content TEXT NOT NULL,
-          content_hash BLOB NOT NULL,
-          signals TEXT,
-          brief_id INTEGER REFERENCES briefs(id),
-          source_key TEXT,
-          trace_id TEXT
-        );
-        CREATE INDEX exchanges_by_session ON exchanges(session_id, id);
-        CREATE INDEX exchanges_live ON exchanges(session_id, id) WHERE brief_id IS NULL;
-        CREATE INDEX exchanges_by_brief ON exchanges(brief_id) WHERE brief_id IS NOT NULL;
-        CREATE UNIQUE INDEX exchanges_by_source_key ON exchanges(source_key)
-          WHERE source_key IS NOT NULL;
-
-        CREATE TABLE brief_sources(
-          brief_id INTEGER NOT NULL REFERENCES briefs(id),
-          exchange_id INTEGER NOT NULL,
-          content_hash BLOB NOT NULL,
-          PRIMARY KEY (brief_id, exchange_id)
-        ) WITHOUT ROWID;
-
-        CREATE TABLE milestones(
-          exchange_id INTEGER PRIMARY KEY REFERENCES exchanges(id),
-          session_id INTEGER NOT NULL REFERENCES sessions(id),
-          label TEXT NOT NULL,
-          created_at REAL NOT NULL
-        );
-        CREATE INDEX milestones_by_session ON milestones(session_id, exchange_id);
-
-        CREATE TABLE runs(
-          seq INTEGER PRIMARY KEY AUTOINCREMENT,
-          run_id TEXT NOT NULL UNIQUE,
-          graph TEXT NOT NULL,
-          status TEXT NOT NULL,
-          started_at REAL NOT NULL,
-          duration_ms REAL NOT NULL,
-          trace BLOB NOT NULL
-        );
-
-        -- Contentless: the text lives once, in exchanges. `scope` holds a session token
-        -- so that session-scoped keyword search is one index lookup.
-        CREATE VIRTUAL TABLE exchanges_fts USING fts5(
-          body, scope, content='', contentless_delete=1,
-          tokenize='porter unicode61 remove_diacritics 2'
-        );
-
-        CREATE VIRTUAL TABLE exchange_vectors USING vec0(
-          session_id integer, embedding int8[256]
-        );
-        """
-    )
+INITIAL: tuple[Operation, ...] = (
+    Table("meta", (column("key TEXT", key=True), column("value TEXT NOT NULL")),
+          clustered=True),
+    Table("sessions", (
+        column("id INT", key=True, generated="reused"),
+        column("name TEXT NOT NULL", unique=True),
+        column("created_at REAL NOT NULL"),
+        column("last_at REAL NOT NULL"),
+        column("turns INT NOT NULL", default="0"))),
+    Table("briefs", (
+        column("id INT", key=True, generated="reused"),
+        column("session_id INT NOT NULL", references="sessions(id)"),
+        column("tier TEXT NOT NULL", check="tier IN ('A', 'B')"),
+        column("created_at REAL NOT NULL"),
+        column("first_exchange_id INT NOT NULL"),
+        column("last_exchange_id INT NOT NULL"),
+        column("turns INT NOT NULL"),
+        column("body TEXT NOT NULL"))),
+    Index("briefs_by_session", "briefs", ("session_id", "id")),
+    Table("exchanges", (
+        column("id INT", key=True, generated="never_reused"),
+        column("session_id INT NOT NULL", references="sessions(id)"),
+        column("role TEXT NOT NULL", check=ROLES),
+        column("created_at REAL NOT NULL"),
+        column("content TEXT NOT NULL"),
+        column("content_hash BYTES NOT NULL"),
+        column("signals TEXT"),
+        column("brief_id INT", references="briefs(id)"),
+        column("source_key TEXT"),
+        column("trace_id TEXT"))),
+    Index("exchanges_by_session", "exchanges", ("session_id", "id")),
+    Index("exchanges_live", "exchanges", ("session_id", "id"), where="brief_id IS NULL"),
+    Index("exchanges_by_brief", "exchanges", ("brief_id",), where="brief_id IS NOT NULL"),
+    Index("exchanges_by_source_key", "exchanges", ("source_key",),
+          where="source_key IS NOT NULL", unique=True),
+    Table("brief_sources", (
+        column("brief_id INT NOT NULL", references="briefs(id)"),
+        column("exchange_id INT NOT NULL"),
+        column("content_hash BYTES NOT NULL")),
+        primary_key=("brief_id", "exchange_id"), clustered=True),
+    Table("milestones", (
+        column("exchange_id INT", key=True, references="exchanges(id)"),
+        column("session_id INT NOT NULL", references="sessions(id)"),
+        column("label TEXT NOT NULL"),
+        column("created_at REAL NOT NULL"))),
+    Index("milestones_by_session", "milestones", ("session_id", "exchange_id")),
+    Table("runs", (
+        column("seq INT", key=True, generated="never_reused"),
+        column("run_id TEXT NOT NULL", unique=True),
+        column("graph TEXT NOT NULL"),
+        column("status TEXT NOT NULL"),
+        column("started_at REAL NOT NULL"),
+        column("duration_ms REAL NOT NULL"),
+        column("trace BYTES NOT NULL"))),
+    # `scope` holds a session token, so that session-scoped keyword search is one
+    # index lookup.
+    KeywordTable("exchanges_fts", ("body", "scope"), "porter unicode61 remove_diacritics 2"),
+    VectorTable("exchange_vectors", 256),
+)
 
 
 # --- search fields and compact hashed vectors -----------------------------------
 
-CREATE_FTS_WITH_FIELDS = f"""
-CREATE VIRTUAL TABLE exchanges_fts USING fts5(
-  body, context, dated, scope, content='', contentless_delete=1,
-  tokenize='{FTS_TOKENIZE}'
-)"""
+KEYWORD_FIELDS = KeywordTable("exchanges_fts", ("body", "context", "dated", "scope"),
+                              FTS_TOKENIZE)
+CREATE_FTS_WITH_FIELDS = sqlite.render(KEYWORD_FIELDS)
 INSERT_FTS_ROW = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 SELECT_TURNS_TO_INDEX = "SELECT id, session_id, created_at, content FROM exchanges ORDER BY id"
 
 
-def search_fields(conn: apsw.Connection) -> None:
-    """The keyword index gains two columns ranked below the turn's own words.
-
-    ``context`` holds the words of the turns just before it in the session (the
-    question a turn answers is usually asked in the turn before), ``dated`` the month
-    and year it was recorded ("May 2023"), so that "what did we do in March?" matches
-    by date. The index is contentless, so it is rebuilt from ``exchanges``; turns
-    recorded before this migration are re-indexed with their dates and an empty
-    context (context words are extracted at ingest).
-    """
+def reindex_with_dates(conn: Conn) -> None:
+    """Turns recorded before the keyword index had its fields are indexed again with
+    their dates and an empty context (context words are extracted at ingest)."""
     from store.search import dated_terms
     from store.sqlite.search import scope_token
 
-    rows = list(conn.execute(SELECT_TURNS_TO_INDEX))
-    conn.execute("DROP TABLE exchanges_fts")
-    conn.execute(CREATE_FTS_WITH_FIELDS)
-    for exchange_id, session_id, created_at, content in rows:
+    for exchange_id, session_id, created_at, content in list(
+            conn.execute(SELECT_TURNS_TO_INDEX)):
         conn.execute(INSERT_FTS_ROW, (exchange_id, content, "", dated_terms(created_at),
                                       scope_token(session_id)))
 
 
+# The keyword index gains two columns ranked below the turn's own words. ``context``
+# holds the words of the turns just before it in the session (the question a turn
+# answers is usually asked in the turn before), ``dated`` the month and year it was
+# recorded ("May 2023"), so that "what did we do in March?" matches by date.
+SEARCH_FIELDS = (DropTable("exchanges_fts"), KEYWORD_FIELDS, Data(reindex_with_dates))
+
 COMPACT_VECTOR_DIM = 128
-SELECT_OLD_VECTORS = "SELECT rowid, session_id, embedding FROM exchange_vectors ORDER BY rowid"
-CREATE_COMPACT_VECTORS = f"""
-CREATE VIRTUAL TABLE exchange_vectors USING vec0(
-  session_id integer, embedding int8[{COMPACT_VECTOR_DIM}]
-)"""
+KEEP_OLD_VECTORS = """
+CREATE TEMP TABLE old_vectors AS SELECT rowid, session_id, embedding FROM exchange_vectors"""
+SELECT_OLD_VECTORS = "SELECT rowid, session_id, embedding FROM temp.old_vectors ORDER BY rowid"
+DROP_OLD_VECTORS = "DROP TABLE temp.old_vectors"
 INSERT_COMPACT_VECTOR = """
 INSERT INTO exchange_vectors(rowid, session_id, embedding) VALUES (?, ?, vec_int8(?))"""
-SET_VECTOR_DIM = "UPDATE meta SET value = ? WHERE key = 'vector_dim'"
 
 
-def compact_vectors(conn: apsw.Connection) -> None:
-    """Hashed vectors go from 256 to 128 int8 components (the keyword context column
-    pays for itself with the bytes saved; recall is unchanged at 128).
+def keep_old_vectors(conn: Conn) -> None:
+    conn.execute(KEEP_OLD_VECTORS)
 
-    Stored vectors are folded, not recomputed: component ``i`` of the new vector is the
-    sum of old components ``i`` and ``i + 128``, which is exactly the hashing of the
-    same features into 128 buckets (``h % 256 % 128 == h % 128``), then re-normalised.
-    """
+
+def fold_old_vectors(conn: Conn) -> None:
+    """Stored vectors are folded, not recomputed: component ``i`` of the new vector is
+    the sum of old components ``i`` and ``i + 128``, which is exactly the hashing of the
+    same features into 128 buckets (``h % 256 % 128 == h % 128``), then re-normalised."""
     import numpy as np
 
-    rows = list(conn.execute(SELECT_OLD_VECTORS))
-    conn.execute("DROP TABLE exchange_vectors")
-    conn.execute(CREATE_COMPACT_VECTORS)
-    for rowid, session_id, blob in rows:
+    for rowid, session_id, blob in list(conn.execute(SELECT_OLD_VECTORS)):
         old = np.frombuffer(bytes(blob), dtype=np.int8).astype(np.float32)
         if len(old) % COMPACT_VECTOR_DIM:
             continue  # not a layout this migration knows; the turn keeps its keyword entry
@@ -201,394 +190,356 @@ def compact_vectors(conn: apsw.Connection) -> None:
         unit = folded / norm if norm else folded
         packed = np.clip(np.rint(unit * 127.0), -127, 127).astype(np.int8).tobytes()
         conn.execute(INSERT_COMPACT_VECTOR, (rowid, session_id, packed))
-    conn.execute(SET_VECTOR_DIM, (str(COMPACT_VECTOR_DIM),))
+    conn.execute(DROP_OLD_VECTORS)
 
 
-def provider_vectors(conn: apsw.Connection) -> None:
-    """Vectors from an optional embedding provider (their dimension is the model's).
+# Hashed vectors go from 256 to 128 int8 components (the keyword context column pays
+# for itself with the bytes saved; recall is unchanged at 128).
+COMPACT_VECTORS = (Data(keep_old_vectors), DropTable("exchange_vectors"),
+                   VectorTable("exchange_vectors", COMPACT_VECTOR_DIM), Data(fold_old_vectors))
 
-    One row per turn and model: int8 components of the unit vector. Rows follow their
-    turn when it is deleted. ``meta`` keeps, per model, the id up to which every turn
-    was offered to the provider (``provider_through:<model key>``).
-    """
-    conn.execute(
-        """
-        CREATE TABLE provider_vectors(
-          exchange_id INTEGER NOT NULL REFERENCES exchanges(id) ON DELETE CASCADE,
-          model TEXT NOT NULL,
-          embedding BLOB NOT NULL,
-          PRIMARY KEY (model, exchange_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX provider_vectors_by_exchange ON provider_vectors(exchange_id);
-        """
-    )
+# Vectors from an optional embedding provider (their dimension is the model's): one row
+# per turn and model, int8 components of the unit vector. Rows follow their turn when
+# it is deleted. ``meta`` keeps, per model, the id up to which every turn was offered to
+# the provider (``provider_through:<model key>``).
+PROVIDER_VECTORS = (
+    Table("provider_vectors", (
+        column("exchange_id INT NOT NULL", references="exchanges(id)", on_delete_cascade=True),
+        column("model TEXT NOT NULL"),
+        column("embedding BYTES NOT NULL")),
+        primary_key=("model", "exchange_id"), clustered=True),
+    Index("provider_vectors_by_exchange", "provider_vectors", ("exchange_id",)),
+)
 
 
-def provenance_chain(conn: apsw.Connection) -> None:
-    """The provenance hash chain (store.provenance) and tombstones of forgotten turns.
-
-    Every turn gains ``chain_hash``, every session ``chain_head`` (its newest turn's
-    hash); turns already stored are chained in id order, page by page. ``forgotten``
-    keeps, per forgotten turn, its ids, hashes, time and reason (never its content), so
-    the chain and the audit stay whole after a deletion. ``brief_sources`` gains an
-    index by turn: the audit and forgetting look sources up by turn.
-    """
+def backfill_chain(conn: Conn) -> None:
     from store.provenance import backfill_chain
 
-    conn.execute(
-        """
-        ALTER TABLE exchanges ADD COLUMN chain_hash BLOB;
-        ALTER TABLE sessions ADD COLUMN chain_head BLOB;
-        CREATE INDEX brief_sources_by_exchange ON brief_sources(exchange_id);
-        CREATE TABLE forgotten(
-          exchange_id INTEGER PRIMARY KEY,
-          session_id INTEGER NOT NULL REFERENCES sessions(id),
-          forgotten_at REAL NOT NULL,
-          reason TEXT NOT NULL,
-          selector TEXT NOT NULL,
-          content_hash BLOB NOT NULL,
-          chain_hash BLOB NOT NULL,
-          brief_id INTEGER
-        );
-        CREATE INDEX forgotten_by_session ON forgotten(session_id, exchange_id);
-        """
-    )
     backfill_chain(conn)
-def signal_flags(conn: apsw.Connection) -> None:
-    """NAFE reasoning-drift flags and per-session trace ids.
-
-    ``signal_flags`` holds one row per flag with the matched span and its offsets in the
-    stored text; rows follow their turn when it is deleted (forgetting). ``session_id``
-    is kept on the row so the running notes list a session's flags by index.
-    ``sessions.trace_id`` is the id a turn gets when its ingest names none (created
-    once per session). The trace-id search filter applies to candidate turns by id, so
-    ``exchanges.trace_id`` needs no index of its own (one would cost ~35 KB per 1,000 turns).
-    """
-    conn.execute(
-        """
-        CREATE TABLE signal_flags(
-          exchange_id INTEGER NOT NULL REFERENCES exchanges(id) ON DELETE CASCADE,
-          session_id INTEGER NOT NULL REFERENCES sessions(id),
-          signature TEXT NOT NULL,
-          span_start INTEGER NOT NULL,
-          span_end INTEGER NOT NULL,
-          span TEXT NOT NULL,
-          PRIMARY KEY (exchange_id, signature, span_start)
-        ) WITHOUT ROWID;
-        CREATE INDEX signal_flags_by_session ON signal_flags(session_id, exchange_id);
-        CREATE INDEX signal_flags_by_signature ON signal_flags(signature, exchange_id);
-        ALTER TABLE sessions ADD COLUMN trace_id TEXT;
-        """
-    )
 
 
-def graphrag(conn: apsw.Connection) -> None:
-    """The GraphRAG knowledge graph, derived from the turns by a batch run.
+# The provenance hash chain (store.provenance) and tombstones of forgotten turns. Every
+# turn gains ``chain_hash``, every session ``chain_head`` (its newest turn's hash); turns
+# already stored are chained in id order, page by page. ``forgotten`` keeps, per
+# forgotten turn, its ids, hashes, time and reason (never its content), so the chain and
+# the audit stay whole after a deletion. ``brief_sources`` gains an index by turn: the
+# audit and forgetting look sources up by turn.
+PROVENANCE_CHAIN = (
+    AddColumn("exchanges", column("chain_hash BYTES")),
+    AddColumn("sessions", column("chain_head BYTES")),
+    Index("brief_sources_by_exchange", "brief_sources", ("exchange_id",)),
+    Table("forgotten", (
+        column("exchange_id INT", key=True),
+        column("session_id INT NOT NULL", references="sessions(id)"),
+        column("forgotten_at REAL NOT NULL"),
+        column("reason TEXT NOT NULL"),
+        column("selector TEXT NOT NULL"),
+        column("content_hash BYTES NOT NULL"),
+        column("chain_hash BYTES NOT NULL"),
+        column("brief_id INT"))),
+    Index("forgotten_by_session", "forgotten", ("session_id", "exchange_id")),
+    Data(backfill_chain),
+)
 
-    Entities are keyed by their normalised name; edges by their two ends (``src`` <
-    ``dst`` for the undirected co-occurrence kind) and kind. Provenance lives in
-    ``graph_entity_turns``/``graph_edge_turns`` with the exchange id as a plain,
-    indexed column (no foreign key): forgetting a turn deletes its rows there and
-    re-derives the counts (see store.graphrag). ``graph_cursors`` holds, per session,
-    the id up to which turns were read; ``graph_communities`` the latest detection.
-    """
-    conn.execute(
-        """
-        CREATE TABLE graph_entities(
-          id INTEGER PRIMARY KEY,
-          key TEXT NOT NULL UNIQUE,
-          kind TEXT NOT NULL,
-          label TEXT NOT NULL,
-          turns INTEGER NOT NULL DEFAULT 0,
-          community INTEGER,
-          centrality REAL NOT NULL DEFAULT 0
-        );
-        CREATE INDEX graph_entities_by_community ON graph_entities(community, centrality);
-        CREATE TABLE graph_aliases(
-          entity_id INTEGER NOT NULL,
-          surface TEXT NOT NULL,
-          kind TEXT NOT NULL,
-          mentions INTEGER NOT NULL,
-          PRIMARY KEY (entity_id, surface, kind)
-        ) WITHOUT ROWID;
-        CREATE TABLE graph_entity_turns(
-          entity_id INTEGER NOT NULL,
-          exchange_id INTEGER NOT NULL,
-          session_id INTEGER NOT NULL,
-          PRIMARY KEY (entity_id, exchange_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX graph_entity_turns_by_exchange ON graph_entity_turns(exchange_id);
-        CREATE INDEX graph_entity_turns_by_session
-          ON graph_entity_turns(session_id, entity_id, exchange_id);
-        CREATE TABLE graph_edges(
-          id INTEGER PRIMARY KEY,
-          src INTEGER NOT NULL,
-          dst INTEGER NOT NULL,
-          kind TEXT NOT NULL,
-          turns INTEGER NOT NULL DEFAULT 0,
-          UNIQUE (src, dst, kind)
-        );
-        CREATE INDEX graph_edges_by_src_turns ON graph_edges(src, turns);
-        CREATE INDEX graph_edges_by_dst_turns ON graph_edges(dst, turns);
-        CREATE TABLE graph_edge_turns(
-          edge_id INTEGER NOT NULL,
-          exchange_id INTEGER NOT NULL,
-          session_id INTEGER NOT NULL,
-          PRIMARY KEY (edge_id, exchange_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX graph_edge_turns_by_exchange ON graph_edge_turns(exchange_id);
-        CREATE TABLE graph_cursors(
-          session_id INTEGER PRIMARY KEY,
-          through_id INTEGER NOT NULL
-        );
-        CREATE TABLE graph_communities(
-          id INTEGER PRIMARY KEY,
-          size INTEGER NOT NULL,
-          label TEXT NOT NULL
-        );
-        """
-    )
+# NAFE reasoning-drift flags and per-session trace ids. ``signal_flags`` holds one row
+# per flag with the matched span and its offsets in the stored text; rows follow their
+# turn when it is deleted (forgetting). ``session_id`` is kept on the row so the running
+# notes list a session's flags by index. ``sessions.trace_id`` is the id a turn gets
+# when its ingest names none (created once per session). The trace-id search filter
+# applies to candidate turns by id, so ``exchanges.trace_id`` needs no index of its own
+# (one would cost ~35 KB per 1,000 turns).
+SIGNAL_FLAGS = (
+    Table("signal_flags", (
+        column("exchange_id INT NOT NULL", references="exchanges(id)", on_delete_cascade=True),
+        column("session_id INT NOT NULL", references="sessions(id)"),
+        column("signature TEXT NOT NULL"),
+        column("span_start INT NOT NULL"),
+        column("span_end INT NOT NULL"),
+        column("span TEXT NOT NULL")),
+        primary_key=("exchange_id", "signature", "span_start"), clustered=True),
+    Index("signal_flags_by_session", "signal_flags", ("session_id", "exchange_id")),
+    Index("signal_flags_by_signature", "signal_flags", ("signature", "exchange_id")),
+    AddColumn("sessions", column("trace_id TEXT")),
+)
 
 
-# --- automatic capture ------------------------------------------------------------------------
+def _provenance(name: str, owner: str) -> Table:
+    """A GraphRAG provenance table: which turns (of which session) an entity or an
+    edge was read from."""
+    return Table(name, (column(f"{owner} INT NOT NULL"), column("exchange_id INT NOT NULL"),
+                        column("session_id INT NOT NULL")),
+                 primary_key=(owner, "exchange_id"), clustered=True)
 
 
-def capture(conn: apsw.Connection) -> None:
-    """Cursors: how far each followed stream has been read.
+# The GraphRAG knowledge graph, derived from the turns by a batch run. Entities are
+# keyed by their normalised name; edges by their two ends (``src`` < ``dst`` for the
+# undirected co-occurrence kind) and kind. Provenance lives in
+# ``graph_entity_turns``/``graph_edge_turns`` with the exchange id as a plain, indexed
+# column (no foreign key): forgetting a turn deletes its rows there and re-derives the
+# counts (see store.graphrag). ``graph_cursors`` holds, per session, the id up to which
+# turns were read; ``graph_communities`` the latest detection.
+GRAPHRAG = (
+    Table("graph_entities", (
+        column("id INT", key=True, generated="reused"),
+        column("key TEXT NOT NULL", unique=True),
+        column("kind TEXT NOT NULL"),
+        column("label TEXT NOT NULL"),
+        column("turns INT NOT NULL", default="0"),
+        column("community INT"),
+        column("centrality REAL NOT NULL", default="0"))),
+    Index("graph_entities_by_community", "graph_entities", ("community", "centrality")),
+    Table("graph_aliases", (
+        column("entity_id INT NOT NULL"),
+        column("surface TEXT NOT NULL"),
+        column("kind TEXT NOT NULL"),
+        column("mentions INT NOT NULL")),
+        primary_key=("entity_id", "surface", "kind"), clustered=True),
+    _provenance("graph_entity_turns", "entity_id"),
+    Index("graph_entity_turns_by_exchange", "graph_entity_turns", ("exchange_id",)),
+    Index("graph_entity_turns_by_session", "graph_entity_turns",
+          ("session_id", "entity_id", "exchange_id")),
+    Table("graph_edges", (
+        column("id INT", key=True, generated="reused"),
+        column("src INT NOT NULL"),
+        column("dst INT NOT NULL"),
+        column("kind TEXT NOT NULL"),
+        column("turns INT NOT NULL", default="0")),
+        unique=(("src", "dst", "kind"),)),
+    Index("graph_edges_by_src_turns", "graph_edges", ("src", "turns")),
+    Index("graph_edges_by_dst_turns", "graph_edges", ("dst", "turns")),
+    _provenance("graph_edge_turns", "edge_id"),
+    Index("graph_edge_turns_by_exchange", "graph_edge_turns", ("exchange_id",)),
+    Table("graph_cursors", (column("session_id INT", key=True),
+                            column("through_id INT NOT NULL"))),
+    Table("graph_communities", (column("id INT", key=True), column("size INT NOT NULL"),
+                                column("label TEXT NOT NULL"))),
+)
 
-    One row per stream, keyed by ``kind`` (what is followed: ``claude-code`` and
-    ``codex`` transcript files; sync can add its peers as kinds of its own) and ``name``
-    (the file path). ``position`` is the byte offset of the next unread line;
-    ``identity`` (device:inode) and ``head`` (sha256 of the first bytes read, up to
-    1 KiB) tell a file that grew from one that was truncated, rewritten or rotated.
-    Counts and the last success and error are what capture status reports. Records
-    themselves are deduplicated by ``exchanges.source_key``, so a cursor that falls
-    behind (a crash between an ingest and the cursor update) only re-reads.
-    """
-    conn.execute(
-        """
-        CREATE TABLE cursors(
-          kind TEXT NOT NULL,
-          name TEXT NOT NULL,
-          position INTEGER NOT NULL DEFAULT 0 CHECK (position >= 0),
-          lines INTEGER NOT NULL DEFAULT 0,
-          identity TEXT,
-          head TEXT,
-          session TEXT,
-          captured INTEGER NOT NULL DEFAULT 0,
-          duplicates INTEGER NOT NULL DEFAULT 0,
-          skipped INTEGER NOT NULL DEFAULT 0,
-          resets INTEGER NOT NULL DEFAULT 0,
-          last_success_at REAL,
-          last_error TEXT,
-          last_error_at REAL,
-          updated_at REAL NOT NULL,
-          PRIMARY KEY (kind, name)
-        ) WITHOUT ROWID;
-        CREATE INDEX cursors_by_update ON cursors(updated_at);
-        """
-    )
+# Cursors: how far each followed stream has been read. One row per stream, keyed by
+# ``kind`` (what is followed: ``claude-code`` and ``codex`` transcript files; sync can
+# add its peers as kinds of its own) and ``name`` (the file path). ``position`` is the
+# byte offset of the next unread line; ``identity`` (device:inode) and ``head`` (sha256
+# of the first bytes read, up to 1 KiB) tell a file that grew from one that was
+# truncated, rewritten or rotated. Counts and the last success and error are what
+# capture status reports. Records themselves are deduplicated by
+# ``exchanges.source_key``, so a cursor that falls behind (a crash between an ingest and
+# the cursor update) only re-reads.
+CAPTURE = (
+    Table("cursors", (
+        column("kind TEXT NOT NULL"),
+        column("name TEXT NOT NULL"),
+        column("position INT NOT NULL", default="0", check="position >= 0"),
+        column("lines INT NOT NULL", default="0"),
+        column("identity TEXT"),
+        column("head TEXT"),
+        column("session TEXT"),
+        column("captured INT NOT NULL", default="0"),
+        column("duplicates INT NOT NULL", default="0"),
+        column("skipped INT NOT NULL", default="0"),
+        column("resets INT NOT NULL", default="0"),
+        column("last_success_at REAL"),
+        column("last_error TEXT"),
+        column("last_error_at REAL"),
+        column("updated_at REAL NOT NULL")),
+        primary_key=("kind", "name"), clustered=True),
+    Index("cursors_by_update", "cursors", ("updated_at",)),
+)
 
-
-# --- sync between stores -------------------------------------------------------------------
-
-
-def sync(conn: apsw.Connection) -> None:
-    """What export/import and push/pull need to recognise a turn they have seen.
-
-    A turn's identity across stores is its *origin*: its chain hash in the store that
-    first recorded it. A turn recorded here is its own origin (``exchanges.chain_hash``,
-    now indexed by its first 8 bytes: as selective as the whole hash at half the index
-    size; ``forgotten.chain_hash`` too, so that a forgotten turn is not brought back by a
-    peer). A turn received from a peer is re-linked into the receiving
-    session's chain (store.sync explains the rule); when that gives it a chain hash other
-    than its origin, ``turn_origins`` keeps the origin. Outbox and inbox positions per
-    peer are rows of the ``cursors`` table (kinds ``outbox:sync`` and ``inbox:sync``).
-    """
-    conn.execute(
-        """
-        CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 8));
-        CREATE INDEX forgotten_by_chain ON forgotten(chain_hash);
-        CREATE TABLE turn_origins(
-          origin BLOB PRIMARY KEY,
-          exchange_id INTEGER NOT NULL,
-          peer TEXT NOT NULL,
-          received_at REAL NOT NULL
-        ) WITHOUT ROWID;
-        CREATE INDEX turn_origins_by_exchange ON turn_origins(exchange_id);
-        """
-    )
+# What export/import and push/pull need to recognise a turn they have seen. A turn's
+# identity across stores is its *origin*: its chain hash in the store that first
+# recorded it. A turn recorded here is its own origin (``exchanges.chain_hash``, now
+# indexed by its first 8 bytes: as selective as the whole hash at half the index size;
+# ``forgotten.chain_hash`` too, so that a forgotten turn is not brought back by a peer).
+# A turn received from a peer is re-linked into the receiving session's chain
+# (store.sync explains the rule); when that gives it a chain hash other than its
+# origin, ``turn_origins`` keeps the origin. Outbox and inbox positions per peer are
+# rows of the ``cursors`` table (kinds ``outbox:sync`` and ``inbox:sync``).
+SYNC = (
+    Index("exchanges_by_chain", "exchanges", ("substr(chain_hash, 1, 8)",)),
+    Index("forgotten_by_chain", "forgotten", ("chain_hash",)),
+    Table("turn_origins", (
+        column("origin BYTES", key=True),
+        column("exchange_id INT NOT NULL"),
+        column("peer TEXT NOT NULL"),
+        column("received_at REAL NOT NULL")), clustered=True),
+    Index("turn_origins_by_exchange", "turn_origins", ("exchange_id",)),
+)
 
 
 # --- forgetting what later features derived (GraphRAG, sync) ---------------------------------
 
+MOVE_ORIGINS = """
+UPDATE forgotten SET origin = (
+  SELECT o.origin FROM turn_origins o WHERE o.exchange_id = forgotten.exchange_id)
+WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = forgotten.exchange_id);
+DELETE FROM turn_origins WHERE exchange_id IN (SELECT exchange_id FROM forgotten)
+  AND NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = turn_origins.exchange_id)"""
+GRAPH_CITES_FORGOTTEN = """
+SELECT EXISTS(SELECT 1 FROM forgotten f
+  WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id)
+    AND (EXISTS(SELECT 1 FROM graph_entity_turns t WHERE t.exchange_id = f.exchange_id)
+      OR EXISTS(SELECT 1 FROM graph_edge_turns t WHERE t.exchange_id = f.exchange_id)))"""
+RESET_GRAPH = """
+DELETE FROM graph_entities; DELETE FROM graph_aliases;
+DELETE FROM graph_entity_turns; DELETE FROM graph_edges;
+DELETE FROM graph_edge_turns; DELETE FROM graph_cursors;
+DELETE FROM graph_communities; DELETE FROM meta WHERE key LIKE 'graphrag_%'"""
 
-def forget_derived(conn: apsw.Connection) -> None:
-    """A tombstone keeps its turn's sync origin (``forgotten.origin``, when the turn was
-    re-linked here and its origin differs from its chain hash), so that ``turn_origins``
-    holds stored turns only and a forgotten turn's row there goes with it; tombstones'
-    rows move now. A graph built before forgetting took back what GraphRAG derived may
-    still cite forgotten turns: then it is reset, and the next ``graphrag extract``
-    rebuilds it from the remaining turns (bounded: one index probe per tombstone).
-    """
-    conn.execute(
-        """
-        ALTER TABLE forgotten ADD COLUMN origin BLOB;
-        UPDATE forgotten SET origin = (
-          SELECT o.origin FROM turn_origins o WHERE o.exchange_id = forgotten.exchange_id)
-        WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = forgotten.exchange_id);
-        DELETE FROM turn_origins WHERE exchange_id IN (SELECT exchange_id FROM forgotten)
-          AND NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = turn_origins.exchange_id);
-        CREATE INDEX forgotten_by_origin ON forgotten(origin) WHERE origin IS NOT NULL;
-        """
-    )
-    stale = conn.execute(
-        """
-        SELECT EXISTS(SELECT 1 FROM forgotten f
-          WHERE NOT EXISTS(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id)
-            AND (EXISTS(SELECT 1 FROM graph_entity_turns t WHERE t.exchange_id = f.exchange_id)
-              OR EXISTS(SELECT 1 FROM graph_edge_turns t WHERE t.exchange_id = f.exchange_id)))
-        """).fetchone()
+
+def move_origins(conn: Conn) -> None:
+    conn.execute(MOVE_ORIGINS)
+
+
+def reset_stale_graph(conn: Conn) -> None:
+    stale = conn.execute(GRAPH_CITES_FORGOTTEN).fetchone()
     if stale is not None and stale[0]:
-        conn.execute(
-            """
-            DELETE FROM graph_entities; DELETE FROM graph_aliases;
-            DELETE FROM graph_entity_turns; DELETE FROM graph_edges;
-            DELETE FROM graph_edge_turns; DELETE FROM graph_cursors;
-            DELETE FROM graph_communities; DELETE FROM meta WHERE key LIKE 'graphrag_%';
-            """
-        )
+        conn.execute(RESET_GRAPH)
 
 
-def bus_outbox(conn: apsw.Connection) -> None:
-    """The store's id for the turns it publishes to the coordination bus:
-    random, made once, so that the bus keys of a recreated store (whose
-    exchange ids start again at 1) never collide with those of the store before it.
-    The bus outbox's cursor is a ``cursors`` row of kind ``outbox:bus`` (migration 8)."""
-    conn.execute("INSERT OR IGNORE INTO meta(key, value) "
-                 "VALUES ('store_id', lower(hex(randomblob(16))))")
+# A tombstone keeps its turn's sync origin (``forgotten.origin``, when the turn was
+# re-linked here and its origin differs from its chain hash), so that ``turn_origins``
+# holds stored turns only and a forgotten turn's row there goes with it; tombstones'
+# rows move now. A graph built before forgetting took back what GraphRAG derived may
+# still cite forgotten turns: then it is reset, and the next ``graphrag extract``
+# rebuilds it from the remaining turns (bounded: one index probe per tombstone).
+FORGET_DERIVED = (
+    AddColumn("forgotten", column("origin BYTES")),
+    Data(move_origins),
+    Index("forgotten_by_origin", "forgotten", ("origin",), where="origin IS NOT NULL"),
+    Data(reset_stale_graph),
+)
+
+# The store's id for the turns it publishes to the coordination bus: random, made once,
+# so that the bus keys of a recreated store (whose exchange ids start again at 1) never
+# collide with those of the store before it. The bus outbox's cursor is a ``cursors``
+# row of kind ``outbox:bus`` (migration 8).
+BUS_OUTBOX = (NewStoreId(),)
 
 
 # --- compact storage -----------------------------------------------------------------------------
 
+KEEP_DIFFERENT_TRACE_IDS = """
+UPDATE exchanges SET trace_id = '' WHERE trace_id IS NULL;
+UPDATE exchanges SET trace_id = NULL
+  WHERE trace_id = (SELECT s.trace_id FROM sessions s WHERE s.id = exchanges.session_id)"""
 SELECT_RUN_TRACES = "SELECT seq, trace FROM runs ORDER BY seq"
 SET_RUN_TRACE = "UPDATE runs SET trace = ? WHERE seq = ?"
 
 
-def compact_storage(conn: apsw.Connection) -> None:
-    """Fewer bytes per turn, nothing lost.
-
-    Indexes keyed by a session and the table's integer primary key held that key twice
-    (an index entry always ends with the rowid): they are keyed by the session alone,
-    which orders the same entries the same way. The sync origin index keys turns by
-    the first 4 bytes of their chain hash instead of 8 (a probe compares the whole hash;
-    4 bytes leave one false candidate per ~4 billion turns). A turn keeps its trace id
-    only when it differs from its session's (``store.exchanges.turn_trace_sql``: NULL
-    now means the session's, '' none, for the turns recorded before trace ids). Stored
-    stage traces are recompressed with the trace dictionary (``store.runs``).
-    """
+def compact_rows(conn: Conn) -> None:
     from store.runs import decode_trace, encode_trace
 
-    conn.execute(
-        """
-        DROP INDEX exchanges_by_session;
-        CREATE INDEX exchanges_by_session ON exchanges(session_id);
-        DROP INDEX exchanges_live;
-        CREATE INDEX exchanges_live ON exchanges(session_id) WHERE brief_id IS NULL;
-        DROP INDEX briefs_by_session;
-        CREATE INDEX briefs_by_session ON briefs(session_id);
-        DROP INDEX milestones_by_session;
-        CREATE INDEX milestones_by_session ON milestones(session_id);
-        DROP INDEX forgotten_by_session;
-        CREATE INDEX forgotten_by_session ON forgotten(session_id);
-        DROP INDEX exchanges_by_chain;
-        CREATE INDEX exchanges_by_chain ON exchanges(substr(chain_hash, 1, 4));
-        UPDATE exchanges SET trace_id = '' WHERE trace_id IS NULL;
-        UPDATE exchanges SET trace_id = NULL
-          WHERE trace_id = (SELECT s.trace_id FROM sessions s WHERE s.id = exchanges.session_id);
-        """
-    )
+    conn.execute(KEEP_DIFFERENT_TRACE_IDS)
     for seq, blob in list(conn.execute(SELECT_RUN_TRACES)):
         conn.execute(SET_RUN_TRACE, (encode_trace(decode_trace(blob)), seq))
 
 
-def traces_without_text(conn: apsw.Connection) -> None:
-    """Stage traces stored by earlier versions quoted the values their stages wrote (a
-    turn's neighbours' words, queries, replies, error messages): each keeps its run and
-    loses those texts (``store.runs.without_text``), so that a forgotten turn survives
-    in no trace. The rewritten rows zero the bytes they free (``secure_delete``)."""
+def _by_session(name: str, table: str, id_column: str, where: str | None = None
+                ) -> tuple[DropIndex, Index]:
+    return DropIndex(name), Index(name, table, ("session_id",), where=where, then_id=id_column)
+
+
+# Fewer bytes per turn, nothing lost. Indexes keyed by a session and the table's integer
+# primary key held that key twice on SQLite (an index entry always ends with the rowid):
+# they are keyed by the session alone, which orders the same entries the same way. The
+# sync origin index keys turns by the first 4 bytes of their chain hash instead of 8 (a
+# probe compares the whole hash; 4 bytes leave one false candidate per ~4 billion
+# turns). A turn keeps its trace id only when it differs from its session's
+# (``store.exchanges.turn_trace_sql``: NULL now means the session's, '' none, for the
+# turns recorded before trace ids). Stored stage traces are recompressed with the trace
+# dictionary (``store.runs``).
+COMPACT_STORAGE = (
+    *_by_session("exchanges_by_session", "exchanges", "id"),
+    *_by_session("exchanges_live", "exchanges", "id", where="brief_id IS NULL"),
+    *_by_session("briefs_by_session", "briefs", "id"),
+    *_by_session("milestones_by_session", "milestones", "exchange_id"),
+    *_by_session("forgotten_by_session", "forgotten", "exchange_id"),
+    DropIndex("exchanges_by_chain"),
+    Index("exchanges_by_chain", "exchanges", ("substr(chain_hash, 1, 4)",)),
+    Data(compact_rows),
+)
+
+
+def strip_traces(conn: Conn) -> None:
     from store.runs import strip_stored_traces
 
-    conn.execute("PRAGMA secure_delete=ON")
-    try:
-        strip_stored_traces(conn)
-    finally:
-        conn.execute("PRAGMA secure_delete=FAST")
+    strip_stored_traces(conn)
 
 
-# --- the project directory of a session (briefings at session start) -------------------------
+# Stage traces stored by earlier versions quoted the values their stages wrote (a turn's
+# neighbours' words, queries, replies, error messages): each keeps its run and loses
+# those texts (``store.runs.without_text``), so that a forgotten turn survives in no
+# trace. On SQLite the rewritten rows zero the bytes they free (``secure_delete``);
+# PostgreSQL reclaims the old row versions at its next vacuum.
+TRACES_WITHOUT_TEXT = (Data(strip_traces, erases=True),)
 
+# A session learns the directory the host worked in (capture reads it from the
+# transcript records), so that a new session of the same project can be briefed with
+# the notes of the previous ones.
+SESSION_CWD = (
+    AddColumn("sessions", column("cwd TEXT")),
+    Index("sessions_by_cwd", "sessions", ("cwd", "last_at"), where="cwd IS NOT NULL"),
+)
 
-def session_cwd(conn: apsw.Connection) -> None:
-    """A session learns the directory the host worked in (capture reads it from the
-    transcript records), so that a new session of the same project can be briefed with
-    the notes of the previous ones."""
-    conn.execute(
-        """
-        ALTER TABLE sessions ADD COLUMN cwd TEXT;
-        CREATE INDEX sessions_by_cwd ON sessions(cwd, last_at) WHERE cwd IS NOT NULL;
-        """
-    )
+# The queue of the derived keyword index (``store.keyword_index``, SQLite's): turns
+# stored, re-indexed or forgotten since the index last took them in. ``seq`` orders the
+# queue and tells a process's copy of it that an entry was replaced.
+KEYWORD_QUEUE = (
+    Table("keyword_pending", (
+        column("seq INT", key=True, generated="never_reused"),
+        column("exchange_id INT NOT NULL", unique=True),
+        column("context TEXT"),
+        column("dated TEXT"))),
+)
 
-
-def keyword_queue(conn: apsw.Connection) -> None:
-    """The queue of the derived keyword index (``store.keyword_index``): turns stored,
-    re-indexed or forgotten since the index last took them in. ``seq`` orders the
-    queue and tells a process's copy of it that an entry was replaced."""
-    conn.execute(
-        """
-        CREATE TABLE keyword_pending(
-          seq INTEGER PRIMARY KEY AUTOINCREMENT,
-          exchange_id INTEGER NOT NULL UNIQUE,
-          context TEXT,
-          dated TEXT
-        );
-        """
-    )
-
-
-SqliteStep = Callable[[apsw.Connection], None]
-PostgresStep = Callable[[Conn, int], None]  # (connection, dimension of the hashed vectors)
+# PostgreSQL's tuning for many writers and large stores. The hashed vectors lose their
+# HNSW index: each process searches its in-memory copy (store.postgres.vectors), and an
+# insert into the graph cost more than the rest of a turn's ingest. A session's row is
+# rewritten by every ingest (its chain head, counters and last turn's time): with room
+# left on its page (fillfactor) and no index on a column the ingest changes, the new
+# version is a heap-only tuple on the same page, pruned without VACUUM, instead of a new
+# entry in every index of the table. A directory's sessions are few; they are sorted by
+# recency when read. (SQLite rewrites the row in place: it keeps its index.)
+SCALE_TUNING = (
+    DropIndex("exchange_vectors_hnsw"),
+    Data(lambda conn: conn.execute("ALTER TABLE sessions SET (fillfactor = 50)")),
+    DropIndex("sessions_by_cwd"),
+    Index("sessions_by_cwd", "sessions", ("cwd",), where="cwd IS NOT NULL"),
+)
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema change, named once, and its step on each dialect (None: nothing to
-    run there; on PostgreSQL, the second to twelfth are in its initial step)."""
+    """One schema change, declared once. ``sqlite_only``: PostgreSQL has nothing of it
+    (the derived keyword index is SQLite's); ``postgresql_only``: SQLite has nothing of
+    it (a PostgreSQL storage setting)."""
 
     name: str
-    sqlite: SqliteStep | None
-    postgresql: PostgresStep | None = None
+    operations: tuple[Operation, ...]
+    sqlite_only: bool = False
+    postgresql_only: bool = False
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration("initial", initial, postgresql.initial),
-    Migration("search_fields", search_fields),
-    Migration("compact_vectors", compact_vectors),
-    Migration("provider_vectors", provider_vectors),
-    Migration("provenance_chain", provenance_chain),
-    Migration("signal_flags", signal_flags),
-    Migration("graphrag", graphrag),
-    Migration("capture", capture),
-    Migration("sync", sync),
-    Migration("forget_derived", forget_derived),
-    Migration("bus_outbox", bus_outbox),
-    Migration("compact_storage", compact_storage),
-    Migration("traces_without_text", traces_without_text, postgresql.traces_without_text),
-    Migration("session_cwd", session_cwd, postgresql.session_cwd),
-    Migration("keyword_queue", keyword_queue),
-    Migration("scale_tuning", None, postgresql.scale_tuning),
+    Migration("initial", INITIAL),
+    Migration("search_fields", SEARCH_FIELDS),
+    Migration("compact_vectors", COMPACT_VECTORS),
+    Migration("provider_vectors", PROVIDER_VECTORS),
+    Migration("provenance_chain", PROVENANCE_CHAIN),
+    Migration("signal_flags", SIGNAL_FLAGS),
+    Migration("graphrag", GRAPHRAG),
+    Migration("capture", CAPTURE),
+    Migration("sync", SYNC),
+    Migration("forget_derived", FORGET_DERIVED),
+    Migration("bus_outbox", BUS_OUTBOX),
+    Migration("compact_storage", COMPACT_STORAGE),
+    Migration("traces_without_text", TRACES_WITHOUT_TEXT),
+    Migration("session_cwd", SESSION_CWD),
+    Migration("keyword_queue", KEYWORD_QUEUE, sqlite_only=True),
+    Migration("scale_tuning", SCALE_TUNING, postgresql_only=True),
 )
+# PostgreSQL's first step creates what the migrations before this one leave.
+POSTGRESQL_SINCE = "traces_without_text"
 
 T = TypeVar("T")
 
@@ -599,15 +550,27 @@ class Step(NamedTuple, Generic[T]):
     run: T
 
 
-def _numbered(prefix: str, steps: Sequence[tuple[str, T | None]]) -> list[Step[T]]:
-    """The steps a dialect has, numbered from 1 and named as it records them."""
-    present = [(name, step) for name, step in steps if step is not None]
+SqliteStep = Callable[[apsw.Connection], None]
+PostgresStep = Callable[[Conn, int], None]  # (connection, dimension of the hashed vectors)
+
+
+def _numbered(prefix: str, steps: Sequence[tuple[str, T]]) -> list[Step[T]]:
+    """A dialect's steps, numbered from 1 and named as it records them."""
     return [Step(version, f"{prefix}{version:03d}_{name}", step)
-            for version, (name, step) in enumerate(present, start=1)]
+            for version, (name, step) in enumerate(steps, start=1)]
 
 
-SQLITE_STEPS = _numbered("m", [(m.name, m.sqlite) for m in MIGRATIONS])
-POSTGRESQL_STEPS = _numbered("p", [(m.name, m.postgresql) for m in MIGRATIONS])
+def _postgresql_steps() -> list[tuple[str, PostgresStep]]:
+    since = next(i for i, m in enumerate(MIGRATIONS) if m.name == POSTGRESQL_SINCE)
+    earlier = [op for m in MIGRATIONS[:since] for op in m.operations]
+    return [("initial", postgresql.initial(earlier)),
+            *((m.name, postgresql.step(m.operations)) for m in MIGRATIONS[since:]
+              if not m.sqlite_only)]
+
+
+SQLITE_STEPS = _numbered("m", [(m.name, sqlite.step(m.operations)) for m in MIGRATIONS
+                               if not m.postgresql_only])
+POSTGRESQL_STEPS = _numbered("p", _postgresql_steps())
 SCHEMA_VERSION = len(SQLITE_STEPS)
 # What each dialect (``Backend.dialect``) records once it is current: version -> name.
 RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},

@@ -63,6 +63,20 @@ def test_no_module_drives_graph_runs_in_a_loop_but_the_scheduler() -> None:
                for c in _calls_in(loops[0].body))
 
 
+def test_every_command_runs_one_graph_but_the_hosts_and_printers() -> None:
+    """The operation table names one graph for every command but those that host or
+    drive the others (serve, inspect, demo) and those that print text (config, graphs):
+    no command is left choosing between graphs (a host's hook runs the ``hook`` graph
+    whatever the event, ``doctor`` the ``doctor`` graph without a store)."""
+    from stenographer import operations
+
+    assert set(operations.NO_GRAPH) == {"serve", "inspect", "demo", "config"}
+    assert not hasattr(operations, "NOT_ONE_GRAPH")
+    assert {"hook": "hook", "doctor": "doctor"}.items() <= operations.COMMANDS.items()
+    hook = (ROOT / "capture_cli.py").read_text(encoding="utf-8")
+    assert hook.count('app.run("hook"') == 1 and "app.run(\"briefing\"" not in hook
+
+
 def test_the_check_finds_a_driver_loop(tmp_path: Path) -> None:
     module = tmp_path / "driver.py"
     module.write_text("def drive(app):\n"

@@ -13,13 +13,16 @@ be read, or a batch the store cannot take, ends that file with its error (nothin
 the batch is stored; the next pass reads it again). A watcher (``stenographer.capture``)
 runs the graph once per tick over the files that changed.
 
-``capture_read`` and ``capture_commit`` are its read and commit stages on their own.
+``capture_read`` and ``capture_commit`` are its read and commit stages on their own; the
+``hook`` graph inlines the pass (``pass_stages``) as the route of a host's capture events.
 """
+
+from typing import Any
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
 from graphs.ingest import BATCH_CHANNELS, batch_stages
 
-__all__ = ["DEFINITIONS", "MAX_STEPS"]
+__all__ = ["DEFINITIONS", "ERRORS", "MAX_STEPS", "PASS_CHANNELS", "pass_stages"]
 
 # About fifteen steps a batch of records: millions of records stay far below this.
 MAX_STEPS = 10_000_000
@@ -40,40 +43,59 @@ COMMIT = linear(
     cursor="advanced_cursor",
 )
 
-_ingest_nodes, _ingest_edges, _ingest_first, _ingest_last = batch_stages("ingest_")
 # Stages whose failure ends the file, not the pass: reading it, and the store's writes.
 _FAILING = ("start", "read", "ingest_previous", "ingest_store", "ingest_compress", "cursor")
+PASS_CHANNELS = ("files", "reports", "report", "source", "start", "batch", *BATCH_CHANNELS,
+                 "step", "skipped", "cursor", "again", "reply")
+
+
+def pass_stages(prefix: str = "", then: str = END) -> tuple[
+        dict[str, Any], list[dict[str, str]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pass's nodes (named with ``prefix``), edges, loops and failure edges, from
+    ``prefix + "validate"`` to ``then``: the hook graph inlines them (a subgraph would
+    stop after the engine's default number of steps). Channels: ``PASS_CHANNELS``, the
+    append channel ``ERRORS`` and the input ``request``."""
+    n = {name: prefix + name for name in ("validate", "next", "start", "read", "records",
+                                          "step", "cursor", "tally", "failed", "reply")}
+    ingest_nodes, ingest_edges, ingest_first, ingest_last = batch_stages(prefix + "ingest_")
+    nodes = {
+        n["validate"]: {"type": "checked_sources"},
+        n["next"]: {"type": "next_source"},
+        n["start"]: {"type": "transcript_start"},
+        n["read"]: {"type": "transcript_batch"},
+        n["records"]: {"type": "capture_items"},
+        **ingest_nodes,
+        n["step"]: {"type": "cursor_step"},
+        n["cursor"]: {"type": "advanced_cursor"},
+        n["tally"]: {"type": "file_tally"},
+        n["failed"]: {"type": "file_failed"},
+        n["reply"]: {"type": "capture_reply"},
+    }
+    edges = chain(n["validate"], n["next"]) \
+        + chain(n["start"], n["read"], n["records"], ingest_first) + ingest_edges \
+        + chain(ingest_last, n["step"], n["cursor"], n["tally"]) \
+        + chain(n["failed"], n["next"]) + chain(n["reply"], then)
+    loops = [
+        {"from": n["next"], "condition": "has_source",
+         "routes": {"yes": n["start"], "default": n["reply"]}},
+        {"from": n["tally"], "condition": "capture_again",
+         "routes": {"again": n["start"], "default": n["next"]}},
+    ]
+    failures = [{"from": prefix + stage, "to": n["failed"], "error_channel": ERRORS}
+                for stage in _FAILING]
+    return nodes, edges, loops, failures
+
+
+_nodes, _edges, _loops, _failures = pass_stages()
 
 PASS = {
     "schema_version": SCHEMA_VERSION,
     "name": "capture",
-    "channels": channels("request", "files", "reports", "report", "source", "start", "batch",
-                         *BATCH_CHANNELS, "step", "skipped", "cursor", "again", "reply",
-                         append=(ERRORS,)),
-    "nodes": {
-        "validate": {"type": "checked_sources"},
-        "next": {"type": "next_source"},
-        "start": {"type": "transcript_start"},
-        "read": {"type": "transcript_batch"},
-        "records": {"type": "capture_items"},
-        **_ingest_nodes,
-        "step": {"type": "cursor_step"},
-        "cursor": {"type": "advanced_cursor"},
-        "tally": {"type": "file_tally"},
-        "failed": {"type": "file_failed"},
-        "reply": {"type": "capture_reply"},
-    },
-    "edges": chain(START, "validate", "next") + chain("start", "read", "records", _ingest_first)
-    + _ingest_edges + chain(_ingest_last, "step", "cursor", "tally") + chain("failed", "next")
-    + chain("reply", END),
-    "conditional_edges": [
-        {"from": "next", "condition": "has_source",
-         "routes": {"yes": "start", "default": "reply"}},
-        {"from": "tally", "condition": "capture_again",
-         "routes": {"again": "start", "default": "next"}},
-    ],
-    "failure_edges": [{"from": node, "to": "failed", "error_channel": ERRORS}
-                      for node in _FAILING],
+    "channels": channels("request", *PASS_CHANNELS, append=(ERRORS,)),
+    "nodes": _nodes,
+    "edges": chain(START, "validate") + _edges,
+    "conditional_edges": _loops,
+    "failure_edges": _failures,
 }
 
 DEFINITIONS = [READ, COMMIT, PASS]

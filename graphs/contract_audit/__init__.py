@@ -2,7 +2,7 @@
 
 validate → resolve the scope (whole store or one session) → loop { load one page of
 evidence → evaluate the contracts on it } until every pass is read → publish the report
-(per contract: pass/fail, counts, violating ids). Read-only.
+(per contract: pass/fail, counts, violating ids) → reply (the report). Read-only.
 """
 
 from typing import Any
@@ -37,12 +37,12 @@ def audit_stages(prefix: str = "", then: str = END
     return nodes, edges, routes
 
 
-_nodes, _edges, _routes = audit_stages()
+_nodes, _edges, _routes = audit_stages(then="reply")
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "contract_audit",
-    "channels": channels(*CHANNELS),
-    "nodes": _nodes,
-    "edges": chain(START, "validate") + _edges,
+    "channels": channels(*CHANNELS, "reply"),
+    "nodes": {**_nodes, "reply": {"type": "audit_reply"}},
+    "edges": chain(START, "validate") + _edges + chain("reply", END),
     "conditional_edges": _routes,
 }

@@ -10,8 +10,8 @@ graphrag_communities  load the whole graph → seeded Louvain communities and Pa
 graphrag_extract      (`stenographer graphrag extract`) validate → the batch stages above,
                       then count the batch; again from load while turns are pending →
                       the graph's counts → when the communities are stale, the
-                      communities stages above. Each batch commits with its cursors, so
-                      an interrupted run loses at most the batch in flight.
+                      communities stages above → reply. Each batch commits with its
+                      cursors, so an interrupted run loses at most the batch in flight.
 graph_query           validate → the entities the query names → their neighbourhood
                       (hops) → personalised PageRank → supporting turns → reply
                       (stenographer_graph_query)
@@ -19,6 +19,8 @@ graphrag_community    validate → one community (its entities, relations, turns
                       when an id is given, else a page of communities
 graphrag_stats / graphrag_export / graphrag_reset
                       the operator's reads and the reset (`stenographer graphrag`)
+
+Each graph a tool or command runs answers in its ``reply`` channel.
 """
 
 from graphs.definition import END, SCHEMA_VERSION, START, chain, channels, linear
@@ -67,20 +69,22 @@ COMMUNITIES = {
 EXTRACT = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_extract",
-    "channels": channels("request", *_BATCH_CHANNELS, "tally", "stats", *_COMMUNITY_CHANNELS),
+    "channels": channels("request", *_BATCH_CHANNELS, "tally", "stats", *_COMMUNITY_CHANNELS,
+                         "reply"),
     "nodes": {
         **_BATCH_NODES,
         "tally": {"type": "extraction_tally"},
         "stats": {"type": "graph_stats"},
         **{f"{name}_communities": node for name, node in _COMMUNITY_NODES.items()},
+        "reply": {"type": "extraction_reply"},
     },
     "edges": chain(START, "validate", "load", "extract", "contract", "publish", "tally")
-    + chain("load_communities", "detect_communities", "publish_communities", END),
+    + chain("load_communities", "detect_communities", "publish_communities", "reply", END),
     "conditional_edges": [
         {"from": "tally", "condition": "turns_pending",
          "routes": {"more": "load", "default": "stats"}},
         {"from": "stats", "condition": "communities_stale",
-         "routes": {"stale": "load_communities", "default": END}},
+         "routes": {"stale": "load_communities", "default": "reply"}},
     ],
 }
 
@@ -99,7 +103,7 @@ QUERY = linear(
 
 STATS = linear(
     "graphrag_stats",
-    channels("request", "stats", "text"),
+    channels("request", "stats", "reply"),
     load="graph_stats",
     reply="graph_stats_text",
 )
@@ -108,7 +112,7 @@ COMMUNITY = {
     "schema_version": SCHEMA_VERSION,
     "name": "graphrag_community",
     "channels": channels("request", "wanted", "listing", "communities", "total",
-                         "community_id", "community", "community_turns", "sentences", "text"),
+                         "community_id", "community", "community_turns", "sentences", "reply"),
     "nodes": {
         "validate": {"type": "checked_community_request"},
         "page": {"type": "checked_listing", "default_limit": 20},
@@ -129,7 +133,7 @@ COMMUNITY = {
 EXPORT = linear(
     "graphrag_export",
     channels("request", "export", "rows", "export_entities", "export_edges",
-                         "detection", "document", "exported"),
+                         "detection", "exported", "reply"),
     validate="checked_graph_export",
     load="export_rows",
     render="exported_graph",
@@ -137,7 +141,8 @@ EXPORT = linear(
 
 RESET = linear(
     "graphrag_reset",
-    channels("request", "removed", "text"),
+    channels("request", "confirmed", "reply"),
+    validate="checked_graph_reset",
     reset="graph_reset",
 )
 

@@ -55,7 +55,8 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
     through the ingest's own node functions: validate → each session's CLAEG shutdown
     events from the bus, as system turns → redact → the turns before each →
     decisions/blockers → NAFE flags → vector → search fields → store (one transaction)
-    → the events' receipts → compress the sessions left with a full batch. Returns the nodes
+    → the derived keyword index takes in a long queue → the events' receipts → compress
+    the sessions left with a full batch. Returns the nodes
     (named with ``prefix``), the edges between them, the first stage and the last."""
     stages: list[tuple[str, dict[str, Any]]] = [
         ("validate", {"type": "per_turn", "node": "checked_turn"}),
@@ -67,6 +68,7 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
         ("vector", {"type": "per_turn", "node": "turn_vector"}),
         ("fields", {"type": "per_turn", "node": "search_fields"}),
         ("store", {"type": "stored_turns"}),
+        ("keywords", {"type": "batch_keywords"}),
         ("receipts", {"type": "batch_receipts"}),
         ("compress", {"type": "compressed_sessions"}),
     ]

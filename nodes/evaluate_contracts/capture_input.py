@@ -10,8 +10,11 @@ from nodes.evaluate_contracts.inputs import check_int, check_text
 from nodes.extract.transcripts import KINDS
 from store.errors import InvalidInput
 
-__all__ = ["MAX_BATCH_RECORDS", "checked_cursor_step", "checked_sources", "checked_transcript"]
+__all__ = ["BRIEFING_EVENT", "MAX_BATCH_RECORDS", "checked_cursor_step", "checked_sources",
+           "checked_transcript", "hook_task"]
 
+BRIEFING_EVENT = "SessionStart"  # a host's hook event answered with the briefing
+MAX_EVENT_CHARS = 60
 MAX_BATCH_RECORDS = 10_000
 MAX_PATH_CHARS = 4_096
 _COUNTS = ("captured", "duplicates", "skipped", "resets")
@@ -87,3 +90,16 @@ def checked_cursor_step(request: Any) -> CheckedCursorStepWrites:
         raise InvalidInput("ok must be true or false")
     step["ok"] = ok
     return {"step": step}
+
+
+class HookTaskWrites(TypedDict):
+    task: str
+
+
+@node
+def hook_task(request: Any) -> HookTaskWrites:
+    """What a host's hook call is for, from its event: ``SessionStart`` (a session starts
+    or restarts) is answered with the briefing; every other event (``PreCompact``,
+    ``Stop``, Codex's notify...) captures what is new in the transcripts it names."""
+    event = check_text("event", (request or {}).get("event"), max_chars=MAX_EVENT_CHARS)
+    return {"task": "briefing" if event == BRIEFING_EVENT else "capture"}

@@ -8,7 +8,14 @@ from typing import Any, TypedDict
 
 from nodes.context import RunContext, bulk_allocations, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
-from nodes.evaluate_contracts.requests import MAX_QUERY_CHARS, GraphQueryRequest, parsed
+from nodes.evaluate_contracts.requests import (
+    MAX_QUERY_CHARS,
+    GraphExportRequest,
+    GraphExtractRequest,
+    GraphQueryRequest,
+    GraphResetRequest,
+    parsed,
+)
 from nodes.extract.entities import mentions
 from store.errors import InvalidInput, StoreError
 from store.exchanges import session_row_id
@@ -19,11 +26,9 @@ __all__ = [
     "checked_graph_batch",
     "checked_graph_export",
     "checked_graph_query",
+    "checked_graph_reset",
     "graph_batch_contract",
 ]
-
-MAX_BATCH = 100_000
-EXPORT_FORMATS = ("graphml", "json")
 
 
 def _session_row(run: RunContext, session: Any) -> tuple[str | None, int | None]:
@@ -37,19 +42,17 @@ def _session_row(run: RunContext, session: Any) -> tuple[str | None, int | None]
 
 
 class CheckedGraphBatchWrites(TypedDict):
-    batch_request: Any
+    batch_request: dict[str, Any]
 
 
 @node
 def checked_graph_batch(request: Any, *, run: RunContext) -> CheckedGraphBatchWrites:
-    req = request or {}
-    size = req.get("batch_size")
-    size = run.settings.graphrag_batch if size is None else size
-    session = req.get("session_id")
+    given = parsed(GraphExtractRequest, request)
+    session = given.session_id
     return {"batch_request": {
-        "batch_size": check_int("batch_size", size, 1, MAX_BATCH),
-        "session": None if session in (None, "") else check_session_id(session),
-        "since": check_time("since", req.get("since"))}}
+        "batch_size": given.batch_size or run.settings.graphrag_batch,
+        "session": None if not session else check_session_id(session),
+        "since": check_time("since", given.since)}}
 
 
 class CheckedGraphQueryWrites(TypedDict):
@@ -80,16 +83,25 @@ def checked_community_ref(request: Any) -> CheckedCommunityRefWrites:
 
 
 class CheckedGraphExportWrites(TypedDict):
-    export: Any
+    export: dict[str, Any]
 
 
 @node
 def checked_graph_export(request: Any) -> CheckedGraphExportWrites:
-    req = request or {}
-    fmt = req.get("format", "json")
-    if fmt not in EXPORT_FORMATS:
-        raise InvalidInput(f"format={str(fmt)[:20]!r} is not valid; use graphml or json")
-    return {"export": {"format": fmt}}
+    return {"export": {"format": parsed(GraphExportRequest, request).format}}
+
+
+class CheckedGraphResetWrites(TypedDict):
+    confirmed: bool
+
+
+@node
+def checked_graph_reset(request: Any) -> CheckedGraphResetWrites:
+    """A reset deletes the derived graph: it must be confirmed."""
+    if not parsed(GraphResetRequest, request).confirm:
+        raise InvalidInput("resetting deletes the derived graph (entities, edges, "
+                           "communities; the turns stay); call again with confirm=true")
+    return {"confirmed": True}
 
 
 class GraphBatchContractWrites(TypedDict):

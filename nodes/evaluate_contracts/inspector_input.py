@@ -16,7 +16,7 @@ _GRAPH_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 class CheckedListingWrites(TypedDict):
-    listing: Any
+    listing: dict[str, Any]
 
 
 @node

@@ -12,26 +12,22 @@ import hashlib
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
-from nodes.evaluate_contracts.inputs import check_int
+from nodes.evaluate_contracts.requests import MigrateRequest, parsed
 from store.errors import InvalidInput, StoreError
 from store.provenance import GENESIS, chain_hash
 
-__all__ = ["DEFAULT_MIGRATE_BATCH", "MAX_MIGRATE_BATCH", "checked_migration", "verified_turns"]
-
-DEFAULT_MIGRATE_BATCH = 500
-MAX_MIGRATE_BATCH = 100_000
+__all__ = ["checked_migration", "verified_turns"]
 
 
 class CheckedMigrationWrites(TypedDict):
-    migration: Any
+    migration: dict[str, Any]
 
 
 @node
 def checked_migration(request: Any, *, run: RunContext) -> CheckedMigrationWrites:
-    req = request or {}
-    batch = req.get("batch")
-    batch = check_int("batch", DEFAULT_MIGRATE_BATCH if batch is None else batch,
-                      1, MAX_MIGRATE_BATCH)
+    """The page size, and the two stores of the run: ``to`` and ``source`` name them
+    for the command, which opens them; the run copies between those it is given."""
+    batch = parsed(MigrateRequest, request).batch
     source, target = run.source, run.store
     if source is None:
         raise InvalidInput("migrate needs a store to copy from (--from, or the configured one)")

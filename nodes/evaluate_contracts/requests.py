@@ -29,16 +29,23 @@ __all__ = [
     "MODES",
     "REQUESTS",
     "AuditRequest",
+    "BusPublishRequest",
     "CommunityRequest",
     "ExportRequest",
     "ForgetRequest",
+    "GraphExportRequest",
+    "GraphExtractRequest",
     "GraphQueryRequest",
+    "GraphResetRequest",
     "GuardRequest",
     "ImportRequest",
     "IngestRequest",
     "ListingRequest",
+    "MigrateRequest",
     "MilestoneRequest",
+    "NoArguments",
     "NotesRequest",
+    "PeerRequest",
     "Request",
     "SearchRequest",
     "StatusRequest",
@@ -248,6 +255,59 @@ class ImportRequest(Request):
         "name."))] = None
 
 
+class PeerRequest(Request):
+    """A push to, or a pull from, another running instance."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+        "The peer's base URL, e.g. http://127.0.0.1:8765."))]
+    batch: Annotated[int | None, Field(ge=1, le=10_000, description=(
+        "Turns per batch (default STENO_SYNC_BATCH, 500)."))] = None
+
+
+class BusPublishRequest(Request):
+    batch: Annotated[int | None, Field(ge=1, le=10_000, description=(
+        "Events per bus transaction (default STENO_BUS_BATCH, 200)."))] = None
+
+
+class MigrateRequest(Request):
+    """Copy a whole store into another. The command opens both stores from ``to`` and
+    ``source``; the graph copies between the stores its run is given."""
+
+    to: Annotated[str, Field(min_length=1, max_length=4_096, description=(
+        "postgresql://user@host:port/db, or a SQLite file (an existing directory: its "
+        "steno.db); the password goes in ~/.pgpass or PGPASSWORD rather than on the "
+        "command line"))]
+    source: Annotated[str | None, Field(max_length=4_096, description=(
+        "The store to copy (default: the configured one, STENO_DATABASE_URL or "
+        "OMEGA_STENOGRAPHER_DIR/steno.db)."))] = None
+    batch: Annotated[int, Field(ge=1, le=100_000, description=(
+        "Turns per page (default 500)."))] = 500
+
+
+class GraphExtractRequest(Request):
+    session_id: Annotated[str | None, Field(max_length=200, description=(
+        "Only this session's turns."))] = None
+    since: Annotated[str | None, Field(max_length=100, description=(
+        "Only turns at or after this ISO 8601 time (older pending turns of the sessions "
+        "read are passed over)."))] = None
+    batch_size: Annotated[int | None, Field(ge=1, le=100_000, description=(
+        "Turns per batch (default STENO_GRAPHRAG_BATCH, 5000)."))] = None
+
+
+class GraphExportRequest(Request):
+    format: Annotated[Literal["graphml", "json"], Field(description=(
+        "As GraphML (Gephi, yEd, Cytoscape) or JSON."))] = "graphml"
+
+
+class GraphResetRequest(Request):
+    confirm: Annotated[bool, Field(description=(
+        "Must be true: the derived graph is deleted (the turns stay)."))] = False
+
+
+class NoArguments(Request):
+    """An operation that takes no argument (stats, graphrag stats, index rebuild)."""
+
+
 # The request model of each graph that takes caller arguments through one of them.
 REQUESTS: dict[str, type[Request]] = {
     "ingest": IngestRequest, "notes": NotesRequest, "guard": GuardRequest,
@@ -256,6 +316,10 @@ REQUESTS: dict[str, type[Request]] = {
     "graph_query": GraphQueryRequest, "trace": TraceRequest,
     "graphrag_community": CommunityRequest, "sessions": ListingRequest,
     "sync_export": ExportRequest, "sync_import": ImportRequest,
+    "sync_push": PeerRequest, "sync_pull": PeerRequest, "bus_publish": BusPublishRequest,
+    "migrate": MigrateRequest, "graphrag_extract": GraphExtractRequest,
+    "graphrag_export": GraphExportRequest, "graphrag_reset": GraphResetRequest,
+    "stats": NoArguments, "graphrag_stats": NoArguments, "keyword_index_rebuild": NoArguments,
 }
 
 

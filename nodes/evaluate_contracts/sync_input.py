@@ -9,22 +9,18 @@ from typing import Any, TypedDict
 from constants import PEER_URL_FORM, peer_url
 from nodes.bundles import verify_bundle
 from nodes.context import RunContext, node
-from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text
-from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest, parsed
+from nodes.evaluate_contracts.inputs import check_session_id, check_text
+from nodes.evaluate_contracts.requests import ExportRequest, ImportRequest, PeerRequest, parsed
 from store.errors import InvalidInput
 from store.migrations import SCHEMA_VERSION
 
 __all__ = [
-    "MAX_BATCH",
     "checked_export",
     "checked_import",
     "checked_peer",
     "max_record_bytes",
     "verified_bundle",
 ]
-
-MAX_BATCH = 10_000
-
 
 def max_record_bytes(run: RunContext) -> int:
     """The longest bundle line accepted: a turn of max_content_chars characters, JSON
@@ -90,17 +86,18 @@ def verified_bundle(incoming: Any, *, run: RunContext) -> VerifiedBundleWrites:
     return {"bundle": manifest.summary()}
 
 
+DEFAULT_BATCH = 500  # turns per batch when the caller gives none
+
+
 class CheckedPeerWrites(TypedDict):
-    peer: Any
+    peer: dict[str, Any]
 
 
 @node
 def checked_peer(request: Any) -> CheckedPeerWrites:
     """A peer's base URL and the batch size, for a push or a pull."""
-    raw = request or {}
-    url = peer_url(str(raw.get("url") or ""))
+    given = parsed(PeerRequest, request)
+    url = peer_url(given.url)
     if url is None:
-        raise InvalidInput(f"url={str(raw.get('url'))[:200]!r} is not a peer URL "
-                           f"({PEER_URL_FORM})")
-    batch = check_int("batch", raw.get("batch", 500), 1, MAX_BATCH)
-    return {"peer": {"url": url, "batch": batch}}
+        raise InvalidInput(f"url={given.url[:200]!r} is not a peer URL ({PEER_URL_FORM})")
+    return {"peer": {"url": url, "batch": given.batch or DEFAULT_BATCH}}

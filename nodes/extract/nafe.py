@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 __all__ = ["MAX_FLAGS", "MAX_SPAN_CHARS", "SIGNATURES", "Flag", "nafe_flags_in"]
 
@@ -171,21 +172,27 @@ _CUES: tuple[tuple[str, str, str, str | None], ...] = (
      r"|intend)", None),
 )
 
-_NEGATION = re.compile(
+_NEGATION = (
     r"\b(?:not|never|no|don't|do not|doesn't|does not|didn't|isn't|wasn't|aren't|shouldn't"
     r"|should not|mustn't|must not|can't|cannot|won't|avoid|instead of|rather than|refuse"
-    r"|refused|without|neither|nor|no need to)\b", _F)
-_CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|so|then|because|although|though)\b", _F)
+    r"|refused|without|neither|nor|no need to)\b")
+_CLAUSE_BREAK = r"[,;:()]|\b(?:but|so|then|because|although|though)\b"
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _WORD = re.compile(r"[\w']+")
 
 # Screening: a cue is only tried on a turn holding one of its trigger words (one
 # tokenisation per turn instead of a regex scan per cue; a test checks that the
-# screen never hides a flag over the cases file and random text).
-_COMPILED = tuple(
-    (sig, frozenset(words.split()), re.compile(cue, _F), re.compile(need, _F) if need else None)
-    for sig, words, cue, need in _CUES
-)
+# screen never hides a flag over the cases file and random text). Each expression
+# (cues, their contexts, the negation) is compiled the first time a turn needs it:
+# compiling them all at import was most of this module's share of a server's first
+# ingest, for cues that most turns never try.
+_SCREENED = tuple((sig, frozenset(words.split()), cue, need) for sig, words, cue, need in _CUES)
+
+
+@cache
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source, _F)
+
 MAX_CANDIDATES = 256  # cue matches checked per turn: bounds the sentence-window work
 
 
@@ -211,9 +218,9 @@ def _sentence(probe: str, start: int, end: int) -> tuple[int, int]:
 def _negated(probe: str, s_start: int, start: int) -> bool:
     window = probe[max(s_start, start - NEGATION_WINDOW) : start]
     last = 0
-    for brk in _CLAUSE_BREAK.finditer(window):
+    for brk in _compiled(_CLAUSE_BREAK).finditer(window):
         last = brk.end()
-    return _NEGATION.search(window[last:]) is not None
+    return _compiled(_NEGATION).search(window[last:]) is not None
 
 
 def _live_need(need: re.Pattern[str], probe: str, s_start: int, s_end: int) -> bool:
@@ -233,10 +240,11 @@ def nafe_flags_in(text: str, *, screen: bool = True) -> list[Flag]:
     words = set(_WORD.findall(probe.lower())) if screen else set()
     found: dict[tuple[str, int], Flag] = {}
     budget = MAX_CANDIDATES
-    for signature, triggers, cue, need in _COMPILED:
+    for signature, triggers, cue_source, need_source in _SCREENED:
         if screen and triggers.isdisjoint(words):
             continue
-        for m in cue.finditer(probe):
+        need = _compiled(need_source) if need_source else None
+        for m in _compiled(cue_source).finditer(probe):
             if (signature, m.start()) in found:
                 continue
             budget -= 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from nodes.extract.secret_values import placeholder, random_token
 
@@ -211,24 +212,36 @@ def _trie(words: list[str]) -> str:
     return emit(tree)
 
 
-def _compile() -> tuple[re.Pattern[str], dict[str, _Shape]]:
+@dataclass(frozen=True)
+class _Compiled:
+    prefix: re.Pattern[str]  # any prefix of the table (a trie)
+    shapes: dict[str, _Shape]  # prefix -> its shape
+    patterns: tuple[tuple[str, int, re.Pattern[str], int], ...]  # kind, shortest, regex, rank
+    any_needle: re.Pattern[str]  # any needle of the pattern shapes (a trie)
+
+
+# needle -> the patterns that hold it
+_BY_NEEDLE: dict[str, tuple[int, ...]] = {
+    needle: tuple(i for i, entry in enumerate(_PATTERNS) if needle in entry[1])
+    for needle in {n for entry in _PATTERNS for n in entry[1]}}
+
+
+@cache
+def _compiled() -> _Compiled:
+    """The regexes, compiled when a first turn holds a long word (about a hundred of
+    them: compiling them at import cost a server's start-up more than most turns ever
+    need, since most turns hold no word of 20 characters)."""
     shapes: dict[str, _Shape] = {}
     for rank, (kind, prefixes, chars, shortest, longest) in enumerate(_TABLE):
         body = re.compile(f"[{chars}]{{{shortest},{longest}}}+(?![{chars}])")
         extent = re.compile(f"[{chars}]*+")
         for prefix in prefixes:
             shapes[prefix] = _Shape(kind, prefix, body, extent, longest, rank)
-    return re.compile(_trie(sorted(shapes))), shapes
+    patterns = tuple((kind, shortest, re.compile(source), len(_TABLE) + i)
+                     for i, (kind, _, shortest, source) in enumerate(_PATTERNS))
+    return _Compiled(re.compile(_trie(sorted(shapes))), shapes, patterns,
+                     re.compile(_trie(sorted(_BY_NEEDLE))))
 
-
-_PREFIX, _SHAPES = _compile()
-_COMPILED_PATTERNS = tuple((kind, shortest, re.compile(source), len(_TABLE) + i)
-                           for i, (kind, _, shortest, source) in enumerate(_PATTERNS))
-# needle -> the patterns that hold it
-_BY_NEEDLE: dict[str, tuple[int, ...]] = {
-    needle: tuple(i for i, entry in enumerate(_PATTERNS) if needle in entry[1])
-    for needle in {n for entry in _PATTERNS for n in entry[1]}}
-_ANY_NEEDLE = re.compile(_trie(sorted(_BY_NEEDLE)))
 _MAX_NEEDLE_HITS = 64
 # A token starts where a word does: not inside another token, identifier or file name
 # (video_box.ico-7a38...png).
@@ -236,13 +249,13 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 SHAPE_KINDS = tuple(dict.fromkeys([k for k, *_ in _TABLE] + [k for k, *_ in _PATTERNS]))
 
 
-def _prefixed(text: str, start: int, end: int) -> Iterator[Token]:
+def _prefixed(text: str, start: int, end: int, regexes: _Compiled) -> Iterator[Token]:
     pos = start
-    while (m := _PREFIX.search(text, pos, end)) is not None:
+    while (m := regexes.prefix.search(text, pos, end)) is not None:
         pos = m.start() + 1
         if m.start() > 0 and text[m.start() - 1] in _TOKEN_CHARS:
             continue
-        shape = _SHAPES[m.group()]  # the trie matches whole prefixes only
+        shape = regexes.shapes[m.group()]  # the trie matches whole prefixes only
         body = shape.body.match(text, m.end(), end)
         if body is None:
             run = shape.extent.match(text, m.end(), end)
@@ -267,24 +280,25 @@ def _runs(text: str) -> list[tuple[int, int]]:
     return runs
 
 
-def _patterned(text: str, start: int, end: int) -> Iterator[Token]:
+def _patterned(text: str, start: int, end: int, regexes: _Compiled) -> Iterator[Token]:
     """The pattern shapes in ``text[start:end]``: those whose needle is there (one scan
     for all needles) and that fit in the word."""
     tried: set[int] = set()
-    for count, hit in enumerate(_ANY_NEEDLE.finditer(text, start, end)):
+    for count, hit in enumerate(regexes.any_needle.finditer(text, start, end)):
         if count == _MAX_NEEDLE_HITS:  # a long run of needles (a.b.c.d...): ask each once
             for index, (_, needles, _, _) in enumerate(_PATTERNS):
                 if index not in tried and any(text.find(n, start, end) != -1 for n in needles):
-                    yield from _matches(text, start, end, index)
+                    yield from _matches(text, start, end, regexes.patterns[index])
             return
         for index in _BY_NEEDLE[hit.group()]:
             if index not in tried:
                 tried.add(index)
-                yield from _matches(text, start, end, index)
+                yield from _matches(text, start, end, regexes.patterns[index])
 
 
-def _matches(text: str, start: int, end: int, index: int) -> Iterator[Token]:
-    kind, shortest, pattern, rank = _COMPILED_PATTERNS[index]
+def _matches(text: str, start: int, end: int,
+             entry: tuple[str, int, re.Pattern[str], int]) -> Iterator[Token]:
+    kind, shortest, pattern, rank = entry
     if end - start >= shortest:
         yield from (Token(m.start(), m.end(), kind, rank)
                     for m in pattern.finditer(text, start, end) if random_token(m.group()))
@@ -293,10 +307,14 @@ def _matches(text: str, start: int, end: int, index: int) -> Iterator[Token]:
 def tokens_in(text: str) -> list[Token]:
     """Provider tokens in ``text``, in text order (they may overlap; the caller keeps
     the earliest, longest, most specific)."""
+    runs = _runs(text)
+    if not runs:  # no word long enough to be a token: most turns
+        return []
+    regexes = _compiled()
     found: list[Token] = []
-    for start, end in _runs(text):
-        if _PREFIX.search(text, start, end) is not None:  # most long words hold none
-            found.extend(_prefixed(text, start, end))
-        if _ANY_NEEDLE.search(text, start, end) is not None:
-            found.extend(_patterned(text, start, end))
+    for start, end in runs:
+        if regexes.prefix.search(text, start, end) is not None:  # most long words hold none
+            found.extend(_prefixed(text, start, end, regexes))
+        if regexes.any_needle.search(text, start, end) is not None:
+            found.extend(_patterned(text, start, end, regexes))
     return found

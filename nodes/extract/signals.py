@@ -17,7 +17,11 @@ Every window is bounded, so the cost per sentence is linear in its length.
 from __future__ import annotations
 
 import re
+import re._constants as sre
+import re._parser as sre_parse
 from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
 
 from nodes.extract.patterns import (
     BLOCKER_TRIGGER_ENDINGS,
@@ -37,6 +41,7 @@ __all__ = [
     "decisions",
     "may_hold_blocker",
     "may_hold_decision",
+    "signals",
 ]
 
 MAX_ITEMS = 8
@@ -52,6 +57,7 @@ _CLAUSE_BREAK = re.compile(
 )
 _WORD = re.compile(r"[\w']+")
 _QUESTION_TAIL = " \"')]*_`»”"
+_TRIGGER_ENDING = re.compile("(?:" + "|".join(BLOCKER_TRIGGER_ENDINGS) + r")(?![\w'])")
 
 
 def decisions(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str]:
@@ -60,19 +66,7 @@ def decisions(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[st
     Sentences are whitespace-collapsed, at most ``MAX_ITEM_CHARS`` long (cut with
     "…"), in text order, de-duplicated, and at most ``MAX_ITEMS`` of them.
     """
-
-    extras = patterns.decision[patterns.n_builtin_decisions :]
-    if not extras and not may_hold_decision(text):
-        return []
-
-    def is_decision(probe: str) -> bool:
-        if probe.rstrip(_QUESTION_TAIL).endswith("?"):
-            return False
-        if not extras and not may_hold_decision(probe):  # the screen, sentence by sentence
-            return False
-        return _has_live_cue(probe, patterns.decision, patterns.decision_negation, None)
-
-    return _matching_sentences(text, is_decision)
+    return signals(text, patterns, blockers=False)[0]
 
 
 def blockers(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str]:
@@ -81,61 +75,109 @@ def blockers(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str
     Same shape as ``decisions``: collapsed, truncated, ordered, unique, at most
     ``MAX_ITEMS``.
     """
+    return signals(text, patterns, decisions=False)[1]
 
-    extras = patterns.blocker[patterns.n_builtin_blockers :]
-    if not extras and not may_hold_blocker(text):
-        return []
 
-    def is_blocker(probe: str) -> bool:
-        if probe.rstrip(_QUESTION_TAIL).endswith("?") and patterns.yes_no_question.match(probe):
-            return False
-        if not extras and not may_hold_blocker(probe):  # the screen, sentence by sentence
-            return False
-        return _has_live_cue(
-            probe, patterns.blocker, patterns.blocker_negation, patterns.blocker_resolution
-        )
+def signals(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS, *,
+            decisions: bool = True, blockers: bool = True) -> tuple[list[str], list[str]]:
+    """``(decisions(text), blockers(text))`` in one pass: the turn is split into
+    sentences once and each sentence's words are read once for both screens."""
+    decision_extras = len(patterns.decision) > patterns.n_builtin_decisions
+    blocker_extras = len(patterns.blocker) > patterns.n_builtin_blockers
+    if not (decision_extras and blocker_extras):
+        words = _words(text)
+        decisions = decisions and (decision_extras or _may_hold_decision(text, words))
+        blockers = blockers and (blocker_extras or _may_hold_blocker(text, words))
+    found_decisions, found_blockers = _Found(), _Found()
+    if not (decisions or blockers):
+        return found_decisions.items, found_blockers.items
+    for sentence in sentences(text):
+        # Same length as the sentence, so match offsets stay valid; patterns then
+        # only need the ASCII apostrophe.
+        probe = sentence.replace("’", "'")
+        question = probe.rstrip(_QUESTION_TAIL).endswith("?")
+        # The screens, sentence by sentence (the words read once, for both)
+        in_sentence = None if decision_extras and blocker_extras else _words(probe)
+        if (decisions and not found_decisions.full and not question
+                and (decision_extras or _may_hold_decision(probe, in_sentence))
+                and _has_live_cue(probe, patterns.decision, patterns.decision_negation,
+                                  None)):
+            found_decisions.add(sentence)
+        if (blockers and not found_blockers.full
+                and not (question and patterns.yes_no_question.match(probe))
+                and (blocker_extras or _may_hold_blocker(probe, in_sentence))
+                and _has_live_cue(probe, patterns.blocker, patterns.blocker_negation,
+                                  patterns.blocker_resolution)):
+            found_blockers.add(sentence)
+        if ((found_decisions.full or not decisions)
+                and (found_blockers.full or not blockers)):
+            break
+    return found_decisions.items, found_blockers.items
 
-    return _matching_sentences(text, is_blocker)
+
+class _Found:
+    """Sentences kept for one kind of signal: truncated, unique, at most MAX_ITEMS."""
+
+    __slots__ = ("items", "seen")
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.seen: set[str] = set()
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= MAX_ITEMS
+
+    def add(self, sentence: str) -> None:
+        item = _truncate(sentence)
+        if item not in self.seen:
+            self.seen.add(item)
+            self.items.append(item)
 
 
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower().replace("’", "'")))
 
 
+def _ending(words: set[str]) -> bool:
+    """Whether one of ``words`` ends like an exception class name (one search over
+    them joined, not a test a word)."""
+    return _TRIGGER_ENDING.search(" ".join(words)) is not None
+
+
 def may_hold_decision(text: str) -> bool:
     """False only when no built-in decision cue can match anywhere in ``text``."""
-    return not DECISION_TRIGGERS.isdisjoint(_words(text)) or any(
-        mark in text for mark in DECISION_TRIGGER_MARKS
-    )
+    return _may_hold_decision(text, _words(text))
 
 
 def may_hold_blocker(text: str) -> bool:
     """False only when no built-in blocker cue can match anywhere in ``text``."""
-    words = _words(text)
+    return _may_hold_blocker(text, _words(text))
+
+
+def _may_hold_decision(text: str, words: set[str] | None) -> bool:
+    return not DECISION_TRIGGERS.isdisjoint(words or ()) or any(
+        mark in text for mark in DECISION_TRIGGER_MARKS
+    )
+
+
+def _may_hold_blocker(text: str, words: set[str] | None) -> bool:
+    words = words or set()
     return (
         not BLOCKER_TRIGGERS.isdisjoint(words)
-        or any(w.endswith(BLOCKER_TRIGGER_ENDINGS) for w in words)
+        or _ending(words)
         or any(mark in text for mark in BLOCKER_TRIGGER_MARKS)
     )
 
 
 def _matching_sentences(text: str, keep: Callable[[str], bool]) -> list[str]:
-    found: list[str] = []
-    seen: set[str] = set()
+    found = _Found()
     for sentence in sentences(text):
-        # Same length as the sentence, so match offsets stay valid; patterns then
-        # only need the ASCII apostrophe.
-        probe = sentence.replace("’", "'")
-        if not keep(probe):
-            continue
-        item = _truncate(sentence)
-        if item in seen:
-            continue
-        seen.add(item)
-        found.append(item)
-        if len(found) == MAX_ITEMS:
-            break
-    return found
+        if keep(sentence.replace("’", "'")):
+            found.add(sentence)
+            if found.full:
+                break
+    return found.items
 
 
 def _has_live_cue(
@@ -144,7 +186,14 @@ def _has_live_cue(
     negation: re.Pattern[str],
     resolution: re.Pattern[str] | None,
 ) -> bool:
+    # An ASCII sentence skips the cues whose necessary text it lacks (``_needs``);
+    # case-insensitive matching of other scripts is left to the regexes themselves.
+    lowered = probe.lower() if probe.isascii() else None
     for cue in cues:
+        if lowered is not None:
+            needs = _needs(cue)
+            if needs is not None and not any(part in lowered for part in needs):
+                continue
         has_cue_group = "cue" in cue.groupindex
         for match in cue.finditer(probe):
             start = match.start("cue") if has_cue_group else match.start()
@@ -158,6 +207,51 @@ def _has_live_cue(
                 continue
             return True
     return False
+
+
+@lru_cache(maxsize=256)
+def _needs(cue: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Lower-case ASCII strings one of which every match of ``cue`` contains, read
+    from the regex itself (its literal runs, alternations and required repeats), or
+    None when none can be named. A sentence holding none of them cannot match."""
+    found = _needed_in(sre_parse.parse(cue.pattern, cue.flags))
+    if found is None or not all(part.isascii() for part in found):
+        return None
+    # A part that holds another part is implied by it.
+    return tuple(sorted(p for p in found if not any(q != p and q in p for q in found)))
+
+
+def _needed_in(sequence: Any) -> frozenset[str] | None:
+    best: frozenset[str] | None = None
+
+    def consider(parts: frozenset[str] | None) -> None:
+        nonlocal best
+        if parts and (best is None or _selectivity(parts) > _selectivity(best)):
+            best = parts
+
+    run: list[str] = []  # consecutive literal characters: a string every match holds
+    for op, av in sequence:
+        if op is sre.LITERAL:
+            run.append(chr(av).lower())
+            continue
+        if run:
+            consider(frozenset(["".join(run)]))
+            run = []
+        if op is sre.SUBPATTERN:
+            consider(_needed_in(av[-1]))
+        elif op is sre.BRANCH:
+            branches = [_needed_in(b) for b in av[1]]
+            if all(branches):
+                consider(frozenset().union(*branches))  # type: ignore[arg-type]
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            consider(_needed_in(av[2]))
+    if run:
+        consider(frozenset(["".join(run)]))
+    return best
+
+
+def _selectivity(parts: frozenset[str]) -> tuple[int, int]:
+    return min(len(p) for p in parts), -len(parts)
 
 
 def _clause_before(probe: str, start: int) -> str:

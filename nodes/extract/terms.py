@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 __all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_words", "context_terms", "words"]
 
@@ -55,9 +56,16 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
     own = set(words(text[:OWN_CHARS]))
     found: dict[str, None] = {}
     for turn in previous:
-        for word in words(turn):
-            if word not in STOP_WORDS and word not in own:
+        for word in _distinct_content_words(turn):
+            if word not in own:
                 found[word] = None
                 if len(found) >= limit:
                     return " ".join(found)
     return " ".join(found)
+
+
+@lru_cache(maxsize=256)
+def _distinct_content_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` that are not stop words, each once, in order of first use
+    (cached: a turn is read again as the context of the next two turns)."""
+    return tuple(dict.fromkeys(w for w in words(text) if w not in STOP_WORDS))

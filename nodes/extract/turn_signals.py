@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
-from nodes.extract.signals import blockers, decisions
+from nodes.extract.signals import signals
 
 __all__ = ["turn_signals"]
 
@@ -17,6 +17,5 @@ class TurnSignalsWrites(TypedDict):
 
 @node
 def turn_signals(turn: Any, *, run: RunContext) -> TurnSignalsWrites:
-    text = turn["content"]
-    patterns = run.patterns
-    return {"decisions": decisions(text, patterns), "blockers": blockers(text, patterns)}
+    decisions, blockers = signals(turn["content"], run.patterns)
+    return {"decisions": decisions, "blockers": blockers}

@@ -173,12 +173,12 @@ def graph_stats(*, run: RunContext) -> GraphStatsWrites:
 
 
 class CommunityListWrites(TypedDict):
-    communities: Any
-    total: Any
+    communities: list[dict[str, Any]]
+    total: int
 
 
 @node
-def community_list(listing: Any, *, run: RunContext) -> CommunityListWrites:
+def community_list(listing: dict[str, Any], *, run: RunContext) -> CommunityListWrites:
     out = []
     with run.store.read() as conn:
         total = graph_counts(conn)["communities"]

@@ -65,8 +65,8 @@ def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
         return {"keyword": []}
     flt = hit_filter(query, cfg)
     caller_syntax = bool(fts.get("caller"))
-    derived = run.store.keyword_index()
     with run.store.read() as conn:
+        derived = run.store.searched_keywords(conn)
         try:
             hits = keyword_hits(conn, fts["expression"], flt, CANDIDATES,
                                 caller_syntax=caller_syntax, derived=derived)

@@ -20,19 +20,20 @@ from store.inspector import (
 from store.milestones import milestone_ids
 from store.stats import store_counts
 
-__all__ = ["brief_detail", "exchange_detail", "run_list", "session_list"]
+__all__ = ["BriefView", "ExchangeView", "RunsView", "brief_detail", "exchange_detail",
+           "run_list", "session_list"]
 
 SOURCE_EXCERPT_CHARS = 600
 
 
 class SessionListWrites(TypedDict):
-    sessions: Any
-    total: Any
-    counts: Any
+    sessions: list[dict[str, Any]]
+    total: int
+    counts: dict[str, Any]
 
 
 @node
-def session_list(listing: Any, *, run: RunContext) -> SessionListWrites:
+def session_list(listing: dict[str, Any], *, run: RunContext) -> SessionListWrites:
     with run.store.read() as conn:
         rows = list_sessions(conn, listing["limit"], listing["offset"])
         total = count_sessions(conn)
@@ -53,12 +54,18 @@ def _signals(ex: Exchange) -> dict[str, Any]:
     return {"decisions": ex.decisions, "blockers": ex.blockers}
 
 
+class ExchangeView(TypedDict):
+    """The inspect_exchange graph's output: one turn in full."""
+
+    exchange: dict[str, Any]
+
+
 class ExchangeDetailWrites(TypedDict):
-    exchange: Any
+    reply: ExchangeView
 
 
 @node
-def exchange_detail(exchange_id: Any, *, run: RunContext) -> ExchangeDetailWrites:
+def exchange_detail(exchange_id: int, *, run: RunContext) -> ExchangeDetailWrites:
     """One turn in full, with its brief, milestone label and session neighbours."""
     with run.store.read() as conn:
         ex = exchanges_by_ids(conn, [exchange_id]).get(exchange_id)
@@ -67,21 +74,27 @@ def exchange_detail(exchange_id: Any, *, run: RunContext) -> ExchangeDetailWrite
         previous_id, next_id = session_neighbours(conn, exchange_id)
         label = milestone_ids(conn, [exchange_id]).get(exchange_id)
         brief = briefs_by_ids(conn, [ex.brief_id]).get(ex.brief_id) if ex.brief_id else None
-    return {"exchange": {
+    return {"reply": ExchangeView(exchange={
         "id": ex.id, "session_id": ex.session, "role": ex.role,
         "created_at": iso(ex.created_at), "chars": len(ex.content), "content": ex.content,
         "content_hash": ex.content_hash.hex(), "trace_id": ex.trace_id, **_signals(ex),
         "milestone": label, "brief": None if brief is None else _brief(brief),
         "previous_id": previous_id, "next_id": next_id,
-    }}
+    })}
+
+
+class BriefView(TypedDict):
+    """The inspect_brief graph's output: one brief and its checked sources."""
+
+    brief: dict[str, Any]
 
 
 class BriefDetailWrites(TypedDict):
-    brief: Any
+    reply: BriefView
 
 
 @node
-def brief_detail(brief_id: Any, *, run: RunContext) -> BriefDetailWrites:
+def brief_detail(brief_id: int, *, run: RunContext) -> BriefDetailWrites:
     """One brief with its source turns, each checked against the hash recorded for it."""
     with run.store.read() as conn:
         brief = briefs_by_ids(conn, [brief_id]).get(brief_id)
@@ -99,19 +112,25 @@ def brief_detail(brief_id: Any, *, run: RunContext) -> BriefDetailWrites:
                           excerpt=ex.content[:SOURCE_EXCERPT_CHARS],
                           hash_matches=ex.content_hash == content_hash, **_signals(ex))
         sources.append(source)
-    return {"brief": {**_brief(brief), "sources": sources}}
+    return {"reply": BriefView(brief={**_brief(brief), "sources": sources})}
+
+
+class RunsView(TypedDict):
+    """The inspect_runs graph's output: the newest runs, and the graphs left out."""
+
+    runs: list[dict[str, Any]]
+    hidden_graphs: list[str]
 
 
 class RunListWrites(TypedDict):
-    runs: Any
-    hidden_graphs: Any
+    reply: RunsView
 
 
 @node
-def run_list(listing: Any, *, run: RunContext, cfg: Cfg) -> RunListWrites:
+def run_list(listing: dict[str, Any], *, run: RunContext, cfg: Cfg) -> RunListWrites:
     """The newest runs; by default without the read-only graphs named in ``hide``."""
     hide = () if listing["all_graphs"] else tuple(cfg.get("hide", ()))
     run.store.traces.flush()
     with run.store.read() as conn:
         runs = recent_runs_except(conn, listing["limit"], listing["graph"], hide)
-    return {"runs": runs, "hidden_graphs": [] if listing["graph"] else list(hide)}
+    return {"reply": RunsView(runs=runs, hidden_graphs=[] if listing["graph"] else list(hide))}

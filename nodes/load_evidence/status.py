@@ -15,7 +15,7 @@ from store.rewrite import rewrite_status
 from store.runs import load_trace, recent_runs
 from store.stats import store_counts
 
-__all__ = ["capture_status", "recent_traces", "stored_trace"]
+__all__ = ["TraceReply", "capture_status", "recent_traces", "stored_trace"]
 
 
 def _rewrite(found: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -63,8 +63,16 @@ def capture_status(*, run: RunContext) -> CaptureStatusWrites:
     return {"status": status, "text": text}
 
 
+class TraceReply(TypedDict):
+    """The trace graph's output: one run's stage trace, or the recent runs (the other
+    is None)."""
+
+    trace: dict[str, Any] | None
+    runs: list[dict[str, Any]] | None
+
+
 class StoredTraceWrites(TypedDict):
-    trace: Any
+    reply: TraceReply
 
 
 @node
@@ -79,11 +87,11 @@ def stored_trace(request: Any, *, run: RunContext) -> StoredTraceWrites:
     if trace is None:
         raise NotFound(f"no stored run {run_id!r} (traces are kept for the most recent "
                        "runs only)")
-    return {"trace": trace}
+    return {"reply": TraceReply(trace=trace, runs=None)}
 
 
 class RecentTracesWrites(TypedDict):
-    runs: Any
+    reply: TraceReply
 
 
 @node
@@ -92,4 +100,4 @@ def recent_traces(request: Any, *, run: RunContext) -> RecentTracesWrites:
     run.store.traces.flush()
     with run.store.read() as conn:
         runs = recent_runs(conn, int(req.get("limit", 20)), req.get("graph"))
-    return {"runs": runs}
+    return {"reply": TraceReply(trace=None, runs=runs)}

@@ -10,7 +10,7 @@ from nodes.context import RunContext, node
 from nodes.publish.brief import MAX_ROUNDS
 from store.sync import next_overdue
 
-__all__ = ["overdue_session", "recovered_session"]
+__all__ = ["RecoverReply", "overdue_session", "recovered_reply", "recovered_session"]
 
 
 class OverdueSessionWrites(TypedDict):
@@ -48,3 +48,18 @@ def recovered_session(session_row: Any, recovered: Any) -> RecoveredSessionWrite
     at its round limit is visited again)."""
     found = session_row
     return {"recovered": [] if found in (recovered or []) else [found]}
+
+
+class RecoverReply(TypedDict):
+    """The recover graph's output: the row ids of the sessions it compressed."""
+
+    recovered: list[int]
+
+
+class RecoveredReplyWrites(TypedDict):
+    reply: RecoverReply
+
+
+@node
+def recovered_reply(recovered: list[int]) -> RecoveredReplyWrites:
+    return {"reply": RecoverReply(recovered=[int(row) for row in recovered])}

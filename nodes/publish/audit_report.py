@@ -1,4 +1,5 @@
-"""Node: the audit report: per contract pass/fail, counts and the violating ids."""
+"""Nodes: the audit report: per contract pass/fail, counts and the violating ids; and
+the contract_audit graph's reply."""
 
 from __future__ import annotations
 
@@ -8,11 +9,23 @@ from nodes.context import node
 from nodes.evaluate_contracts.audit_contracts import CONTRACTS, empty_findings
 from nodes.publish.wording import counted
 
-__all__ = ["audit_report"]
+__all__ = ["AuditSummary", "audit_reply", "audit_report"]
+
+
+class AuditSummary(TypedDict):
+    """The audit's report: whether every contract holds, the scope, the pages read,
+    per contract its counts and violating ids, and the same as text."""
+
+    passed: bool
+    scope: str
+    session_id: str | None
+    pages: int
+    contracts: list[dict[str, Any]]
+    text: str
 
 
 class AuditReportWrites(TypedDict):
-    report: Any
+    report: AuditSummary
 
 
 @node
@@ -41,6 +54,17 @@ def audit_report(audit: Any, findings: Any, pages: Any) -> AuditReportWrites:
                 f": {shown}{more}" if shown else "")
         lines.append(line)
         lines.extend(f"     {d}" for d in c["details"][:3] if not c["passed"])
-    return {"report": {"passed": passed, "scope": scope, "session_id": audit["session"],
-                       "pages": pages or 0, "contracts": contracts,
-                       "text": "\n".join(lines)}}
+    return {"report": AuditSummary(passed=passed, scope=scope, session_id=audit["session"],
+                                   pages=pages or 0, contracts=contracts,
+                                   text="\n".join(lines))}
+
+
+class AuditReplyWrites(TypedDict):
+    reply: AuditSummary
+
+
+@node
+def audit_reply(report: AuditSummary) -> AuditReplyWrites:
+    """The report as the contract_audit graph's output (migrate, which runs the same
+    stages after its copy, answers with its own reply that holds the report)."""
+    return {"reply": report}

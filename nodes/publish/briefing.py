@@ -194,8 +194,13 @@ def _head(scope: str, source: str, cwd: str | None, sessions: list[dict[str, Any
             "stored turn: stenographer_query_history with its session_id shows it in full."]
 
 
+class Briefing(TypedDict):
+    scope: str
+    briefing: str | None  # None: nothing to say
+
+
 class BriefingMarkdownWrites(TypedDict):
-    briefing: Any
+    reply: Briefing
 
 
 @node
@@ -203,7 +208,7 @@ def briefing_markdown(sessions: Any, scope: Any, max_chars: Any, ranked: Any, br
                       source: Any, cwd: Any, *, run: RunContext) -> BriefingMarkdownWrites:
     sessions = sessions or []
     if not sessions:
-        return {"briefing": None}
+        return {"reply": {"scope": str(scope), "briefing": None}}
     one = scope == "session"
     max_chars = int(max_chars)
     plan = _Plan(max_chars if one else max_chars // 2, "##" if one else "###",
@@ -219,7 +224,7 @@ def briefing_markdown(sessions: Any, scope: Any, max_chars: Any, ranked: Any, br
             for items, shown in zip(kinds, headed, strict=True):
                 for item in items[kind][:limit] if shown else ():
                     plan.offer(item)
-        return {"briefing": plan.text()}
+        return {"reply": {"scope": str(scope), "briefing": plan.text()}}
     items = kinds[0]
     for item in items["open"] + items["milestones"] + items["asked"][:1]:
         plan.offer(item)
@@ -240,7 +245,7 @@ def briefing_markdown(sessions: Any, scope: Any, max_chars: Any, ranked: Any, br
         _offer_brief(plan, rank, briefs)
     for item in items["asked"][1:] + items["resolved"]:
         plan.offer(item)
-    return {"briefing": plan.text()}
+    return {"reply": {"scope": str(scope), "briefing": plan.text()}}
 
 
 def _offer_brief(plan: _Plan, rank: int, briefs: list[dict[str, Any]]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
-from nodes.evaluate_contracts.inputs import check_int
+from nodes.evaluate_contracts.requests import BusPublishRequest, parsed
 from nodes.publish.wording import counted
 from store.bus import BusUnavailable, OutgoingEvent
 from store.bus_outbox import bus_batch
@@ -27,11 +27,11 @@ __all__ = ["BUS_OUTBOX", "bus_destination", "bus_publish_reply", "bus_totals",
            "outgoing_events", "published_events"]
 
 BUS_OUTBOX = "outbox:bus"
-MAX_BATCH = 10_000
+DEFAULT_BATCH = 200  # events per bus transaction when the caller gives none
 
 
 class BusDestinationWrites(TypedDict):
-    peer: Any
+    peer: dict[str, Any]
 
 
 @node
@@ -41,8 +41,7 @@ def bus_destination(request: Any, *, run: RunContext) -> BusDestinationWrites:
     if bus is None:
         raise InvalidInput("no coordination bus is configured (VERITAS_SHARED_DIR=off): "
                            "set VERITAS_SHARED_DIR to the bus directory")
-    raw = request or {}
-    batch = check_int("batch", raw.get("batch", 200), 1, MAX_BATCH)
+    batch = parsed(BusPublishRequest, request).batch or DEFAULT_BATCH
     return {"peer": {"url": str(bus.path), "batch": batch, "direction": "outbox"}}
 
 

@@ -16,9 +16,15 @@ from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
 
 __all__ = [
+    "CommunityReply",
+    "ExtractReply",
+    "GraphExport",
+    "GraphReset",
+    "GraphStatsReply",
     "communities_text",
     "community_text",
     "exported_graph",
+    "extraction_reply",
     "extraction_tally",
     "graph_query_text",
     "graph_reset",
@@ -71,26 +77,59 @@ def published_communities(communities: Any, ranks: Any, detection: Any, *,
     return {"communities_written": len(communities)}
 
 
+class ExtractReply(TypedDict):
+    """The graphrag_extract graph's output: what the run read, and the communities it
+    found (None when they were fresh)."""
+
+    turns_read: int
+    batches: int
+    detection: dict[str, Any] | None
+
+
+class ExtractionReplyWrites(TypedDict):
+    reply: ExtractReply
+
+
+@node
+def extraction_reply(tally: dict[str, int], detection: dict[str, Any] | None
+                     ) -> ExtractionReplyWrites:
+    return {"reply": ExtractReply(turns_read=tally["turns_read"], batches=tally["batches"],
+                                  detection=detection)}
+
+
+class GraphReset(TypedDict):
+    """The graphrag_reset graph's output: the rows removed, and the same as text."""
+
+    removed: dict[str, int]
+    text: str
+
+
 class GraphResetWrites(TypedDict):
-    removed: Any
-    text: Any
+    reply: GraphReset
 
 
 @node
 def graph_reset(*, run: RunContext) -> GraphResetWrites:
     with run.store.write() as conn:
         removed = reset_graph(conn)
-    return {"removed": removed, "text": (
+    return {"reply": GraphReset(removed=removed, text=(
         f"GraphRAG graph reset: {counted(removed['entities'], 'entity', 'entities')} and "
-        f"{counted(removed['edges'], 'edge')} removed; the turns are untouched.")}
+        f"{counted(removed['edges'], 'edge')} removed; the turns are untouched."))}
+
+
+class GraphStatsReply(TypedDict):
+    """The graphrag_stats graph's output: the graph's counts, and the same as text."""
+
+    stats: dict[str, Any]
+    text: str
 
 
 class GraphStatsTextWrites(TypedDict):
-    text: Any
+    reply: GraphStatsReply
 
 
 @node
-def graph_stats_text(stats: Any, *, run: RunContext) -> GraphStatsTextWrites:
+def graph_stats_text(stats: dict[str, Any], *, run: RunContext) -> GraphStatsTextWrites:
     s = stats
     kinds = ", ".join(f"{k} {n}" for k, n in s["entity_kinds"].items()) or "-"
     edge_kinds = ", ".join(f"{k} {v['edges']}" for k, v in s["edge_kinds"].items()) or "-"
@@ -106,29 +145,42 @@ def graph_stats_text(stats: Any, *, run: RunContext) -> GraphStatsTextWrites:
         lines.append(f"detection: {d['algorithm']} seed {d['seed']} resolution "
                      f"{d['resolution']}, {counted(d['nodes'], 'entity', 'entities')}, "
                      f"{d['louvain_ms']} ms")
-    return {"text": "\n".join(lines)}
+    return {"reply": GraphStatsReply(stats=stats, text="\n".join(lines))}
+
+
+class CommunityReply(TypedDict):
+    """The graphrag_community graph's output: a page of communities and their number,
+    or one community and its representative sentences (the others None); and text."""
+
+    communities: list[dict[str, Any]] | None
+    total: int | None
+    community: dict[str, Any] | None
+    sentences: list[dict[str, Any]] | None
+    text: str
 
 
 class CommunitiesTextWrites(TypedDict):
-    text: Any
+    reply: CommunityReply
 
 
 @node
-def communities_text(communities: Any, *, run: RunContext) -> CommunitiesTextWrites:
+def communities_text(communities: list[dict[str, Any]], total: int, *,
+                     run: RunContext) -> CommunitiesTextWrites:
     rows = communities
-    if not rows:
-        return {"text": "No communities yet (run `stenographer graphrag extract`)."}
-    lines = [f"#{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
-             f"{', '.join(c['top_entities'])}" for c in rows]
-    return {"text": "\n".join(lines)}
+    text = ("\n".join(f"#{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
+                      f"{', '.join(c['top_entities'])}" for c in rows) if rows
+            else "No communities yet (run `stenographer graphrag extract`).")
+    return {"reply": CommunityReply(communities=rows, total=total, community=None,
+                                    sentences=None, text=text)}
 
 
 class CommunityTextWrites(TypedDict):
-    text: Any
+    reply: CommunityReply
 
 
 @node
-def community_text(community: Any, sentences: Any) -> CommunityTextWrites:
+def community_text(community: dict[str, Any], sentences: list[dict[str, Any]]
+                   ) -> CommunityTextWrites:
     c = community
     lines = [f"Community #{c['id']} ({counted(c['size'], 'entity', 'entities')}): "
              f"{c['label']}", "", "Entities:"]
@@ -141,7 +193,8 @@ def community_text(community: Any, sentences: Any) -> CommunityTextWrites:
     lines += ["", "Representative sentences:"]
     lines += [f"- #{s['exchange_id']} [{s['session_id']}] {s['text']}"
               for s in sentences]
-    return {"text": "\n".join(lines)}
+    return {"reply": CommunityReply(communities=None, total=None, community=community,
+                                    sentences=sentences, text="\n".join(lines))}
 
 
 class GraphQueryTextWrites(TypedDict):
@@ -213,18 +266,29 @@ def _json(data: Mapping[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
+class GraphExport(TypedDict):
+    """The graphrag_export graph's output: the serialised graph (the command prints or
+    saves it), its format and how many nodes and edges it holds."""
+
+    document: str
+    format: str
+    entities: int
+    edges: int
+
+
 class ExportedGraphWrites(TypedDict):
-    document: Any
-    exported: Any
+    exported: dict[str, Any]
+    reply: GraphExport
 
 
 @node
-def exported_graph(export_entities: Any, export_edges: Any, detection: Any, export: Any, *,
+def exported_graph(export_entities: Any, export_edges: Any, detection: Any,
+                   export: dict[str, Any], rows: dict[str, int], *,
                    run: RunContext) -> ExportedGraphWrites:
-    """The serialised graph, in the ``document`` channel (the command prints or saves
-    it from the run's values)."""
     data = {"entities": export_entities, "edges": export_edges,
             "detection": detection}
     fmt = export["format"]
     document = _graphml(data) if fmt == "graphml" else _json(data)
-    return {"document": document, "exported": {"format": fmt, "chars": len(document)}}
+    return {"exported": {"format": fmt, "chars": len(document)},
+            "reply": GraphExport(document=document, format=fmt, entities=rows["entities"],
+                                 edges=rows["edges"])}

@@ -1,4 +1,4 @@
-"""Nodes: the text of the session listing and of the store statistics."""
+"""Nodes: the replies of the session listing and of the store statistics."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 from nodes.context import node
 from nodes.publish.wording import counted
 
-__all__ = ["human_bytes", "sessions_text", "stats_text"]
+__all__ = ["SessionsReply", "StatsReply", "human_bytes", "sessions_text", "stats_text"]
 
 
 def human_bytes(n: int | None) -> str:
@@ -21,35 +21,57 @@ def human_bytes(n: int | None) -> str:
     raise AssertionError("unreachable")
 
 
+class SessionsReply(TypedDict):
+    """A page of sessions (newest activity first), the number of sessions, where the
+    page starts, the store's counts, and the page as a table."""
+
+    sessions: list[dict[str, Any]]
+    total: int
+    offset: int
+    counts: dict[str, Any]
+    text: str
+
+
 class SessionsTextWrites(TypedDict):
-    text: Any
+    reply: SessionsReply
 
 
 @node
-def sessions_text(sessions: Any, total: Any, listing: Any) -> SessionsTextWrites:
-    sessions = sessions or []
-    total = total or 0
+def sessions_text(sessions: list[dict[str, Any]], total: int, counts: dict[str, Any],
+                  listing: dict[str, Any]) -> SessionsTextWrites:
+    offset = int(listing.get("offset", 0))
+    return {"reply": SessionsReply(sessions=sessions, total=total, offset=offset,
+                                   counts=counts, text=_sessions_table(sessions, total, offset))}
+
+
+def _sessions_table(sessions: list[dict[str, Any]], total: int, offset: int) -> str:
     if not sessions:
-        return {"text": "No sessions recorded yet."}
+        return "No sessions recorded yet."
     width = max(7, *(len(s["session_id"]) for s in sessions))
     lines = [f"{'session':<{width}}  {'turns':>6}  {'live':>5}  {'briefs':>6}  "
              f"{'miles':>5}  last activity"]
     for s in sessions:
         lines.append(f"{s['session_id']:<{width}}  {s['turns']:>6}  {s['uncompressed']:>5}  "
                      f"{s['briefs']:>6}  {s['milestones']:>5}  {s['last_at']}")
-    offset = (listing or {}).get("offset", 0)
     footer = f"sessions {offset + 1}-{offset + len(sessions)} of {total}"
     if offset + len(sessions) < total:
         footer += f"; more with --offset {offset + len(sessions)}"
-    return {"text": "\n".join([*lines, footer])}
+    return "\n".join([*lines, footer])
+
+
+class StatsReply(TypedDict):
+    """What the store holds and occupies, and the same as text."""
+
+    stats: dict[str, Any]
+    text: str
 
 
 class StatsTextWrites(TypedDict):
-    text: Any
+    reply: StatsReply
 
 
 @node
-def stats_text(stats: Any) -> StatsTextWrites:
+def stats_text(stats: dict[str, Any]) -> StatsTextWrites:
     st = stats
     counts, size, schema = st["counts"], st["size"], st["schema"]
     lines = [
@@ -67,4 +89,4 @@ def stats_text(stats: Any) -> StatsTextWrites:
         lines.append("  bytes per table (indexes and shadow tables included):")
         width = max((len(n) for n in st["tables"]), default=0)
         lines += [f"    {name:<{width}}  {human_bytes(n):>10}" for name, n in st["tables"].items()]
-    return {"text": "\n".join(lines)}
+    return {"reply": StatsReply(stats=stats, text="\n".join(lines))}

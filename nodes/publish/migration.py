@@ -1,5 +1,6 @@
-"""Nodes: write a copied page into the target, and the reply of a migrate run (the
-last page it wrote, the copy's progress).
+"""Nodes: write a copied page into the target, the copy's summary (the last page it
+wrote, the copy's progress), and the reply of a migrate run (the summary and the audit
+of the target).
 
 ``copied_page`` writes the page and moves the progress row in one transaction of the
 target (store.transfer): a copy interrupted at any moment resumes after the last page
@@ -15,6 +16,7 @@ import time
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
+from nodes.publish.audit_report import AuditSummary
 from store.errors import StoreError
 from store.transfer import (
     TABLES,
@@ -26,7 +28,8 @@ from store.transfer import (
     write_turns,
 )
 
-__all__ = ["copied_page", "migration_reply"]
+__all__ = ["MigrateReply", "MigrationSummary", "copied_page", "migrate_reply",
+           "migration_reply"]
 
 _NEXT = {t.name: (TABLES[i + 1].name if i + 1 < len(TABLES) else None)
          for i, t in enumerate(TABLES)}
@@ -64,17 +67,52 @@ def copied_page(progress: Any, claimed: Any, page: Any, rows: Any, fields: Any, 
                                            "turns": written if table == "exchanges" else 0}}
 
 
+class MigrationSummary(TypedDict):
+    """Where a copy stands after this run's pages: the stores, the last page written
+    (its table, rows and turns), whether the copy is done or resumed an earlier one,
+    rows copied and to copy per table, and when it started and finished."""
+
+    source: str
+    target: str
+    table: str | None
+    rows: int
+    turns: int
+    done: bool
+    resumed: bool
+    copied: dict[str, int]
+    total: dict[str, int]
+    started_at: float | None
+    finished_at: float | None
+
+
 class MigrationReplyWrites(TypedDict):
-    reply: Any
+    migrated: MigrationSummary
 
 
 @node
-def migration_reply(migration: Any, progress: Any, written: Any,
-                    resumed: bool) -> MigrationReplyWrites:
+def migration_reply(migration: dict[str, Any], progress: dict[str, Any],
+                    written: dict[str, Any] | None, resumed: bool) -> MigrationReplyWrites:
     written = written or {"table": None, "rows": 0, "turns": 0}
-    return {"reply": {
-        "source": migration["source"], "target": migration["target"],
-        "table": written["table"], "rows": written["rows"], "turns": written["turns"],
-        "done": progress["table"] is None, "resumed": resumed,
-        "copied": progress["copied"], "total": progress["total"],
-        "started_at": progress["started_at"], "finished_at": progress["finished_at"]}}
+    return {"migrated": MigrationSummary(
+        source=migration["source"], target=migration["target"],
+        table=written["table"], rows=written["rows"], turns=written["turns"],
+        done=progress["table"] is None, resumed=resumed,
+        copied=progress["copied"], total=progress["total"],
+        started_at=progress["started_at"], finished_at=progress["finished_at"])}
+
+
+class MigrateReply(MigrationSummary):
+    """The migrate graph's output: the copy's summary and, when the copy is done, the
+    audit of the target (None when it stopped before)."""
+
+    audit: AuditSummary | None
+
+
+class MigrateReplyWrites(TypedDict):
+    reply: MigrateReply
+
+
+@node
+def migrate_reply(migrated: MigrationSummary, report: AuditSummary | None
+                  ) -> MigrateReplyWrites:
+    return {"reply": MigrateReply(**migrated, audit=report)}

@@ -14,7 +14,8 @@ from nodes.context import node
 from nodes.publish.budget import Group, Item, fitted
 from nodes.publish.wording import clipped, counted, plural
 
-__all__ = ["GuardReply", "NotesReply", "guard_markdown", "notes_markdown"]
+__all__ = ["GuardReply", "NotesReply", "NotesView", "guard_markdown", "notes_markdown",
+           "notes_view"]
 
 LIVE_RESERVE = 1_500  # at most this much of the budget is kept for the newest turns
 QUERY_CHARS = 120  # of the query, in the briefing's heading
@@ -23,6 +24,9 @@ NOTHING_YET = "_No turns recorded in this session yet._"
 # The lists of a tier-A brief body (nodes.extract.brief), by their label.
 _LABELLED = {"Milestones:": "milestone", "Decisions:": "decision", "Blockers:": "blocker"}
 _CITED = re.compile(r"^- (#\d+)")
+
+
+Rows = list[dict[str, Any]] | None  # the session's items as nodes.load_evidence reads them
 
 
 class NotesReply(TypedDict):
@@ -95,32 +99,60 @@ def _live_reserve(live: list[dict[str, Any]], cap: int) -> int:
     return min(cap, sum(len(t["content"]) for t in live[-5:]) + 200)
 
 
+class NotesView(TypedDict):
+    """The inspector's notes (inspect_notes): the running notes and what they list."""
+
+    session_id: str
+    markdown: str
+    found: bool
+    milestones: list[dict[str, Any]]
+    briefs: list[dict[str, Any]]
+    live: list[dict[str, Any]]
+
+
 class NotesMarkdownWrites(TypedDict):
-    reply: Any
+    reply: NotesReply
 
 
 @node
-def notes_markdown(session: Any, live: Any, max_chars: Any, session_row: Any, milestones: Any,
-                   flags: Any, briefs: Any) -> NotesMarkdownWrites:
+def notes_markdown(session: str, live: Rows, max_chars: int, session_row: int | None,
+                   milestones: Rows, flags: Rows, briefs: Rows) -> NotesMarkdownWrites:
+    return {"reply": _notes(session, live, max_chars, session_row, milestones, flags, briefs)}
+
+
+class NotesViewWrites(TypedDict):
+    reply: NotesView
+
+
+@node
+def notes_view(session: str, live: Rows, max_chars: int, session_row: int | None,
+               milestones: Rows, flags: Rows, briefs: Rows) -> NotesViewWrites:
+    notes = _notes(session, live, max_chars, session_row, milestones, flags, briefs)
+    return {"reply": NotesView(session_id=session, **notes, milestones=milestones or [],
+                               briefs=briefs or [], live=live or [])}
+
+
+def _notes(session: str, live: Rows, max_chars: int, session_row: int | None,
+           milestones: Rows, flags: Rows, briefs: Rows) -> NotesReply:
     live = live or []
     title = [f"# Running notes — session {session!r}"]
     if session_row is None:
-        return {"reply": NotesReply(markdown="\n".join([*title, NOTHING_YET]), found=False)}
+        return NotesReply(markdown="\n".join([*title, NOTHING_YET]), found=False)
     reserve = _live_reserve(live, LIVE_RESERVE)
-    milestones = Group(("## Milestones",), tuple(
+    milestone_group = Group(("## Milestones",), tuple(
         Item((f"- #{m['exchange_id']} **{m['label']}** [{m['role']}]"
               + (f" (brief {m['brief_id']})" if m["brief_id"] else "")
               + f": {clipped(m['excerpt'], 160)}",), "milestone", f"#{m['exchange_id']}")
         for m in milestones or []), newest_last=True, empty="_none_")
-    flags = Group(("## Reasoning-drift flags (NAFE, heuristic — not blockers)",), tuple(
+    flag_group = Group(("## Reasoning-drift flags (NAFE, heuristic — not blockers)",), tuple(
         Item((f"- #{f['exchange_id']} {f['signature']}: “{clipped(f['span'], 120)}”",),
              "NAFE flag", f"#{f['exchange_id']}")
         for f in flags or []), newest_last=True)  # no heading when none
-    briefs = Group(("## Compressed briefs",), tuple(
+    brief_group = Group(("## Compressed briefs",), tuple(
         _brief_item(b) for b in briefs or []), newest_last=True, empty="_none_")
-    sections = [(milestones, reserve), (flags, reserve), (briefs, reserve),
+    sections = [(milestone_group, reserve), (flag_group, reserve), (brief_group, reserve),
                 (_live_section(live), 0)]
-    return {"reply": NotesReply(markdown=fitted(max_chars, title, sections), found=True)}
+    return NotesReply(markdown=fitted(max_chars, title, sections), found=True)
 
 
 class GuardMarkdownWrites(TypedDict):

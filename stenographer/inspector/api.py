@@ -126,66 +126,72 @@ class _Api:
         q = request.query_params
         out, meta = await self.run("inspect_sessions", {
             "limit": _number(q.get("limit", "100")), "offset": _number(q.get("offset", "0"))})
-        return {"sessions": out["sessions"], "total": out["total"], "counts": out["counts"],
-                "meta": meta}
+        reply = out["reply"]
+        return {"sessions": reply["sessions"], "total": reply["total"],
+                "counts": reply["counts"], "meta": meta}
 
     async def notes(self, request: Request) -> dict[str, Any]:
         # ./api/notes?session= also serves ids such as ".." that a URL path would resolve.
         session = request.path_params.get("session") or request.query_params.get("session")
-        out, meta = await self.run("notes", {"session_id": session,
+        out, meta = await self.run("inspect_notes", {"session_id": session,
                                              "max_chars": _number(request.query_params.get(
                                                  "max_chars"))})
-        if not out["reply"]["found"]:
+        notes = out["reply"]
+        if not notes["found"]:
             raise NotFound(f"no session {session!r} has been recorded; session ids are "
                            "case-sensitive")
-        return {"session_id": out["session"], "milestones": out["milestones"],
-                "briefs": out["briefs"], "live": out["live"], "markdown": out["reply"]["markdown"],
-                "meta": meta}
+        return {"session_id": notes["session_id"], "milestones": notes["milestones"],
+                "briefs": notes["briefs"], "live": notes["live"],
+                "markdown": notes["markdown"], "meta": meta}
 
     async def search(self, request: Request) -> dict[str, Any]:
         q = request.query_params
         session = q.get("session") or None
+        mode = q.get("mode") or "hybrid"  # the search refuses any other than its three
         out, meta = await self.run("search", {
             "query": q.get("q", ""), "session_id": session, "cross_session": session is None,
-            "mode": q.get("mode") or "hybrid", "role": q.get("role") or "any",
+            "mode": mode, "role": q.get("role") or "any",
             "limit": _number(q.get("limit", "20")), "cursor": q.get("cursor") or None,
             "since": q.get("since") or None, "until": q.get("until") or None})
         reply = out["reply"]
         return {"hits": reply["hits"], "total": reply["total"],
                 "next_cursor": reply["next_cursor"], "notes": reply["notes"],
-                "mode": out["query"]["mode"], "meta": meta}
+                "mode": mode, "meta": meta}
 
     async def exchange(self, request: Request) -> dict[str, Any]:
         out, meta = await self.run("inspect_exchange", {
             "exchange_id": _number(request.path_params["exchange_id"])})
-        return {"exchange": out["exchange"], "meta": meta}
+        return {"exchange": out["reply"]["exchange"], "meta": meta}
 
     async def brief(self, request: Request) -> dict[str, Any]:
         out, meta = await self.run("inspect_brief", {
             "brief_id": _number(request.path_params["brief_id"])})
-        return {"brief": out["brief"], "meta": meta}
+        return {"brief": out["reply"]["brief"], "meta": meta}
 
     async def runs(self, request: Request) -> dict[str, Any]:
         q = request.query_params
         out, meta = await self.run("inspect_runs", {
             "limit": _number(q.get("limit", "50")), "graph": q.get("graph") or None,
             "all_graphs": _flag(q.get("all"))})
-        return {"runs": out["runs"], "hidden_graphs": out["hidden_graphs"], "meta": meta}
+        reply = out["reply"]
+        return {"runs": reply["runs"], "hidden_graphs": reply["hidden_graphs"], "meta": meta}
 
     async def communities(self, request: Request) -> dict[str, Any]:
         q = request.query_params
         out, meta = await self.run("graphrag_community", {
             "limit": _number(q.get("limit", "50")), "offset": _number(q.get("offset", "0"))})
-        return {"communities": out["communities"], "total": out["total"], "meta": meta}
+        reply = out["reply"]
+        return {"communities": reply["communities"], "total": reply["total"], "meta": meta}
 
     async def community(self, request: Request) -> dict[str, Any]:
         out, meta = await self.run("graphrag_community", {
             "community_id": _number(request.path_params["community_id"])})
-        return {"community": out["community"], "sentences": out["sentences"], "meta": meta}
+        reply = out["reply"]
+        return {"community": reply["community"], "sentences": reply["sentences"], "meta": meta}
 
     async def run_trace(self, request: Request) -> dict[str, Any]:
         out, meta = await self.run("trace", {"run_id": request.path_params["run_id"]})
-        return {"trace": out["trace"], "meta": meta}
+        return {"trace": out["reply"]["trace"], "meta": meta}
 
 
 def _json(handler: Callable[[Request], Awaitable[dict[str, Any]]]

@@ -24,6 +24,7 @@ from store.postgres.connection import PgConnection
 from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
+from store.sql import Conn
 from store.vectors import VectorCache
 
 __all__ = ["PgStore", "redact_url"]
@@ -162,6 +163,14 @@ class PgStore:
     def keyword_index(self) -> None:
         """None: PostgreSQL keeps its keyword index in the database."""
         return None
+
+    def searched_keywords(self, conn: Conn) -> None:
+        """None: PostgreSQL keeps its keyword index in the database."""
+        return None
+
+    def catch_up_keywords(self) -> int:
+        """0: PostgreSQL keeps its keyword index in the database."""
+        return 0
 
     def close(self) -> None:
         """Close the pool; the stage traces still buffered are written first (a

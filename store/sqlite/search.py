@@ -8,6 +8,8 @@ the turn itself (``store.search_filter.BM25_WEIGHTS``); scope never scores.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import apsw
 
 from store.correlation import turn_trace_sql
@@ -19,9 +21,9 @@ from store.search_filter import (
     flag_condition,
     live_sql,
 )
-from store.sql import Conn, all_rows
+from store.sql import Conn, Transactions, all_rows, first
 
-__all__ = ["LENGTH_PRIOR", "check_expression", "keyword_hits", "keyword_sql",
+__all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
            "match_expression", "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
@@ -33,6 +35,56 @@ __all__ = ["LENGTH_PRIOR", "check_expression", "keyword_hits", "keyword_sql",
 LENGTH_PRIOR = 0.2
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
+
+
+# FTS5 writes each transaction's rows as a new segment and merges segments of a level
+# four at a time (its automerge), so the index holds several segments (8 at 20,000
+# turns ingested one at a time), and a query looks up each of its words, and bm25()
+# counts each over the whole index, in every one of them. Merged into one segment, a
+# session-scoped search took about a quarter less CPU at 20,000 turns (2.4 -> 1.9 ms; the
+# guard's 3.3 -> 2.3 ms), with the same hits and scores. ``keep_merged`` merges them all
+# again once the store has grown by MERGE_GROWTH since the last time (each turn's entry
+# is then rewritten a few times in all, as by a tiered merge), in steps of MERGE_PAGES
+# pages, each its own short write, so that ingests interleave.
+MERGE_GROWTH = 1.25
+MERGE_PAGES = 64
+MERGE_FROM = 1_000  # turns: a smaller index has few segments and costs little anyway
+MERGED_KEY = "fts_merged_at"  # meta: the largest turn id when the index was last merged
+MERGE_STEP = "INSERT INTO exchanges_fts(exchanges_fts, rank) VALUES ('merge', ?)"
+MERGE_STATE = """
+SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
+       (SELECT value FROM meta WHERE key = ?)"""
+SET_MERGED = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
+
+
+def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *,
+                below: int | None = None) -> int:
+    """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
+    since they were last merged; how many steps it took (0: not due). Runs beside the
+    searches (the keyword index's upkeep thread): every step is a write of its own, and
+    ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
+    only while the store has fewer turns (from there the derived keyword index answers
+    the plain searches, and a rewrite of the whole FTS5 index would cost more than it
+    saves the few others)."""
+    with store.read() as conn:
+        row = first(conn, MERGE_STATE, (MERGED_KEY,))
+    largest = int(row[0]) if row is not None else 0
+    merged = int(row[1]) if row is not None and row[1] is not None else 0
+    if largest < MERGE_FROM or largest < merged * MERGE_GROWTH or (
+            below is not None and largest >= below):
+        return 0
+    steps = 0
+    while not stop():
+        with store.write() as conn:
+            assert isinstance(conn, apsw.Connection)
+            before = conn.total_changes()
+            # negative: every segment, whatever its level, merged into one
+            conn.execute(MERGE_STEP, (-MERGE_PAGES,))
+            steps += 1
+            if conn.total_changes() - before < 2:  # nothing left to merge (FTS5's test)
+                conn.execute(SET_MERGED, (MERGED_KEY, str(largest)))
+                return steps
+    return steps
 
 
 def scope_token(session_id: int) -> str:

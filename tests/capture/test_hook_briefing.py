@@ -157,6 +157,48 @@ def test_resume_gives_the_same_record_and_a_small_budget_keeps_whole_items(
     assert f"- #{ids[OPEN_BLOCKER]} {OPEN_BLOCKER}" in tight  # open blockers come first
 
 
+def last_trace(dirs: dict[str, Path]) -> dict[str, Any]:
+    """The stored stage trace of the newest run."""
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+
+    app = open_app(Settings(data_dir=dirs["data"]))
+    try:
+        out, _ = app.run("trace", {"limit": 1})
+        out, _ = app.run("trace", {"run_id": out["reply"]["runs"][0]["run_id"]})
+    finally:
+        app.close()
+    trace: dict[str, Any] = out["reply"]["trace"]
+    return trace
+
+
+LOADED = ("import sys; from stenographer.capture_cli import hook_main; "
+          "hook_main(sys.argv[1:]); print('numpy' in sys.modules, file=sys.stderr)")
+
+
+def test_every_event_runs_the_hook_graph_and_a_briefing_imports_only_its_route(
+        session: dict[str, Any]):
+    """One graph whatever the event: its first stage routes SessionStart to the briefing's
+    stages and Stop to the capture pass's; a briefing process never imports what the
+    capture route needs (numpy, for the vectors of the turns it stores)."""
+    dirs, t = session["dirs"], session["transcript"]
+    for name, extra, route, other in (("SessionStart", {"source": "compact"}, "briefing_",
+                                       "capture_"),
+                                      ("Stop", {"stop_hook_active": False}, "capture_",
+                                       "briefing_")):
+        proc = subprocess.run([sys.executable, "-c", LOADED, "claude-code",
+                               json.dumps(event(name, t, **extra))], cwd=REPO_ROOT,
+                              env=env(dirs), capture_output=True, text=True, encoding="utf-8",
+                              timeout=TIMEOUT, check=False)
+        assert proc.returncode == 0 and ("additionalContext" in proc.stdout) is (
+            name == "SessionStart"), proc.stderr
+        assert proc.stderr.strip() == str(name == "Stop"), proc.stderr  # numpy loaded?
+        trace = last_trace(dirs)
+        stages = [s["node"] for s in trace["stages"]]
+        assert trace["graph"] == "hook" and stages[0] == "event", stages
+        assert stages[1].startswith(route) and not any(s.startswith(other) for s in stages)
+
+
 def run_with(dirs: dict[str, Path], extra: dict[str, str], payload: dict[str, Any]) -> Result:
     """The hook with settings of its own in its environment."""
     proc = subprocess.run([sys.executable, "-m", "stenographer", "hook", "claude-code"],

@@ -75,4 +75,4 @@ def test_every_package_data_file_ships() -> None:
 
 def test_console_scripts() -> None:
     assert PROJECT["scripts"] == {"stenographer": "stenographer.cli:main",
-                                  "omega-stenographer-mcp": "stenographer.server:main"}
+                                  "omega-stenographer-mcp": "stenographer.serve_cli:main"}

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from stenographer.doctor import check_postgres, check_python
+from nodes.evaluate_contracts.setup_checks import check_postgres, check_python
+from stenographer.doctor import run_doctor
 from store.backend import open_store
 from store.migrations import POSTGRESQL_STEPS
 from tests.cli.conftest import run_cli
@@ -96,6 +97,32 @@ def test_invalid_setting_fails(fresh: Path) -> None:
     assert result.code == 2
     checks = _checks(result.json())
     assert not checks["settings"]["ok"] and "STENO_SYNCHRONOUS" in checks["settings"]["detail"]
+
+
+def test_doctor_is_one_run_of_the_doctor_graph(fresh: Path, seeded: Path) -> None:
+    """The checks are the stages of the ``doctor`` graph, run without a store: its trace
+    is returned (nothing is stored, nothing created), and the progress callback sees
+    every check as its stage ends."""
+    seen: list[str] = []
+    checks, trace = run_doctor({"OMEGA_STENOGRAPHER_DIR": str(fresh)},
+                               on_check=lambda c: seen.append(c.name))
+    assert trace["graph"] == "doctor" and trace["status"] == "Completed"
+    assert [s["node"] for s in trace["stages"]] == [
+        "python", "settings", "fts5", "vec_extension", "data_dir", "writable", "disk",
+        "store", "reply"]
+    assert [c.name for c in checks] == seen == NAMES
+    assert not fresh.exists(), "doctor creates nothing"
+
+    traces = seeded / "steno.db"
+    before = traces.stat().st_mtime_ns
+    _, trace = run_doctor({"OMEGA_STENOGRAPHER_DIR": str(seeded)})
+    assert [s["node"] for s in trace["stages"]][-2:] == ["store", "reply"]
+    assert traces.stat().st_mtime_ns == before, "the trace is not stored"
+
+    _, trace = run_doctor({"OMEGA_STENOGRAPHER_DIR": str(fresh),
+                           "STENO_SYNCHRONOUS": "sometimes"})
+    assert [s["node"] for s in trace["stages"]] == [
+        "python", "settings", "fts5", "vec_extension", "unchecked", "reply"]
 
 
 @pytest.mark.parametrize(("version", "ok"), [((3, 10), False), ((3, 11), True),

@@ -390,6 +390,10 @@ def test_the_same_store_and_a_missing_source_are_refused(source: Path, tmp_path:
                       str(tmp_path / "copy.db"))
     assert missing.code == 2 and "there is no store at" in missing.json()["error"]["message"]
     assert not (tmp_path / "nothing.db").exists()
+    # A page size out of range is refused before the target is created.
+    big = migrate(source, "--to", str(tmp_path / "big.db"), "--batch", "100001")
+    assert big.code == 2 and "1 to 100000" in big.json()["error"]["message"]
+    assert not (tmp_path / "big.db").exists()
 
 
 def test_a_damaged_turn_stops_the_copy_before_its_page(long_source: Path, tmp_path: Path):

@@ -241,7 +241,7 @@ def test_sessions_list_counts_and_activity(http: httpx.Client, seeded: Seeded) -
 def test_running_notes_of_a_session(http: httpx.Client, seeded: Seeded) -> None:
     name = SESSIONS[1]  # has a slash: the path carries it encoded
     body = ok(http, "api/notes/beta%2Fops")
-    assert body["session_id"] == name and body["meta"]["graph"] == "notes"
+    assert body["session_id"] == name and body["meta"]["graph"] == "inspect_notes"
     assert body["briefs"], body
     ids = set(seeded.sessions[name])
     sources = {i for b in body["briefs"] for i in b["source_ids"]}

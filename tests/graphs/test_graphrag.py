@@ -77,8 +77,9 @@ def extract(app: App, batch_size: int = 1_000) -> list[int]:
 
 def export(app: App, fmt: str = "json") -> str:
     out, _ = app.run("graphrag_export", {"format": fmt})
-    assert out["exported"] == {"format": fmt, "chars": len(out["document"])}
-    return str(out["document"])
+    reply = out["reply"]
+    assert out["exported"] == {"format": fmt, "chars": len(reply["document"])}
+    return str(reply["document"])
 
 
 def test_same_store_and_seed_give_byte_identical_exports(tmp_path: Path):
@@ -260,8 +261,8 @@ def test_the_worker_answers_each_batch_and_reports_its_errors():
 def test_reset_forgets_the_graph_and_the_next_run_reads_everything(app: App):
     ingest(app, corpus(20))
     extract(app)
-    out, _ = app.run("graphrag_reset", {})
-    assert out["removed"]["entities"] > 0
+    out, _ = app.run("graphrag_reset", {"confirm": True})
+    assert out["reply"]["removed"]["entities"] > 0
     stats = app.run("graphrag_stats", {})[0]["stats"]
     assert stats["entities"] == stats["edges"] == stats["turns_read"] == 0
     assert stats["pending"] == 20
@@ -364,7 +365,8 @@ def test_bad_graph_requests_say_what_is_valid(app: App):
              ("graph_query", {"query": "", "session_id": "s"}, "must not be empty"),
              ("graphrag_batch", {"batch_size": 0}, "1 to 100000"),
              ("graphrag_batch", {"since": "yesterday"}, "ISO 8601"),
-             ("graphrag_export", {"format": "csv"}, "graphml or json"),
+             ("graphrag_export", {"format": "csv"}, "valid: graphml, json"),
+             ("graphrag_reset", {}, "confirm=true"),
              ("graphrag_community", {"community_id": 5}, "no community 5")]
     for graph, request, message in cases:
         with pytest.raises(Exception, match=message) as info:
@@ -375,10 +377,10 @@ def test_bad_graph_requests_say_what_is_valid(app: App):
 def test_community_view_lists_entities_relations_and_sentences_citing_turns(app: App):
     ids = ingest(app, corpus(80, seed=5))
     extract(app)
-    listing, _ = app.run("graphrag_community", {"limit": 5})
+    listing = app.run("graphrag_community", {"limit": 5})[0]["reply"]
     assert listing["communities"] and listing["total"] >= len(listing["communities"])
     first = listing["communities"][0]
-    out, _ = app.run("graphrag_community", {"community_id": first["id"]})
+    out = app.run("graphrag_community", {"community_id": first["id"]})[0]["reply"]
     community = out["community"]
     assert community["size"] == first["size"] and community["entities"]
     assert community["relations"]

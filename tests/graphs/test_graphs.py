@@ -167,6 +167,7 @@ RUNS: dict[str, Case] = {
     "status": lambda g, c, s: {"request": {}},
     "trace": lambda g, c, s: {"request": {"run_id": s["run_id"]}},
     "inspect_sessions": lambda g, c, s: {"request": {"limit": 10}},
+    "inspect_notes": lambda g, c, s: {"request": {"session_id": "g"}},
     "inspect_exchange": lambda g, c, s: {"request": {"exchange_id": s["ids"][0]}},
     "inspect_brief": lambda g, c, s: {"request": {"brief_id": s["brief"]}},
     "inspect_runs": lambda g, c, s: {"request": {"limit": 5, "all_graphs": True}},
@@ -182,7 +183,7 @@ RUNS: dict[str, Case] = {
     "graphrag_stats": lambda g, c, s: {"request": {}},
     "graphrag_community": lambda g, c, s: {"request": {"community_id": 1}},
     "graphrag_export": lambda g, c, s: {"request": {"format": "json"}},
-    "graphrag_reset": lambda g, c, s: {"request": {}},
+    "graphrag_reset": lambda g, c, s: {"request": {"confirm": True}},
     "capture_read": lambda g, c, s: transcript(c),
     "capture": lambda g, c, s: {"request": {
         "sources": [{"kind": "claude-code", "path": transcript(c)["request"]["path"]}],
@@ -199,8 +200,12 @@ RUNS: dict[str, Case] = {
     "sync_push": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "sync_pull": lambda g, c, s: {"request": {"url": UNREACHABLE, "batch": 2}},
     "bus_publish": lambda g, c, s: {"request": {"batch": 500}},
-    "migrate": lambda g, c, s: {"request": {"batch": 500}},
-    "briefing": lambda g, c, s: {"request": {"session_id": "g", "source": "compact"}},
+    "migrate": lambda g, c, s: {"request": {"to": "copy", "batch": 500}},
+    "hook": lambda g, c, s: {"request": {"event": "SessionStart", "session_id": "g",
+                                         "source": "compact"}},
+    "doctor": lambda g, c, s: {"request": {"data_dir": str(c.store.data_dir)}},
+    "graph_catalog": lambda g, c, s: {"request": {
+        "definitions": DEFINITIONS, "tools": {"a_tool": "search"}, "commands": {}}},
     "recover": lambda g, c, s: {"request": {}},
     "keyword_index_rebuild": lambda g, c, s: {"request": {}},
 }
@@ -228,25 +233,32 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "status":
         assert out["status"]["store"]["exchanges"] == 4 + TURN_LIMIT
     elif name == "trace":
-        assert out["trace"]["graph"] == "status"
+        assert out["reply"]["trace"]["graph"] == "status" and out["reply"]["runs"] is None
     elif name == "keyword_index_rebuild":  # PostgreSQL has none beside it
         assert out["reply"]["turns"] == (4 + TURN_LIMIT if out["reply"]["directory"] else 0)
     elif name == "inspect_runs":
-        assert 0 < len(out["runs"]) <= 5
+        assert 0 < len(out["reply"]["runs"]) <= 5
     elif name == "inspect_sessions":
-        assert {x["session_id"] for x in out["sessions"]} == {"g", "c"} and out["total"] == 2
+        reply = out["reply"]
+        assert {x["session_id"] for x in reply["sessions"]} == {"g", "c"}
+        assert reply["total"] == 2 and reply["counts"]["exchanges"] == 4 + TURN_LIMIT
+    elif name == "inspect_notes":
+        reply = out["reply"]
+        assert reply["found"] and "## Compressed briefs" in reply["markdown"]
+        assert reply["session_id"] == "g" and len(reply["briefs"]) == 1
     elif name == "inspect_exchange":
-        assert out["exchange"]["content"] == "We decided to use SQLite."
-        assert out["exchange"]["brief"]["tier"] == "A"
+        assert out["reply"]["exchange"]["content"] == "We decided to use SQLite."
+        assert out["reply"]["exchange"]["brief"]["tier"] == "A"
     elif name == "inspect_brief":
-        assert [x["hash_matches"] for x in out["brief"]["sources"]] == [True] * TURN_LIMIT
+        sources = out["reply"]["brief"]["sources"]
+        assert [x["hash_matches"] for x in sources] == [True] * TURN_LIMIT
     elif name == "sessions":
-        assert out["total"] == 2 and "sessions 1-2 of 2" in out["text"]
+        assert out["reply"]["total"] == 2 and "sessions 1-2 of 2" in out["reply"]["text"]
     elif name == "stats":
-        assert out["stats"]["schema"]["current"] is True
-        assert out["stats"]["counts"]["exchanges"] == 4 + TURN_LIMIT
+        assert out["reply"]["stats"]["schema"]["current"] is True
+        assert out["reply"]["stats"]["counts"]["exchanges"] == 4 + TURN_LIMIT
     elif name == "contract_audit":  # session c holds TURN_LIMIT uncompressed turns
-        failed = {c["name"]: c for c in out["report"]["contracts"] if not c["passed"]}
+        failed = {c["name"]: c for c in out["reply"]["contracts"] if not c["passed"]}
         assert set(failed) == {"compression_current"}
         assert len(failed["compression_current"]["ids"]) == TURN_LIMIT
     elif name == "forget":
@@ -254,21 +266,23 @@ def expect(name: str, out: dict[str, Any]) -> None:
     elif name == "graphrag_batch":
         assert out["published"]["turns"] == 4 + TURN_LIMIT
     elif name == "graphrag_extract":  # 2 turns a batch, then the communities
-        assert out["tally"] == {"batches": 4, "turns_read": 4 + TURN_LIMIT}
-        assert out["stats"]["pending"] == 0 and out["detection"]["seed"] == 42
+        reply = out["reply"]
+        assert (reply["batches"], reply["turns_read"]) == (4, 4 + TURN_LIMIT)
+        assert out["stats"]["pending"] == 0 and reply["detection"]["seed"] == 42
     elif name == "graphrag_communities":
         assert out["detection"]["seed"] == 42
     elif name == "graph_query":
         assert out["graph_result"]["entities"][0]["label"] == "SQLite"
     elif name == "graphrag_stats":
-        assert out["stats"]["turns_read"] == 4 + TURN_LIMIT
+        assert out["reply"]["stats"]["turns_read"] == 4 + TURN_LIMIT
     elif name == "graphrag_community":
-        assert out["community"]["id"] == 1 and out["sentences"]
+        assert out["reply"]["community"]["id"] == 1 and out["reply"]["sentences"]
     elif name == "graphrag_export":
-        assert out["exported"]["format"] == "json" and out["rows"]["entities"] > 0
-        assert json.loads(out["document"])["nodes"]
+        reply = out["reply"]
+        assert reply["format"] == "json" and reply["entities"] > 0
+        assert len(json.loads(reply["document"])["nodes"]) == reply["entities"]
     elif name == "graphrag_reset":
-        assert out["removed"]["entities"] > 0
+        assert out["reply"]["removed"]["entities"] > 0
     elif name == "capture_read":
         assert [r["request"]["content"] for r in out["batch"]["records"]] == ["captured words"]
         assert out["batch"]["end"]["position"] > 0 and out["start"]["position"] == 0
@@ -296,14 +310,27 @@ def expect(name: str, out: dict[str, Any]) -> None:
         assert out["reply"]["done"] is True and out["reply"]["resumed"] is False
         assert out["reply"]["copied"]["exchanges"] == out["reply"]["total"]["exchanges"]
         assert out["reply"]["total"]["exchanges"] == 4 + TURN_LIMIT
-        failed = {c["name"] for c in out["report"]["contracts"] if not c["passed"]}
+        failed = {c["name"] for c in out["reply"]["audit"]["contracts"] if not c["passed"]}
         assert failed == {"compression_current"}  # as in the source
-    elif name == "briefing":  # the decision is compressed, the blocker still open
-        assert out["scope"] == "session" and out["query"]["text"]
-        assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in out["briefing"]
-        assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in out["briefing"]
+    elif name == "hook":  # a SessionStart's briefing: the decision is compressed, the
+        # blocker still open
+        assert out["task"] == "briefing" and out["query"]["text"]
+        text = out["reply"]["briefing"]
+        assert out["reply"]["scope"] == "session"
+        assert "## Decisions (1, oldest first)\n- #1 We decided to use SQLite." in text
+        assert "## Open blockers (1, newest first)\n- #3 The build is blocked." in text
+    elif name == "doctor":  # the set-up of the seeded store, which the checks only read
+        checks = {c.name: c for c in out["reply"]["checks"]}
+        assert list(checks) == ["python", "settings", "sqlite", "sqlite-vec", "data directory",
+                                "writable", "free disk", "store", "migrations"]
+        assert checks["store"].ok and checks["migrations"].ok, checks
+    elif name == "graph_catalog":  # every definition, with its caller
+        listed = {g["graph"]: g for g in out["reply"]["graphs"]}
+        assert set(listed) == set(DEFINITIONS_BY_NAME)
+        assert listed["search"]["tools"] == ["a_tool"] and not listed["ingest"]["tools"]
+        assert "search  ←  a_tool" in out["reply"]["text"]
     elif name == "recover":  # session c holds TURN_LIMIT uncompressed turns
-        assert len(out["recovered"]) == 1 and out["sessions_compressed"] == 1
+        assert len(out["reply"]["recovered"]) == 1 and out["sessions_compressed"] == 1
     else:
         raise AssertionError(f"no expectation for graph {name!r}")
 

@@ -135,13 +135,54 @@ def test_a_long_queue_is_moved_in_after_the_next_search(app: App):
     assert queued(app) == 0 and held(app) == HOT_LIMIT + 5
 
 
-def test_a_bulk_sized_queue_is_moved_in_before_the_search(app: App,
-                                                          monkeypatch: pytest.MonkeyPatch):
+def test_a_bulk_sized_queue_is_searched_by_fts5_while_it_moves_in(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module, "HOT_LIMIT", 5)
     monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
-    for n in range(12):
-        ingest(app, "s", f"note {n} about {WORDS[n % len(WORDS)]}")
+    ids = [ingest(app, "s", f"note {n} about {WORDS[n % len(WORDS)]}") for n in range(12)]
+    store = app.store
+    assert isinstance(store, Store)
+    with store.read() as conn:
+        assert store.searched_keywords(conn) is None  # FTS5 answers: the search never waits
+    store.keywords.wait()
+    assert queued(app) == 0 and held(app) == 12
     out, _ = app.run("search", {"query": "alpha", "session_id": "s", "limit": 10})
-    assert out["hits"] and queued(app) == 0 and held(app) == 12  # no wait: done before
+    assert {ids[0], ids[len(WORDS)]} <= {h["exchange_id"] for h in out["hits"]}
+    with store.read() as conn:
+        assert store.searched_keywords(conn) is store.keywords  # caught up: it answers
+
+
+def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    turns = [{"role": "user", "content": f"note {n} about {WORDS[n % len(WORDS)]}",
+              "session_id": "s"} for n in range(12)]
+    out, trace = app.run("ingest_batch", {"turns": turns})
+    assert out["reply"]["stored"] == 12
+    assert "keywords" in [s["node"] for s in trace["stages"]]
+    assert queued(app) == 0 and held(app) == 12  # moved in by the batch, not a search
+    with app.store.read() as conn:
+        assert app.store.searched_keywords(conn) is app.store.keyword_index()
+    # A batch that leaves a short queue opens nothing: it is left to the searches.
+    small = open_app(_settings(Path(app.store.location).parent / "small"))
+    try:
+        small.run("ingest_batch", {"turns": turns[:3]})
+        assert isinstance(small.store, Store) and small.store._keywords is None
+        assert queued(small) == 3
+    finally:
+        small.close()
+    assert audit(app) == {}
+
+
+def test_below_its_size_the_index_is_not_opened_by_a_search(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 100)
+    ingest(app, "s", "the parser drops tabs")
+    out, _ = app.run("search", {"query": "parser", "session_id": "s", "limit": 10})
+    assert out["hits"]
+    store = app.store
+    assert isinstance(store, Store)
+    assert store._keywords is None  # FTS5 answered; the queue is short: left for later
 
 
 def test_a_forgotten_turn_is_never_found(app: App):
@@ -333,3 +374,37 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
             assert compared > 100
     finally:
         opened.close()
+
+
+def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    from store.sqlite import search as fts5_search
+
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    monkeypatch.setattr(fts5_search, "MERGE_PAGES", 1)  # several steps
+    for n in range(40):  # one transaction each: a segment each until FTS5 merges them
+        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]} and "
+                                 f"{WORDS[(n * 3) % len(WORDS)]}")
+    store = app.store
+    assert isinstance(store, Store)
+
+    def segments() -> int:
+        with store.read() as conn:
+            return int(conn.execute(
+                "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
+
+    def hits() -> dict[str, list[tuple[int, float]]]:
+        with store.read() as conn:
+            return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
+
+    before, split = hits(), segments()
+    assert split > 1
+    assert fts5_search.keep_merged(store, below=40) == 0  # the derived index's size
+    assert segments() == split
+    assert fts5_search.keep_merged(store) > 1
+    assert segments() == 1 and hits() == before
+    assert fts5_search.keep_merged(store) == 0  # not due until the store grows
+    for n in range(10):
+        ingest(app, "s0", f"later turn {n} on {WORDS[n % len(WORDS)]}")
+    assert fts5_search.keep_merged(store) >= 1 and segments() == 1
+    assert audit(app) == {}

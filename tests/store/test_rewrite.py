@@ -56,7 +56,8 @@ def test_a_copy_of_the_store_does_not_inherit_the_state_of_its_file(tmp_path: Pa
         out, _ = app.run("ingest", {"role": "user", "session_id": "s", "content": "gone"})
         app.run("forget", {"exchange_ids": [out["reply"]["exchange_id"]], "confirm": True})
         copying = dataclasses.replace(app.ctx, store=target, source=app.store)
-        out, _ = app.graphs.run("migrate", {"request": {"batch": 500}}, copying)
+        request = {"to": str(target.location), "batch": 500}
+        out, _ = app.graphs.run("migrate", {"request": request}, copying)
         assert out["reply"]["done"]  # the whole copy, meta included
         with app.store.read() as conn:
             source = dict(conn.execute("SELECT key, value FROM meta"))

@@ -48,6 +48,11 @@ def test_sync_commands_parse_and_check_their_input(tmp_path: Path) -> None:
     assert run_cli(tmp_path, "sync", "push").code == 2  # --to is required
     bad = run_cli(tmp_path, "sync", "pull", "--from", "ftp://elsewhere")
     assert bad.code == 2 and "is not a peer URL" in bad.err
+    for batch in ("0", "10001"):  # the request model's bounds, in its words
+        big = run_cli(tmp_path, "sync", "push", "--to", "http://127.0.0.1:9", "--batch", batch)
+        assert big.code == 2 and "batch=" in big.err and "1 to 10000" in big.err, big.err
+    word = run_cli(tmp_path, "sync", "push", "--to", "http://127.0.0.1:9", "--batch", "many")
+    assert word.code == 2 and "invalid int value" in word.err
     status = run_cli(tmp_path, "sync", "status")
     assert status.code == 0 and status.out.startswith("No sync peers yet")
     wrong = run_cli(tmp_path, "sync", "status", STENO_SYNC_BATCH="0")

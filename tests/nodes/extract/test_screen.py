@@ -57,3 +57,38 @@ def test_screen_is_sound_on_random_text(parts: list[str]) -> None:
         assert signals.may_hold_decision(text), text
     if full_blockers(text):
         assert signals.may_hold_blocker(text), text
+
+
+def _needs_hold(text: str) -> None:
+    """Every cue that matches an ASCII sentence finds one of its necessary strings
+    there (signals._needs), so skipping a cue without them changes nothing."""
+    probe = text.replace("’", "'")
+    if not probe.isascii():
+        return
+    lowered = probe.lower()
+    for cue in P.decision + P.blocker:
+        needs = signals._needs(cue)
+        if needs is not None and cue.search(probe):
+            assert any(part in lowered for part in needs), (cue.pattern, text)
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda c: c.text[:40])
+def test_cue_needs_are_sound_on_cases(case: object) -> None:
+    _needs_hold(case.text)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=40))
+def test_cue_needs_are_sound_on_random_text(parts: list[str]) -> None:
+    _needs_hold(" ".join(parts))
+
+
+def test_cue_needs_are_read_from_the_regex() -> None:
+    from nodes.extract.patterns import compile_patterns
+
+    extra = compile_patterns(extra_blockers=[r"\bLGTM\b", r"(?:red|green)+ builds?",
+                                             r"\d+ flakes?|(?:ci)? stalls"])
+    assert signals._needs(extra.blocker[-3]) == ("lgtm",)
+    assert signals._needs(extra.blocker[-2]) == (" build",)  # longer than "red"
+    assert signals._needs(extra.blocker[-1]) == (" flake", " stalls")
+    assert signals._needs(P.blocker[-1]) is None  # non-ASCII marks: the regex decides
