@@ -375,7 +375,8 @@ class RawClient:
 
     def __init__(self, data_dir: Path, *, repo: Path = REPO_ROOT,
                  extra_env: Mapping[str, str] | None = None,
-                 stderr_name: str = "raw-stderr.log") -> None:
+                 stderr_name: str = "raw-stderr.log",
+                 script: Path | None = None) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         params = server_params(data_dir, extra_env, repo)
@@ -384,7 +385,9 @@ class RawClient:
         self.stderr_path = data_dir.parent / f"{data_dir.name}-{stderr_name}"
         self._stderr = self.stderr_path.open("ab")
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
+        # ``script``: another stdio server to run instead (bench/noop_server.py)
+        args = [str(script)] if script is not None else params.args
+        self.proc = subprocess.Popen([params.command, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._stderr, env=env,
                                      cwd=params.cwd)
         self.pid = self.proc.pid
