@@ -386,6 +386,7 @@ class RawClient:
         self.stderr_path = data_dir.parent / f"{data_dir.name}-{stderr_name}"
         self._stderr = self.stderr_path.open("ab")
         self.started = time.perf_counter()
+        # ``argv``: another command line to serve instead (bench/noop_server.py)
         command = list(argv) if argv is not None else [params.command, *params.args]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._stderr, env=env,

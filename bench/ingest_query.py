@@ -12,8 +12,11 @@ gives the headline figures: spawn -> first tool reply, the sequential ingest of
 store, and more ingests, first on a quiet machine and then with one other process
 keeping a core busy (``common.Busy``). Every one of those calls is followed by a floor
 call, a tool call rejected by argument validation, so each latency is printed beside
-its ratio to a floor measured under the same load. The SDK's own ``Client`` figures
-follow (it costs about as much CPU per call as the server's floor).
+its ratio to a floor measured under the same load. After the sequential ingest, the
+bare SDK ``MCPServer`` with a no-op tool (``bench/noop_server.py``) is driven the same
+way: what a tool call that does nothing costs on this machine in the same run. The
+SDK's own ``Client`` figures follow (it costs about as much CPU per call as the
+server's floor).
 
 Everything goes through a real server subprocess (``python -m stenographer`` with
 ``OMEGA_STENOGRAPHER_DIR`` set to a fresh temporary directory) driven by the official
@@ -568,6 +571,36 @@ def _floor_cpu(raw: RawClient, calls: int) -> float | None:
     return 1e3 * (cpu1 - cpu0) / calls if cpu0 is not None and cpu1 is not None else None
 
 
+NOOP_SERVER = Path(__file__).resolve().parent / "noop_server.py"
+NOOP_CALL = ("noop", {"text": "x"})
+NOOP_REJECTED = ("noop", {"text": 5})  # rejected by the SDK's argument validation
+
+
+def noop_floor(root: Path, calls: int) -> dict[str, Any]:
+    """The bare SDK ``MCPServer`` with a no-op tool (bench/noop_server.py, the SDK's own
+    stdio transport), driven by the same raw client: each no-op call followed by a call
+    it rejects by validation, as the server's own calls are. What a tool call that
+    does nothing costs on this machine now."""
+    with RawClient(root / "noop", argv=[sys.executable, str(NOOP_SERVER)]) as raw:
+        for _ in range(100):
+            raw.call(*NOOP_CALL)
+        lat, rejected = [], []
+        cpu0 = raw.cpu_s()
+        for _ in range(calls):
+            lat.append(raw.call(*NOOP_CALL)[0])
+            rejected.append(raw.call(*NOOP_REJECTED)[0])
+        cpu1 = raw.cpu_s()
+        for _ in range(calls):
+            raw.call(*NOOP_REJECTED)
+        cpu2 = raw.cpu_s()
+    known = cpu0 is not None and cpu1 is not None and cpu2 is not None
+    return {"calls": calls, "latency_ms": summarize(lat), "rejected_ms": summarize(rejected),
+            "server_cpu_ms_per_call": (1e3 * ((cpu1 - cpu0) - (cpu2 - cpu1)) / calls
+                                       if known else None),
+            "server_cpu_ms_per_rejected": 1e3 * (cpu2 - cpu1) / calls if known else None,
+            "calls_per_s": 1e3 * calls / sum(lat)}
+
+
 def _read_calls(turns: list[Turn], ids: dict[int, int], args: argparse.Namespace
                 ) -> dict[str, list[dict[str, Any]]]:
     sessions = sorted({t.session for t in turns})
@@ -633,6 +666,10 @@ def raw_phase(turns: list[Turn], root: Path, args: argparse.Namespace) -> dict[s
         print(f"  raw: ingest {len(turns):,} turns sequential: {ingest['turns_per_s']:.0f} "
               f"turns/s, p50 {fmt_ms(ingest['latency_ms']['p50'])} "
               f"({ingest['ratio_p50']:.2f}x floor)", flush=True)
+        noop = out["noop"] = noop_floor(root, min(2000, len(turns)))
+        print(f"  raw: bare MCPServer no-op tool: {noop['calls_per_s']:.0f} calls/s, p50 "
+              f"{fmt_ms(noop['latency_ms']['p50'])}, server CPU "
+              f"{fmt_ms(noop['server_cpu_ms_per_call'])} a call", flush=True)
 
         plan = _read_calls(turns, ids, args)
         reads: dict[str, dict[str, Any]] = {}
@@ -860,6 +897,16 @@ def render_raw(report: dict[str, Any]) -> None:
         rows.append(["server CPU per ingest / per floor call",
                      f"{fmt_ms(ing['server_cpu_ms_per_ingest'])} / "
                      f"{fmt_ms(ing['floor_cpu_ms'])}", "", "", "", "", "", ""])
+    noop = raw.get("noop")
+    if noop is not None:
+        n50 = noop["latency_ms"]["p50"]
+        rows.append(["bare MCPServer no-op tool (SDK stdio): calls/s, p50 (its rejected call)",
+                     f"{noop['calls_per_s']:.0f}, {fmt_ms(n50)}",
+                     fmt_ms(noop["rejected_ms"]["p50"]),
+                     f"ingest {ing['latency_ms']['p50'] / n50:.2f}x", "", "", "", ""])
+        rows.append(["  server CPU per no-op call / per rejected call",
+                     f"{fmt_ms(noop['server_cpu_ms_per_call'])} / "
+                     f"{fmt_ms(noop['server_cpu_ms_per_rejected'])}", "", "", "", "", "", ""])
     print()
     print_table(["figure", "quiet", "floor p50", "ratio", "busy (ratio)", "busy/quiet",
                  "target", ""], rows,

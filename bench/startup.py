@@ -86,15 +86,7 @@ def spawn(repo: Path, graph: str) -> dict[str, float]:
 
 
 # The floor server: the MCP SDK's MCPServer with one tool that does nothing.
-BARE_SERVER = """
-from mcp.server.mcpserver import MCPServer
-mcp = MCPServer("floor")
-@mcp.tool()
-def noop() -> str:
-    \"\"\"Does nothing.\"\"\"
-    return "ok"
-mcp.run()
-"""
+NOOP_SERVER = Path(__file__).resolve().parent / "noop_server.py"
 FIRST_INGEST = ("stenographer_ingest_exchange", RUNS["ingest"])
 
 
@@ -129,7 +121,7 @@ def stdio_part(repos: list[tuple[str, Path]], spawns: int) -> None:
         "floor: import mcp.server.mcpserver":
             lambda _: _exit_run([py, "-c", "import mcp.server.mcpserver"]),
         "floor: bare MCPServer, no-op tool": lambda root: _first_reply(
-            root, [py, "-c", BARE_SERVER], REPO_ROOT, ("noop", {})),
+            root, [py, str(NOOP_SERVER)], REPO_ROOT, ("noop", {})),
     }
     for name, path in repos:
         probes[f"{name}: python -m stenographer"] = (

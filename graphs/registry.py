@@ -61,6 +61,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "search_mode": lambda query: str(query["mode"]),
     "audit_more": lambda position: "more" if position is not None else "done",
     "bus_event_found": lambda event: "yes" if event is not None else "no",
+    "has_pending": lambda pending: "yes" if pending else "no",
     "has_session": lambda session_row: "yes" if session_row is not None else "no",
     "has_outgoing": lambda outgoing: "yes" if outgoing["through"] is not None else "no",
     "delivered": lambda delivery: "ok" if delivery["ok"] else "failed",

@@ -61,7 +61,13 @@ def _described(value: Any, nested: bool) -> str:
         return str(value)
     if kind is list:
         return f"[{len(value)} {plural(len(value), 'item')}]" if value else "[]"
-    if value is None or isinstance(value, (bool, int, float)):
+    if kind is dict:
+        return _record("", "{", "}", ": ", value.items(), len(value), nested)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if isinstance(value, (bool, int, float)):
         return json.dumps(value)
     if isinstance(value, str):
         return f"str[{len(value)}]"
@@ -81,12 +87,20 @@ def _described(value: Any, nested: bool) -> str:
 
 def _record(name: str, opening: str, closing: str, between: str,
             fields: Iterable[tuple[Any, Any]], count: int, nested: bool) -> str:
-    """A record's fields and their summaries; inside another record, its size only."""
+    """A record's fields and their summaries; inside another record, its size only.
+    The fields past what a summary keeps (SUMMARY_CHARS) are not described: the text
+    is cut there anyway."""
     if nested:
         return (f"{name}{opening}{count} {plural(count, 'field')}{closing}" if count
                 else f"{name}{opening}{closing}")
-    shown = [f"{_key(key)}{between}{_described(value, nested=True)}"
-             for key, value in itertools.islice(fields, _FIELDS)]
+    shown: list[str] = []
+    length = len(name) + len(opening)  # of the text so far, without the closing
+    for key, value in itertools.islice(fields, _FIELDS):
+        if length + len(closing) > SUMMARY_CHARS:  # cut anyway, its head is written
+            break
+        part = f"{_key(key)}{between}{_described(value, nested=True)}"
+        length += len(part) + 2 * bool(shown)
+        shown.append(part)
     return name + opening + ", ".join(shown + ["…"] * (count > _FIELDS)) + closing
 
 

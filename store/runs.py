@@ -58,9 +58,11 @@ _plain = zstandard.ZstdDecompressor()
 
 
 def save_trace(conn: Conn, trace: dict[str, Any], started_at: float,
-               retention: int) -> None:
-    """Store one trace; every PRUNE_EVERY runs drop those beyond ``retention``."""
-    blob = encode_trace(trace)
+               retention: int, blob: bytes | None = None) -> None:
+    """Store one trace (``blob``: its ``encode_trace``, when done already); every
+    PRUNE_EVERY runs drop those beyond ``retention``."""
+    if blob is None:
+        blob = encode_trace(trace)
     seq: int = one(
         conn,
         INSERT_RUN,
@@ -186,9 +188,12 @@ class TraceBuffer:
             if not items or self._write is None:
                 return
             try:
+                # Encoded before the write: the store's write lock (which the next
+                # ingest waits for) is held for the inserts only.
+                blobs = [encode_trace(trace) for trace, _, _ in items]
                 with self._write() as conn:
-                    for trace, started_at, retention in items:
-                        save_trace(conn, trace, started_at, retention)
+                    for (trace, started_at, retention), blob in zip(items, blobs, strict=True):
+                        save_trace(conn, trace, started_at, retention, blob)
             except BaseException:
                 with self._lock:
                     self._items[:0] = items

@@ -1,7 +1,8 @@
 """ingest: record one turn; ingest_batch: record many.
 
-validate → record the session's CLAEG shutdown events from the coordination bus (the
-claeg subgraph: each a system turn, stored once) → redact secrets and hash the turn as
+validate → read the session's CLAEG shutdown events not yet recorded from the
+coordination bus → when there are any, record them (the claeg subgraph: each a system
+turn, stored once; most turns find none and skip it) → redact secrets and hash the turn as
 it will be stored → load the two turns before it (once, for both readers below) →
 extract decisions/blockers → NAFE reasoning-drift flags (assistant turns) → extract the
 vector → extract the keyword index's search fields (neighbouring turns' words, date) →
@@ -21,12 +22,15 @@ from graphs.definition import END, SCHEMA_VERSION, START, chain, channels
 DEFINITION = {
     "schema_version": SCHEMA_VERSION,
     "name": "ingest",
-    "channels": channels("request", "turn", "redacted", "previous", "decisions", "blockers",
-                         "flags", "vector", "fields", "recorded", "compression_due",
-                         "session_row", "reply", append=("briefs", "shutdowns")),
+    "channels": channels("request", "turn", "pending", "redacted", "previous", "decisions",
+                         "blockers", "flags", "vector", "fields", "recorded",
+                         "compression_due", "session_row", "reply",
+                         append=("briefs", "shutdowns")),
     "nodes": {
         "validate": {"type": "checked_turn"},
-        "bus": {"type": "subgraph", "definition": CLAEG, "input_map": {"turn": "caller"},
+        "bus_pending": {"type": "pending_shutdowns"},
+        "bus": {"type": "subgraph", "definition": CLAEG,
+                "input_map": {"turn": "caller", "pending": "pending"},
                 "output_map": {"shutdowns": "shutdowns"}},
         "redact": {"type": "redacted_turn"},
         "previous": {"type": "previous_turns"},
@@ -40,10 +44,13 @@ DEFINITION = {
                      "output_map": {"briefs": "briefs"}},
         "reply": {"type": "ingest_reply"},
     },
-    "edges": chain(START, "validate", "bus", "redact", "previous", "signals", "flags", "vector",
-                   "fields", "store")
+    "edges": chain(START, "validate", "bus_pending") + chain("bus", "redact")
+    + chain("redact", "previous", "signals", "flags", "vector", "fields", "store")
     + chain("compress", "reply") + chain("reply", END),
     "conditional_edges": [
+        # a subgraph costs the engine more than a stage: entered only with events to record
+        {"from": "bus_pending", "condition": "has_pending",
+         "routes": {"yes": "bus", "default": "redact"}},
         {"from": "store", "condition": "compression_due",
          "routes": {"yes": "compress", "default": "reply"}},
     ],

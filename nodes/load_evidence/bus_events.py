@@ -1,9 +1,12 @@
-"""Node: the next CLAEG terminal-shutdown event of the ingesting session that this
-store has not acknowledged, as the system turn that records it.
+"""Nodes: the CLAEG terminal-shutdown events of the ingesting session that this store
+has not acknowledged, and the next of them as the system turn that records it.
 
-The first call of a run reads the bus once (``store.bus.Bus.pending_shutdowns``: bounded
-busy timeout, back-off after failures, never raises); the loop then takes the events
-one by one. Without a bus (``VERITAS_SHARED_DIR=off``) there is nothing to read.
+The bus is read once per ingest (``store.bus.Bus.pending_shutdowns``: bounded busy
+timeout, back-off after failures, never raises): by ``pending_shutdowns`` before the
+ingest decides whether to record any (most turns find none, and skip the claeg
+subgraph), or by the first ``shutdown_event`` of a claeg run given none; the loop then
+takes the events one by one. Without a bus (``VERITAS_SHARED_DIR=off``) there is
+nothing to read.
 """
 
 from __future__ import annotations
@@ -14,9 +17,25 @@ from typing import Any, NotRequired, TypedDict
 from nodes.context import RunContext, node
 from nodes.extract.claeg import shutdown_of
 
-__all__ = ["MAX_EVENTS", "shutdown_event", "shutdown_turn"]
+__all__ = ["MAX_EVENTS", "pending_shutdowns", "shutdown_event", "shutdown_turn"]
 
 MAX_EVENTS = 20  # per ingest; more wait for the next ingest of the session
+
+
+class PendingShutdownsWrites(TypedDict):
+    pending: Any
+
+
+@node
+def pending_shutdowns(turn: Any, *, run: RunContext) -> PendingShutdownsWrites:
+    """The session's shutdown events not yet acknowledged, oldest first (rows of
+    ``store.bus`` as dicts); empty without a bus."""
+    return {"pending": _read(run, turn["session"])}
+
+
+def _read(run: RunContext, session: str) -> list[dict[str, Any]]:
+    bus = run.bus
+    return [] if bus is None else [asdict(e) for e in bus.pending_shutdowns(session, MAX_EVENTS)]
 
 
 class ShutdownEventWrites(TypedDict):
@@ -29,9 +48,7 @@ class ShutdownEventWrites(TypedDict):
 def shutdown_event(caller: Any, pending: Any, *, run: RunContext) -> ShutdownEventWrites:
     session = caller["session"]
     if pending is None:
-        bus = run.bus
-        found = [] if bus is None else bus.pending_shutdowns(session, MAX_EVENTS)
-        pending = [asdict(e) for e in found]
+        pending = _read(run, session)
     if not pending:
         return {"pending": [], "event": None}
     event, turn = shutdown_turn(session, pending[0])
