@@ -1,6 +1,6 @@
 """Rewriting the store after a forget, until no page of the file holds what was deleted.
 
-``scrub`` merges the keyword index (it keeps deleted entries until its segments merge),
+``scrub_file`` merges the keyword index (it keeps deleted entries until its segments merge),
 rebuilds the file from live rows (``VACUUM``) and copies it back from the write-ahead
 log, emptying the log, which still held the old pages (``wal_checkpoint(TRUNCATE)``).
 The checkpoint cannot finish while another connection, in any process, holds a read
@@ -13,14 +13,16 @@ retried in the background (quickly, without waiting on readers) until it succeed
 server also finishes what another process left pending (a forget on the command line,
 a process that stopped first). ``rewrite_status`` says pending since when, or done
 when, to any process (``stenographer status``).
-PostgreSQL vacuums the affected tables instead: its files and its log are the server's.
+PostgreSQL's store gives ``FileRewrite`` its own attempt instead
+(``store.postgres.db.scrub_tables``: it vacuums the affected tables; its files and its
+log are the server's).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,20 +33,20 @@ from store.errors import StoreError
 from store.sql import Conn, Transactions, all_rows, first
 
 
-class _Store(Transactions, Protocol):
+class Rewritable(Transactions, Protocol):
     """What a rewrite needs of a store beyond its transactions."""
 
-    @property
-    def dialect(self) -> str: ...
     def exclusive(self) -> AbstractContextManager[Conn]: ...
 
 __all__ = [
     "REWRITE_KEYS",
     "FileRewrite",
+    "Rewritable",
     "Rewritten",
+    "Scrub",
     "mark_rewrite_pending",
     "rewrite_status",
-    "scrub",
+    "scrub_file",
 ]
 
 FIRST_WAIT_MS = 1_000  # how long a forget waits for readers before leaving it to retries
@@ -64,8 +66,6 @@ DELETE_PENDING = f"DELETE FROM meta WHERE key = '{PENDING}' AND value = ?"
 SELECT_MARKS = f"SELECT key, value FROM meta WHERE key IN ('{PENDING}', '{VACUUMED}')"
 SELECT_REWRITE = f"SELECT key, value FROM meta WHERE key IN ('{PENDING}', '{DONE}')"
 
-SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
-                   "signal_flags")
 OPTIMIZE_FTS = "INSERT INTO exchanges_fts(exchanges_fts) VALUES ('optimize')"
 CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
 
@@ -104,16 +104,16 @@ def _waiting(conn: Any, wait_ms: int) -> Iterator[None]:
         conn.execute(f"PRAGMA busy_timeout={before}")
 
 
-def scrub(store: _Store, *, vacuum: bool, wait_ms: int) -> Rewritten:
-    """One attempt at the rewrite; ``vacuum=False`` when this process's VACUUM already
-    ran since the last deletions and only the log remains. Never waits more than
+# One attempt at the rewrite, the dialect's: (store, vacuum, wait_ms).
+Scrub = Callable[[Rewritable, bool, int], Rewritten]
+
+
+def scrub_file(store: Rewritable, vacuum: bool, wait_ms: int) -> Rewritten:
+    """SQLite's attempt: the file rebuilt from its live rows (VACUUM) and its
+    write-ahead log emptied; ``vacuum=False`` when this process's VACUUM already ran
+    since the last deletions and only the log remains. Never waits more than
     ``wait_ms`` for other connections (a lock or a snapshot they hold leaves it
     pending)."""
-    if store.dialect == "postgresql":
-        with store.exclusive() as conn:  # dead rows reclaimed; VACUUM FULL would lock out
-            for table in SCRUBBED_TABLES:  # every other server for the whole rewrite
-                conn.execute(f"VACUUM {table}")
-        return Rewritten(vacuumed=True, log_emptied=False, pending=False)
     with store.exclusive() as conn, _waiting(conn, wait_ms):
         try:
             if vacuum:
@@ -133,8 +133,9 @@ class FileRewrite:
     every attempt, so any process can finish what another one began.
     """
 
-    def __init__(self, store: _Store) -> None:
+    def __init__(self, store: Rewritable, scrub: Scrub = scrub_file) -> None:
         self._store = store
+        self._scrub = scrub
         self._lock = threading.Lock()
         self._wake = threading.Event()  # a rewrite to retry now
         self._stop = threading.Event()
@@ -163,7 +164,7 @@ class FileRewrite:
         mark = marks.get(PENDING)  # a later forget's mark differs: it stays pending
         if mark is None:
             return Rewritten(vacuumed=False, log_emptied=False, pending=False)
-        result = scrub(self._store, vacuum=marks.get(VACUUMED) != mark, wait_ms=wait_ms)
+        result = self._scrub(self._store, marks.get(VACUUMED) != mark, wait_ms)
         if result.pending:
             if result.vacuumed:  # the next attempt, in any process, only checkpoints
                 with self._store.write() as conn:

@@ -22,7 +22,7 @@ from store.errors import Doing, StoreError, Where, storage_failure
 from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
 from store.postgres.vectors import PgVectorCache
-from store.rewrite import FileRewrite
+from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
 from store.sql import Conn
 from store.vectors import VectorCache
@@ -32,6 +32,21 @@ __all__ = ["PgStore", "redact_url"]
 POOL_MAX = 10  # connections a process holds at most; more graph runs queue for one
 CONNECT_TIMEOUT_S = 10
 POOL_WAIT_S = 30  # how long a run waits for a free connection before it fails
+
+
+# The tables a forget deletes rows of, vacuumed after it.
+SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
+                   "signal_flags")
+
+
+def scrub_tables(store: Rewritable, vacuum: bool, wait_ms: int) -> Rewritten:
+    """PostgreSQL's rewrite after a forget: the deleted rows' dead tuples reclaimed
+    (VACUUM; VACUUM FULL would lock out every other server for the whole rewrite). Its
+    files and its write-ahead log are the server's to recycle."""
+    with store.exclusive() as conn:
+        for table in SCRUBBED_TABLES:
+            conn.execute(f"VACUUM {table}")
+    return Rewritten(vacuumed=True, log_emptied=False, pending=False)
 
 
 def redact_url(url: str) -> str:
@@ -62,7 +77,7 @@ class PgStore:
         self.vectors: VectorCache = PgVectorCache(vector_dim)
         # Trace writes are bookkeeping: they do not count as the calls' commits.
         self.traces = TraceBuffer(lambda: self._transaction("BEGIN", "write", counted=False))
-        self.file_rewrite = FileRewrite(self)
+        self.file_rewrite = FileRewrite(self, scrub_tables)
         self._local = threading.local()
         options: dict[str, Any] = {
             "autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
@@ -157,7 +172,7 @@ class PgStore:
     @contextmanager
     def scrubbing(self) -> Iterator[None]:
         """Nothing to switch: PostgreSQL leaves deleted rows as dead tuples until VACUUM
-        (``store.rewrite.scrub``) reclaims them."""
+        (``scrub_tables``) reclaims them."""
         yield
 
     def keyword_index(self) -> None:
