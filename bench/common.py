@@ -21,9 +21,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -171,6 +172,27 @@ def process_cpu_s(pid: int | None) -> float | None:
 
 
 # --------------------------------------------------------------------------- the server
+
+
+@contextmanager
+def bytecode_caches() -> Iterator[None]:
+    """Spawned servers read bytecode caches, as an installed package's processes do
+    (pip compiles them at install): the caller's environment may forbid writing them
+    (PYTHONDONTWRITEBYTECODE), which would recompile every module at every spawn, and a
+    checkout other than this one is not to be written to, so they go to a private
+    prefix for the benchmark's life (the first spawn of each kind writes them)."""
+    saved = {k: os.environ.get(k) for k in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    with tempfile.TemporaryDirectory(prefix="steno-bench-pyc-") as prefix:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = prefix
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def server_params(data_dir: Path, extra_env: Mapping[str, str] | None = None,

@@ -71,6 +71,7 @@ from common import (
     CallTimer,
     RawClient,
     Server,
+    bytecode_caches,
     db_files,
     db_measure,
     fmt_bytes,
@@ -1136,7 +1137,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    report = anyio.run(run_all, args)
+    with bytecode_caches():  # spawns as an installed package's: the first writes them
+        report = anyio.run(run_all, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     render(report)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, RawClient, print_table, process_cpu_s
+from common import REPO_ROOT, RawClient, bytecode_caches, print_table, process_cpu_s
 
 CHILD = """
 import json, resource, sys, tempfile, time
@@ -189,20 +189,15 @@ def main() -> None:
                    help="which measurements (both)")
     args = p.parse_args()
     repos = args.repo or [("this", REPO_ROOT)]
-    # Every spawn reads bytecode caches, as an installed package's processes do: this
-    # environment may forbid writing them (PYTHONDONTWRITEBYTECODE) and another
-    # checkout is not to be written to, so they go to a private prefix, written by a
-    # first untimed spawn of each kind.
-    pycache = tempfile.TemporaryDirectory(prefix="steno-startup-pyc-")
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = pycache.name
-    _load("before")
-    if args.part in ("stdio", "both"):
-        stdio_part(repos, args.spawns)
-    if args.part in ("graph", "both"):
-        graph_part(repos, args.spawns)
-    _load("after")
-    pycache.cleanup()
+    # Every spawn reads bytecode caches (common.bytecode_caches), written by a first
+    # untimed spawn of each kind.
+    with bytecode_caches():
+        _load("before")
+        if args.part in ("stdio", "both"):
+            stdio_part(repos, args.spawns)
+        if args.part in ("graph", "both"):
+            graph_part(repos, args.spawns)
+        _load("after")
 
 
 if __name__ == "__main__":
