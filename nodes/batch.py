@@ -24,7 +24,6 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, RunContext, call, node
@@ -35,7 +34,7 @@ from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
-from nodes.load_evidence.bus_events import MAX_EVENTS, shutdown_turn
+from nodes.load_evidence.bus_events import shutdown_turn, unacknowledged
 from nodes.load_evidence.neighbours import PREVIOUS_TURNS
 from nodes.publish.wording import counted
 from store.errors import InvalidInput
@@ -109,8 +108,7 @@ def batch_shutdowns(items: Any, *, run: RunContext) -> BatchShutdownsWrites:
     """The CLAEG terminal-shutdown events of each session of the batch that this store
     has not acknowledged (nodes.load_evidence.bus_events), each a system turn placed
     before the session's first turn of the batch, where one ingest a turn records them."""
-    items, bus = items, run.bus
-    if bus is None:
+    if run.bus is None:
         return {"items": items}
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -118,8 +116,8 @@ def batch_shutdowns(items: Any, *, run: RunContext) -> BatchShutdownsWrites:
         session = None if item.get("rejected") is not None else item["turn"]["session"]
         if session is not None and session not in seen:
             seen.add(session)
-            for found in bus.pending_shutdowns(session, MAX_EVENTS):
-                event, turn = shutdown_turn(session, asdict(found))
+            for found in unacknowledged(run, session):
+                event, turn = shutdown_turn(session, found)
                 out.append({"event": event, "turn": turn})
         out.append(item)
     return {"items": out}

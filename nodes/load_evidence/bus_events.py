@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from nodes.context import RunContext, node
 from nodes.extract.claeg import shutdown_of
 
-__all__ = ["MAX_EVENTS", "pending_shutdowns", "shutdown_event", "shutdown_turn"]
+__all__ = ["MAX_EVENTS", "pending_shutdowns", "shutdown_event", "shutdown_turn", "unacknowledged"]
 
 MAX_EVENTS = 20  # per ingest; more wait for the next ingest of the session
 
@@ -30,10 +30,12 @@ class PendingShutdownsWrites(TypedDict):
 def pending_shutdowns(turn: Any, *, run: RunContext) -> PendingShutdownsWrites:
     """The session's shutdown events not yet acknowledged, oldest first (rows of
     ``store.bus`` as dicts); empty without a bus."""
-    return {"pending": _read(run, turn["session"])}
+    return {"pending": unacknowledged(run, turn["session"])}
 
 
-def _read(run: RunContext, session: str) -> list[dict[str, Any]]:
+def unacknowledged(run: RunContext, session: str) -> list[dict[str, Any]]:
+    """The session's events not acknowledged by this store, oldest first, at most
+    ``MAX_EVENTS`` (one read of the bus; none without one)."""
     bus = run.bus
     return [] if bus is None else [asdict(e) for e in bus.pending_shutdowns(session, MAX_EVENTS)]
 
@@ -48,7 +50,7 @@ class ShutdownEventWrites(TypedDict):
 def shutdown_event(caller: Any, pending: Any, *, run: RunContext) -> ShutdownEventWrites:
     session = caller["session"]
     if pending is None:
-        pending = _read(run, session)
+        pending = unacknowledged(run, session)
     if not pending:
         return {"pending": [], "event": None}
     event, turn = shutdown_turn(session, pending[0])
