@@ -106,12 +106,6 @@ MIN_IDF = 1e-6  # as FTS5's bm25()
 # best POOL x limit lie, in units of POOL x limit (bench/keyword_index.py, "depth": at
 # most 1.6 session-scoped, 2.0 store-wide at 20,000 turns, 1.5 and 2.9 at 100,000).
 DEPTH = 3
-# A query with a phrase of several words looks one unit deeper: the turn's own words
-# ("own") keep no positions, so the phrase counts there by its words (``_query``).
-# Phrases of two or three words beside a word, store-wide at 20,000 turns, 300 queries:
-# FTS5's best POOL x limit lay beyond 3 units for 7 (own words with positions: 3), beyond
-# 4 for 1 (1).
-PHRASE_DEPTH = 4
 # FTS5's columns body, context, dated (scope: one token of every row, weight 0).
 BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
@@ -126,7 +120,7 @@ FLUSH_HEAP = 32_000_000
 REBUILD_HEAP = 128_000_000
 REBUILD_BATCH = 50_000
 # The mark of an index of this layout (one of an older layout has none: it is rebuilt).
-MARK_FILE = "store-id-3"
+MARK_FILE = "store-id-2"
 META_KEY = "keyword_index"
 
 INSERT_PENDING = """
@@ -340,11 +334,9 @@ class KeywordIndex:
         directory.mkdir(mode=0o700, exist_ok=True)
         b = tantivy.SchemaBuilder()
         # "all" holds three values, the FTS5 columns' words (stored: a candidate's counts
-        # per column are read from them), "own" two, the body's and the date's. "own"
-        # keeps no positions (a phrase is matched in "all"; ``_query``): a tenth of the
-        # index's bytes.
+        # per column are read from them), "own" two, the body's and the date's.
         b.add_text_field("all", stored=True, tokenizer_name="steno", index_option="position")
-        b.add_text_field("own", tokenizer_name="steno", index_option="freq")
+        b.add_text_field("own", tokenizer_name="steno", index_option="position")
         b.add_unsigned_field("id", indexed=True, fast=True)
         b.add_unsigned_field("session", indexed=True, fast=True)
         b.add_unsigned_field("length", fast=True)
@@ -643,18 +635,12 @@ class KeywordIndex:
         q, occur = self._tv.Query, self._tv.Occur
         should = []
         for tokens, (_, all_boost, own_boost) in zip(phrases, weights, strict=True):
-            if len(tokens) == 1:
-                every = q.term_query(self.schema, "all", tokens[0])
-                own = q.term_query(self.schema, "own", tokens[0])
-            else:
-                every = q.phrase_query(self.schema, "all", list(tokens))
-                # "own" has no positions: where "all" holds the phrase, its words in the
-                # turn's own words (the phrase is almost always among them then)
-                own = q.boolean_query([(occur.Must, q.const_score_query(every, 0.0)),
-                                       *((occur.Must, q.term_query(self.schema, "own", t))
-                                         for t in tokens)])
-            should += [(occur.Should, q.boost_query(every, all_boost)),
-                       (occur.Should, q.boost_query(own, own_boost))]
+            for field, boost in (("all", all_boost), ("own", own_boost)):
+                if len(tokens) == 1:
+                    sub = q.term_query(self.schema, field, tokens[0])
+                else:
+                    sub = q.phrase_query(self.schema, field, list(tokens))
+                should.append((occur.Should, q.boost_query(sub, boost)))
         words = q.boolean_query(should)
         if session_id is None:
             return words
@@ -677,8 +663,7 @@ class KeywordIndex:
         skip = queued | (exclude or set())
         searcher = self.index.searcher()
         weights = self._weights(searcher, tokens, hot)
-        depth = PHRASE_DEPTH if any(len(t) > 1 for t in tokens) else DEPTH
-        wanted = depth * POOL * limit + len(skip)
+        wanted = DEPTH * POOL * limit + len(skip)
         found = searcher.search(self._query(tokens, weights, session_id), wanted,
                                 count=False).hits
         candidates: list[tuple[int, int, Columns]] = []  # (id, length in bytes, columns)

@@ -258,57 +258,6 @@ def test_a_store_without_its_index_searches_with_fts5_and_is_rebuilt_at_start(ap
         later.close()
 
 
-def test_an_index_of_the_previous_layout_is_rebuilt_at_start(app: App):
-    """An index written before the turn's own words lost their positions (its mark
-    ``store-id-2``) is not trusted, and is written again in this layout."""
-    import json
-
-    import tantivy
-
-    ids = [ingest(app, "s", f"turn {n} about {WORDS[n]}") for n in range(4)]
-    store = app.store
-    assert isinstance(store, Store)
-    store.keywords.flush(store)
-    data = app.settings.data_dir
-    with store.read() as conn:
-        mark = str(conn.execute("SELECT value FROM meta WHERE key = 'keyword_index'")
-                   .fetchone()[0])
-    app.close()
-    directory = data / "steno.db.keywords"
-    shutil.rmtree(directory)
-    directory.mkdir()
-    b = tantivy.SchemaBuilder()  # the previous layout: "own" with positions
-    b.add_text_field("all", stored=True, tokenizer_name="steno", index_option="position")
-    b.add_text_field("own", tokenizer_name="steno", index_option="position")
-    for name in ("id", "session"):
-        b.add_unsigned_field(name, indexed=True, fast=True)
-    for name in ("length", "all_len"):
-        b.add_unsigned_field(name, fast=True)
-    previous = tantivy.Index(b.build(), path=str(directory))
-    previous.register_tokenizer("steno", tantivy.TextAnalyzerBuilder(
-        tantivy.Tokenizer.whitespace()).build())
-    writer = previous.writer(heap_size=15_000_000, num_threads=1)
-    doc = tantivy.Document()
-    for name in ("id", "session", "length", "all_len"):
-        doc.add_unsigned(name, ids[0] if name == "id" else 1)
-    doc.add_text("all", " turn ")
-    doc.add_text("own", "turn")
-    writer.add_document(doc)
-    writer.commit()
-    writer.wait_merging_threads()
-    (directory / "store-id-2").write_text(mark)
-    later = open_app(_settings(data))
-    try:
-        assert isinstance(later.store, Store) and not needs_rebuild(later.store)
-        fields = {f["name"]: f for f in json.loads((directory / "meta.json").read_text())
-                  ["schema"]}
-        assert fields["own"]["options"]["indexing"]["record"] == "freq"
-        assert held(later) == 4 and queued(later) == 0 and audit(later) == {}
-        assert found(later, "charlie", "s")[0] == ids[2]
-    finally:
-        later.close()
-
-
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
