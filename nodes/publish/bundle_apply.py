@@ -28,7 +28,7 @@ from nodes.evaluate_contracts.sync_input import max_record_bytes
 from store.exchanges import NewTurn, count_live, record_turns, stored_source_keys
 from store.signal_flags import StoredFlag, record_batch_flags
 from store.sql import Conn
-from store.sync import known_origin, record_origin, record_tombstone
+from store.sync import known_origin, known_origins, record_origin, record_tombstone
 
 __all__ = ["BATCH", "applied_bundle"]
 
@@ -56,6 +56,8 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
     with run.store.read() as conn:
         keys = stored_source_keys(conn, [r["source_key"] for r in batch
                                          if r["t"] != "gone" and r.get("source_key")])
+        known = known_origins(conn, [bytes.fromhex(r["origin"]) for r in batch
+                                     if r["t"] != "gone"])
         for rec in batch:
             item: dict[str, Any] = {"record": rec}
             items.append(item)
@@ -63,8 +65,8 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
                 item["duplicate"] = True  # nothing to compute
                 continue
             key = rec.get("source_key")
-            if rec["origin"] in origins or (key and key in keys) or known_origin(
-                    conn, bytes.fromhex(rec["origin"])):
+            if rec["origin"] in origins or (key and key in keys) or bytes.fromhex(
+                    rec["origin"]) in known:
                 item["duplicate"] = True
                 continue
             origins.add(rec["origin"])
@@ -110,7 +112,8 @@ def _stored(conn: Conn, items: list[dict[str, Any]], peer: str, now: float,
     """Store a run of a batch's turns (store.exchanges.record_turns, with the sender's
     trace ids), their flags, and the origin of each turn whose chain hash differs here.
     A turn whose origin became known since it was read (another import) is a duplicate."""
-    fresh = [i for i in items if not known_origin(conn, bytes.fromhex(i["record"]["origin"]))]
+    known = known_origins(conn, [bytes.fromhex(i["record"]["origin"]) for i in items])
+    fresh = [i for i in items if bytes.fromhex(i["record"]["origin"]) not in known]
     counts["duplicates"] += len(items) - len(fresh)
     if not fresh:
         return
