@@ -121,9 +121,9 @@ def exchange_from_row(row: Row) -> Exchange:
 
 class TurnIndex:
     """The keyword and vector index entries of the turns a batch writes in one
-    transaction, added with one statement each when the batch is written (``add_to``)
-    instead of two statements a turn. Nothing in the batch's transaction reads the
-    indexes before that."""
+    transaction (``record_turns``), added with one statement each when the batch is
+    written (``add_to``) instead of two statements a turn. Nothing in the batch's
+    transaction reads the indexes before that."""
 
     __slots__ = ("keywords", "vectors")
 
@@ -138,22 +138,18 @@ class TurnIndex:
         self.keywords, self.vectors = [], []
 
 
-def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Recorded:
+def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
     exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
-    session's head read here, inside the caller's write transaction.
-
-    With ``index`` (a batch of turns in one write): the index entries are held there
-    until the batch adds them, and ``live_turns`` is not counted (0): the batch counts
-    each session's once, after its last turn.
+    session's head read here, inside the caller's write transaction. (Many turns in
+    one write: ``record_turns``.)
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
-            live = count_live(conn, found[1]) if index is None else 0
-            return Recorded(found[0], found[1], True, live)
+            return Recorded(found[0], found[1], True, count_live(conn, found[1]))
     _, head = session_head(conn, turn.session)
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
                         turn.source_key, turn.trace_id)
@@ -176,11 +172,6 @@ def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Re
             linked,
         ),
     )[0]
-    if index is not None:
-        index.keywords.append((exchange_id, session_id, turn.content, turn.context,
-                               turn.dated))
-        index.vectors.append((exchange_id, session_id, turn.vector))
-        return Recorded(exchange_id, session_id, False, 0)
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
