@@ -11,6 +11,9 @@ and compresses every session as ingest would (STENO_TURN_LIMIT 8). The push goes
 this process's application to a real ``stenographer serve --http`` process.
 
     python bench/sync.py [--turns 100000] [--push-turns 20000] [--batch 500] [--keep]
+
+Each step's rate is printed by the wall clock and per second of its process's CPU (the
+second is what a busy machine leaves comparable), with the load at its end.
 """
 
 from __future__ import annotations
@@ -89,17 +92,18 @@ def step(kind: str, data_dir: Path, bundle: Path) -> None:
 
     app = open_app(Settings(data_dir=data_dir))
     try:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         if kind == "export":
             out, _ = app.run("sync_export", {"path": str(bundle)})
         else:
             out, _ = app.run("sync_import", {"path": str(bundle)})
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     finally:
         app.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     reply = {k: v for k, v in out["reply"].items() if k != "text"}
-    print(json.dumps({"seconds": seconds, "peak_rss": peak, **reply}))
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss": peak,
+                      "load": os.getloadavg()[0], **reply}))
 
 
 def measured(kind: str, data_dir: Path, bundle: Path) -> dict[str, Any]:
@@ -174,13 +178,12 @@ def main() -> None:
         imp = measured("import", root / "b", bundle)
         assert imp["applied"] == args.turns, imp
         size = bundle.stat().st_size
-        rows = [
-            ["export", f"{args.turns / exp['seconds']:,.0f}", f"{exp['seconds']:.1f}",
-             fmt_bytes(exp["peak_rss"])],
-            ["import (verify + apply + compress)", f"{args.turns / imp['seconds']:,.0f}",
-             f"{imp['seconds']:.1f}", fmt_bytes(imp["peak_rss"])],
-        ]
-        print_table(["step", "turns/s", "seconds", "peak RSS"], rows)
+        rows = [[name, f"{args.turns / m['seconds']:,.0f}", f"{m['seconds']:.1f}",
+                 f"{args.turns / m['cpu_seconds']:,.0f}", fmt_bytes(m["peak_rss"]),
+                 f"{m['load']:.1f}"]
+                for name, m in (("export", exp), ("import (verify + apply + compress)", imp))]
+        print_table(["step", "turns/s", "seconds", "turns per CPU s", "peak RSS", "load 1m"],
+                    rows)
         print(f"bundle: {size:,} bytes = {size / text_bytes:.1%} of the raw text "
               f"({fmt_bytes(text_bytes)}); {size * 1000 / args.turns:,.0f} bytes per "
               f"1,000 turns; import verified in the same run, {imp['sessions_compressed']:,} "

@@ -56,6 +56,7 @@ class Recorded:
     duplicate: bool
     live_turns: int
     trace_id: str | None = None  # the turn's trace id (record_turns: as stored)
+    chain: bytes | None = None  # the chain hash it was given (record_turns, when stored)
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,9 @@ def exchange_from_row(row: Row) -> Exchange:
 
 class TurnIndex:
     """The keyword and vector index entries of the turns a batch writes in one
-    transaction, added with one statement each when the batch is written (``add_to``)
-    instead of two statements a turn. Nothing in the batch's transaction reads the
-    indexes before that."""
+    transaction (``record_turns``), added with one statement each when the batch is
+    written (``add_to``) instead of two statements a turn. Nothing in the batch's
+    transaction reads the indexes before that."""
 
     __slots__ = ("keywords", "vectors")
 
@@ -137,22 +138,18 @@ class TurnIndex:
         self.keywords, self.vectors = [], []
 
 
-def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Recorded:
+def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
     exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
-    session's head read here, inside the caller's write transaction.
-
-    With ``index`` (a batch of turns in one write): the index entries are held there
-    until the batch adds them, and ``live_turns`` is not counted (0): the batch counts
-    each session's once, after its last turn.
+    session's head read here, inside the caller's write transaction. (Many turns in
+    one write: ``record_turns``.)
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
-            live = count_live(conn, found[1]) if index is None else 0
-            return Recorded(found[0], found[1], True, live)
+            return Recorded(found[0], found[1], True, count_live(conn, found[1]))
     _, head = session_head(conn, turn.session)
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
                         turn.source_key, turn.trace_id)
@@ -175,11 +172,6 @@ def record_turn(conn: Conn, turn: NewTurn, index: TurnIndex | None = None) -> Re
             linked,
         ),
     )[0]
-    if index is not None:
-        index.keywords.append((exchange_id, session_id, turn.content, turn.context,
-                               turn.dated))
-        index.vectors.append((exchange_id, session_id, turn.vector))
-        return Recorded(exchange_id, session_id, False, 0)
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
     return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
@@ -213,7 +205,7 @@ class _Session:
         self.turns, self.last_at = 0, 0.0
 
 
-def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[str]
+def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[str] | None
                  ) -> list[Recorded]:
     """Store a batch's turns, in order, inside the caller's write, each as ``record_turn``
     stores it (the same rows, ids, hashes and session counters), with a few statements
@@ -221,10 +213,13 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
     are read once, each session row is written once (a new one inserted first), the
     turns go in with one pipelined statement, the index entries with one each.
 
-    A turn's ``trace_id`` None takes its session's, or for a session that has none yet
-    ``fresh_traces[i]``, which then becomes the session's (as the ingest gives it). A turn
-    whose source key is stored, or came earlier in the batch, is a duplicate
-    (``live_turns`` is 0 for every turn: the batch counts each session's once)."""
+    With ``fresh_traces`` (an ingest's batch), a turn's ``trace_id`` None takes its
+    session's, or for a session that has none yet ``fresh_traces[i]``, which then becomes
+    the session's (as the ingest gives it). Without (an import: the sender's trace ids),
+    each turn keeps its own, None meaning none, and no session's trace changes, exactly
+    as ``record_turn`` stores it. A turn whose source key is stored, or came earlier in
+    the batch, is a duplicate (``live_turns`` is 0 for every turn: the batch counts each
+    session's once)."""
     dialect(conn).lock_turn_writers(conn)  # as session_head: chains and ids in order
     keys = [t.source_key for t in turns if t.source_key is not None]
     stored = {str(r[0]): (int(r[1]), int(r[2])) for r in _named(conn, SELECT_KEYS, keys)}
@@ -245,18 +240,24 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
     made = conn.executemany(INSERT_SESSION, [(n, first_at[n]) for n in new])
     for name, row in zip(new, list(made), strict=True):
         sessions[name] = _Session(int(row[0]), GENESIS, None)
-    rows, traces = [], {}
+    rows = []
+    traces: dict[int, str | None] = {}
+    chains: dict[int, bytes] = {}
     for at in fresh:
         t, s = turns[at], sessions[turns[at].session]
-        trace = t.trace_id or s.trace or fresh_traces[at]
-        stored_trace = None if trace == s.trace else trace  # see turn_trace_sql
-        if s.trace is None:
-            s.trace = trace
+        if fresh_traces is None:  # as record_turn: the turn's own, none stored as ''
+            trace = t.trace_id
+            stored_trace = None if trace is not None and trace == s.trace else (trace or "")
+        else:
+            trace = t.trace_id or s.trace or fresh_traces[at]
+            stored_trace = None if trace == s.trace else trace  # see turn_trace_sql
+            if s.trace is None:
+                s.trace = trace
         s.head = chain_hash(s.head, t.content_hash, t.session, t.role, t.created_at,
                             t.source_key, trace)
         s.turns += 1
         s.last_at = max(s.last_at, t.created_at) if s.turns > 1 else t.created_at
-        traces[at] = trace
+        traces[at], chains[at] = trace, s.head
         rows.append((s.id, t.role, t.created_at, t.content, t.content_hash,
                      encode_signals(t.decisions, t.blockers), t.source_key, stored_trace,
                      s.head))
@@ -269,7 +270,7 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
         t, session_id = turns[at], sessions[turns[at].session].id
         index.keywords.append((exchange_id, session_id, t.content, t.context, t.dated))
         index.vectors.append((exchange_id, session_id, t.vector))
-        out[at] = Recorded(exchange_id, session_id, False, 0, traces[at])
+        out[at] = Recorded(exchange_id, session_id, False, 0, traces[at], chains[at])
     index.add_to(conn)
     for at, t in enumerate(turns):
         if at not in out:

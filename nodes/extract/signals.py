@@ -186,13 +186,18 @@ def _has_live_cue(
     negation: re.Pattern[str],
     resolution: re.Pattern[str] | None,
 ) -> bool:
-    # An ASCII sentence skips the cues whose necessary text it lacks (``_needs``);
-    # case-insensitive matching of other scripts is left to the regexes themselves.
-    lowered = probe.lower() if probe.isascii() else None
-    for cue in cues:
-        if lowered is not None:
-            needs = _needs(cue)
-            if needs is not None and not any(part in lowered for part in needs):
+    # An ASCII sentence skips the cues whose necessary text it lacks (``_needs``),
+    # each of the cues' necessary strings looked for once; case-insensitive matching
+    # of other scripts is left to the regexes themselves.
+    present: frozenset[str] | None = None
+    if probe.isascii():
+        lowered = probe.lower()
+        parts, needed = _screen(cues)
+        present = frozenset([part for part in parts if part in lowered])
+    for n, cue in enumerate(cues):
+        if present is not None:
+            needs = needed[n]
+            if needs is not None and needs.isdisjoint(present):
                 continue
         has_cue_group = "cue" in cue.groupindex
         for match in cue.finditer(probe):
@@ -207,6 +212,24 @@ def _has_live_cue(
                 continue
             return True
     return False
+
+
+_SCREENS: dict[int, tuple[Sequence[re.Pattern[str]], tuple[str, ...],
+                          tuple[frozenset[str] | None, ...]]] = {}
+
+
+def _screen(cues: Sequence[re.Pattern[str]]
+            ) -> tuple[tuple[str, ...], tuple[frozenset[str] | None, ...]]:
+    """Every necessary string of ``cues`` (``_needs``), each once, and each cue's own
+    (kept per list of cues: a store's patterns are compiled once)."""
+    kept = _SCREENS.get(id(cues))
+    if kept is None or kept[0] is not cues:
+        needed = tuple(None if (n := _needs(cue)) is None else frozenset(n) for cue in cues)
+        parts = tuple(dict.fromkeys(p for n in needed if n is not None for p in sorted(n)))
+        if len(_SCREENS) >= 64:
+            _SCREENS.clear()
+        kept = _SCREENS[id(cues)] = (cues, parts, needed)
+    return kept[1], kept[2]
 
 
 @lru_cache(maxsize=256)

@@ -7,7 +7,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_words", "context_terms", "words"]
+__all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_tokens", "content_words", "context_terms",
+           "words"]
 
 # Words a turn borrows from the turns before it, at most: ~32 words cost the keyword
 # index ~170 bytes per 300-character turn; recall stops improving beyond ~32.
@@ -53,7 +54,7 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
     the question's words beside it, the answer is found by them, ranked below turns
     that use the words themselves (see ``store.search_filter.BM25_WEIGHTS``).
     """
-    own = set(words(text[:OWN_CHARS]))
+    own = set(_tokens(text[:OWN_CHARS]))
     found: dict[str, None] = {}
     for turn in previous:
         for word in _distinct_content_words(turn):
@@ -64,8 +65,23 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
     return " ".join(found)
 
 
+# A turn's words are read three times while it is ingested (its vector, its keyword
+# context, then as the context of the next turn): tokenised once, for the few texts
+# a batch has in hand.
+@lru_cache(maxsize=256)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=256)
+def content_tokens(text: str) -> tuple[str, ...]:
+    """The words of ``text`` that are not stop words, in order, repeats kept (cached
+    for the few texts in hand, as ``words`` is not)."""
+    return tuple(w for w in _tokens(text) if w not in STOP_WORDS)
+
+
 @lru_cache(maxsize=256)
 def _distinct_content_words(text: str) -> tuple[str, ...]:
     """The words of ``text`` that are not stop words, each once, in order of first use
     (cached: a turn is read again as the context of the next two turns)."""
-    return tuple(dict.fromkeys(w for w in words(text) if w not in STOP_WORDS))
+    return tuple(dict.fromkeys(content_tokens(text)))

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nodes.context import RunContext, node
-from nodes.extract.terms import STOP_WORDS, words
+from nodes.extract.terms import content_tokens
 
 __all__ = [
     "CONTEXT_WEIGHTS",
@@ -67,7 +67,7 @@ def _own_features(text: str, dim: int) -> npt.NDArray[np.float64]:
     """Bucket weights of a text's own words, before normalisation (cached: a turn is
     vectorised again as the context of the next two turns of its session)."""
     vec = np.zeros(dim, dtype=np.float64)
-    counts = Counter(w for w in words(text) if w not in STOP_WORDS)
+    counts = Counter(content_tokens(text))
     if counts:
         index, value = [], []
         for word, count in counts.items():

@@ -8,9 +8,10 @@ way an ingest stores it — decisions and blockers, NAFE flags, vector and keywo
 computed here with this store's patterns, by the ingest's own node functions over a
 batch (nodes.batch) — and linked to the receiving session's head (store.sync explains
 the rule); its content, hashes and trace id are the sender's.
-Turns go in transactions of ``BATCH``, their keyword and vector index entries in one
-statement each: a crash part-way leaves whole batches, and applying the bundle again
-completes it without storing anything twice. ``due``: the sessions that received turns
+Turns go in transactions of ``BATCH``, through the batch writer an ingest's batch uses
+(store.exchanges.record_turns, with the sender's trace ids: a few statements a batch): a
+crash part-way leaves whole batches, and applying the bundle again completes it without
+storing anything twice. ``due``: the sessions that received turns
 and now hold a full batch of uncompressed ones (compressed after the import).
 """
 
@@ -24,9 +25,10 @@ from nodes.batch import each_turn, turns_before
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
-from store.exchanges import NewTurn, TurnIndex, count_live, record_turn, stored_source_keys
-from store.signal_flags import StoredFlag, record_flags
-from store.sync import known_origin, record_origin, record_tombstone, turn_chain
+from store.exchanges import NewTurn, count_live, record_turns, stored_source_keys
+from store.signal_flags import StoredFlag, record_batch_flags
+from store.sql import Conn
+from store.sync import known_origin, known_origins, record_origin, record_tombstone
 
 __all__ = ["BATCH", "applied_bundle"]
 
@@ -50,9 +52,12 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
     origin or source key is known here, or came earlier in the batch, is a duplicate."""
     items: list[dict[str, Any]] = []
     running: dict[str, list[str]] = {}
+    origins: set[str] = set()
     with run.store.read() as conn:
         keys = stored_source_keys(conn, [r["source_key"] for r in batch
                                          if r["t"] != "gone" and r.get("source_key")])
+        known = known_origins(conn, [bytes.fromhex(r["origin"]) for r in batch
+                                     if r["t"] != "gone"])
         for rec in batch:
             item: dict[str, Any] = {"record": rec}
             items.append(item)
@@ -60,9 +65,11 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
                 item["duplicate"] = True  # nothing to compute
                 continue
             key = rec.get("source_key")
-            if known_origin(conn, bytes.fromhex(rec["origin"])) or (key and key in keys):
+            if rec["origin"] in origins or (key and key in keys) or bytes.fromhex(
+                    rec["origin"]) in known:
                 item["duplicate"] = True
                 continue
+            origins.add(rec["origin"])
             if key:
                 keys.add(key)
             item["turn"] = {"session": rec["session"], "role": rec["role"],
@@ -75,37 +82,57 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
 
 def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict[str, int],
            touched: dict[int, None]) -> None:
+    """One batch in one write: its turns through the batch writer a run at a time (a
+    tombstone, which links into its session's chain where it stands, ends a run)."""
     now = time.time()
     items = _extracted(run, batch)
-    index = TurnIndex()
     with run.store.write() as conn:
+        turns: list[dict[str, Any]] = []
         for item in items:
             rec = item["record"]
-            origin = bytes.fromhex(rec["origin"])
             if rec["t"] == "gone":
+                _stored(conn, turns, peer, now, counts, touched)
+                turns = []
                 # A turn forgotten at the sender: held here, it stays (forgetting is
                 # done where it is asked for); never held here, its tombstone comes in.
+                origin = bytes.fromhex(rec["origin"])
                 if not known_origin(conn, origin):
                     record_tombstone(conn, rec["session"], bytes.fromhex(rec["content_hash"]),
                                      bytes.fromhex(rec["chain"]), origin, peer, now)
                     counts["tombstones"] += 1
-                continue
-            if item.get("duplicate") or known_origin(conn, origin):
+            elif item.get("duplicate"):
                 counts["duplicates"] += 1
-                continue
-            recorded = record_turn(conn, _new_turn(rec, item), index)
-            if recorded.duplicate:  # its source key is stored (captured on both sides)
-                counts["duplicates"] += 1
-                continue
-            counts["applied"] += 1
-            touched[recorded.session_id] = None
-            record_flags(conn, recorded.exchange_id, recorded.session_id,
-                         [StoredFlag(0, f["signature"], f["span"], f["start"], f["end"])
-                          for f in item["flags"]])
-            if turn_chain(conn, recorded.exchange_id).hex() != rec["origin"]:
-                record_origin(conn, origin, recorded.exchange_id, peer, now)
-                counts["relinked"] += 1
-        index.add_to(conn)
+            else:
+                turns.append(item)
+        _stored(conn, turns, peer, now, counts, touched)
+
+
+def _stored(conn: Conn, items: list[dict[str, Any]], peer: str, now: float,
+            counts: dict[str, int], touched: dict[int, None]) -> None:
+    """Store a run of a batch's turns (store.exchanges.record_turns, with the sender's
+    trace ids), their flags, and the origin of each turn whose chain hash differs here.
+    A turn whose origin became known since it was read (another import) is a duplicate."""
+    known = known_origins(conn, [bytes.fromhex(i["record"]["origin"]) for i in items])
+    fresh = [i for i in items if bytes.fromhex(i["record"]["origin"]) not in known]
+    counts["duplicates"] += len(items) - len(fresh)
+    if not fresh:
+        return
+    recs = record_turns(conn, [_new_turn(i["record"], i) for i in fresh], None)
+    flags: list[tuple[int, int, StoredFlag]] = []
+    for item, recorded in zip(fresh, recs, strict=True):
+        if recorded.duplicate:  # its source key is stored (captured on both sides)
+            counts["duplicates"] += 1
+            continue
+        counts["applied"] += 1
+        touched[recorded.session_id] = None
+        flags.extend((recorded.exchange_id, recorded.session_id,
+                      StoredFlag(0, f["signature"], f["span"], f["start"], f["end"]))
+                     for f in item["flags"])
+        if recorded.chain is None or recorded.chain.hex() != item["record"]["origin"]:
+            record_origin(conn, bytes.fromhex(item["record"]["origin"]), recorded.exchange_id,
+                          peer, now)
+            counts["relinked"] += 1
+    record_batch_flags(conn, flags)
 
 
 class AppliedBundleWrites(TypedDict):

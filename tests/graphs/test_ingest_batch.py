@@ -190,3 +190,42 @@ def test_a_batch_records_bus_shutdown_events_where_single_ingests_do(tmp_path: P
     finally:
         one.close()
         batched.close()
+
+
+def test_an_import_stores_what_single_ingests_store(stores: tuple[App, App], tmp_path: Path):
+    """An import (``sync_import``: the batch writer, with the sender's trace ids) of a
+    store built one ingest a turn holds the same turns, hashes and chains, session rows,
+    flags, keyword entries, vectors and briefs; its audit is clean."""
+    one, imported = stores
+    for req in requests():
+        try:
+            one.run("ingest", req)
+        except Exception:  # the refused turn
+            pass
+    bundle = tmp_path / "bundle.zst"
+    one.run("sync_export", {"path": str(bundle)})
+    got_reply = imported.run("sync_import", {"path": str(bundle)})[0]["reply"]
+    expected, got = rows(one), rows(imported)
+    assert (got_reply["applied"], got_reply["duplicates"], got_reply["relinked"]) == (
+        len(expected["exchanges"]), 0, 0)
+    # A sender's trace id is stored with each turn (NULL here would mean "the
+    # session's", which the receiving session does not hold): compared as read.
+    assert [r[:8] + r[9:] for r in got["exchanges"]] == [
+        r[:8] + r[9:] for r in expected["exchanges"]]
+    assert traces(imported) == traces(one)
+    assert [r[:5] for r in got["sessions"]] == [r[:5] for r in expected["sessions"]]
+    for table in ("flags", "keywords", "vectors", "briefs", "compressed"):
+        assert got[table] == expected[table], table
+    assert audit_failures(imported) == []
+    again = imported.run("sync_import", {"path": str(bundle)})[0]["reply"]
+    assert (again["applied"], again["duplicates"]) == (0, len(expected["exchanges"]))
+    assert rows(imported) == got
+
+
+def traces(app: App) -> list[tuple[int, str | None]]:
+    from store.exchanges import turn_trace_sql
+
+    with app.store.read() as conn:
+        return [(int(r[0]), r[1]) for r in conn.execute(
+            f"SELECT e.id, {turn_trace_sql('e', 's')} FROM exchanges e "
+            "JOIN sessions s ON s.id = e.session_id ORDER BY e.id")]
