@@ -25,6 +25,13 @@ spawn. Reported per checkout and graph: wall time and CPU time (user + system) f
 interpreter start to the run's end, and how many modules were imported and whether
 networkx was among them.
 
+``instructions`` part (``--part instructions``, not in ``both``: minutes per spawn):
+the bare server and each checkout's ``python -m stenographer`` spawned under valgrind's
+callgrind, handshake and first call as in the ``stdio`` part, and the instructions the
+server ran (all threads) counted up to the reply (``callgrind_control -d``). A count
+does not depend on the machine's load, where CPU time on two shared cores varies by a
+fifth from run to run; ``PYTHONHASHSEED`` is fixed so that runs repeat.
+
 Medians throughout; CPU is the steadier figure on a busy machine. The load average is
 printed before and after.
 """
@@ -35,6 +42,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,7 +70,7 @@ print(json.dumps({"wall_ms": wall * 1e3, "cpu_ms": (r.ru_utime + r.ru_stime) * 1
 app.close()
 """
 
-RUNS = {
+RUNS: dict[str, dict[str, object]] = {
     "search": {"query": "redis cache", "cross_session": True},
     "ingest": {"role": "user", "content": "We decided to use Redis for the cache.",
                "session_id": "startup"},
@@ -87,7 +95,7 @@ def spawn(repo: Path, graph: str) -> dict[str, float]:
 
 # The floor server: the MCP SDK's MCPServer with one tool that does nothing.
 NOOP_SERVER = Path(__file__).resolve().parent / "noop_server.py"
-FIRST_INGEST = ("stenographer_ingest_exchange", RUNS["ingest"])
+FIRST_INGEST: tuple[str, dict[str, object]] = ("stenographer_ingest_exchange", RUNS["ingest"])
 
 
 def _exit_run(argv: list[str]) -> dict[str, float]:
@@ -174,6 +182,54 @@ def graph_part(repos: list[tuple[str, Path]], spawns: int) -> None:
                 rows)
 
 
+def _instructions(argv: list[str], repo: Path, call: tuple[str, dict[str, object]]) -> float:
+    """Instructions a server spawned under callgrind ran up to its first tool reply."""
+    with tempfile.TemporaryDirectory(prefix="steno-callgrind-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
+        with RawClient(Path(tmp) / "data", repo=repo, argv=command,
+                       extra_env={"PYTHONHASHSEED": "0"}) as raw:
+            _, result = raw.call(*call)
+            if "error" in result or result.get("isError"):
+                raise RuntimeError(f"the first call failed: {result}")
+            # the counts so far, written to callgrind.out.1 (the rest at exit)
+            subprocess.run(["callgrind_control", "--dump", str(raw.pid)], check=True,
+                           capture_output=True)
+        with open(f"{out}.1", encoding="utf-8") as dump:
+            for line in dump:
+                if line.startswith(("summary:", "totals:")):
+                    return float(line.split()[1])
+    raise RuntimeError("callgrind wrote no total")
+
+
+def instructions_part(repos: list[tuple[str, Path]], spawns: int) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("--part instructions needs valgrind (callgrind) installed")
+    py = sys.executable
+    probes: dict[str, Callable[[], float]] = {"floor: bare MCPServer, no-op tool": lambda: (
+        _instructions([py, str(NOOP_SERVER)], REPO_ROOT, ("noop", {})))}
+    for name, path in repos:
+        probes[f"{name}: python -m stenographer"] = (lambda path=path: _instructions(
+            [py, "-m", "stenographer"], path, FIRST_INGEST))
+    with tempfile.TemporaryDirectory(prefix="steno-startup-") as tmp:
+        # untimed, without valgrind: writes the bytecode caches
+        _first_reply(Path(tmp), [py, str(NOOP_SERVER)], REPO_ROOT, ("noop", {}))
+        for _, path in repos:
+            _first_reply(Path(tmp), None, path, FIRST_INGEST)
+    found: dict[str, list[float]] = {}
+    for i in range(spawns):
+        order = list(probes.items())
+        for label, probe in (order if i % 2 == 0 else order[::-1]):
+            found.setdefault(label, []).append(probe())
+    floor = statistics.median(found["floor: bare MCPServer, no-op tool"])
+    rows = [[label, str(len(counts)), f"{statistics.median(counts) / 1e6:,.0f} M",
+             f"{statistics.median(counts) / floor:.3f}",
+             f"{(statistics.median(counts) - floor) / 1e6:+,.0f} M"]
+            for label, counts in found.items()]
+    print_table(["spawn -> first tool reply, instructions (callgrind)", "spawns",
+                 "instructions p50", "/ bare", "over bare"], rows)
+
+
 def _load(when: str) -> None:
     one, five, _ = os.getloadavg()
     print(f"load average {when}: {one:.2f} (1 min), {five:.2f} (5 min) on "
@@ -185,8 +241,8 @@ def main() -> None:
     p.add_argument("--repo", type=_repo, action="append",
                    help="NAME=PATH of a checkout (default: this one)")
     p.add_argument("--spawns", type=int, default=7, help="spawns per checkout and probe (7)")
-    p.add_argument("--part", choices=("stdio", "graph", "both"), default="both",
-                   help="which measurements (both)")
+    p.add_argument("--part", choices=("stdio", "graph", "both", "instructions"),
+                   default="both", help="which measurements (both: stdio and graph)")
     args = p.parse_args()
     repos = args.repo or [("this", REPO_ROOT)]
     # Every spawn reads bytecode caches (common.bytecode_caches), written by a first
@@ -197,6 +253,8 @@ def main() -> None:
             stdio_part(repos, args.spawns)
         if args.part in ("graph", "both"):
             graph_part(repos, args.spawns)
+        if args.part == "instructions":
+            instructions_part(repos, args.spawns)
         _load("after")
 
 

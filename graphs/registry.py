@@ -12,8 +12,9 @@ only: plain data) for a listing of graphs, their stages and their edges.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,10 @@ __all__ = ["CONDITIONS", "STEP_LIMITS", "all_definitions", "build_graphs", "comp
            "definition", "node_modules"]
 
 NODE_PACKAGE = Path(__file__).resolve().parent.parent / "nodes"
-_NODE_DEF = re.compile(r"^@node\n(?:@.*\n)*def (\w+)\(", re.M)
+# A node's definition: ``@node`` on a line of its own, maybe more decorators, its ``def``.
+# Matched from the newline before ``@node``: a literal start lets the search skip ahead
+# instead of trying every line (^ with re.M), about 8x faster over the node packages.
+_NODE_DEF = re.compile(rb"\n@node\n(?:@.*\n)*def (\w+)\(")
 
 # Route conditions: each returns a route label; its parameters name the channels it
 # reads, and it reads only small channels that a node wrote for the purpose.
@@ -129,14 +133,30 @@ def definition(name: str) -> dict[str, Any]:
                        ) from None
 
 
+def _sources(folder: str) -> Iterator[str]:
+    """The ``.py`` files under ``folder`` (``os.scandir``: a fraction of ``rglob``'s cost)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    yield from _sources(entry.path)
+            elif entry.name.endswith(".py"):
+                yield entry.path
+
+
 @cache
 def node_modules() -> dict[str, str]:
     """Each node type's module, found in the node packages' source without importing
-    them (about a millisecond: small files, one regular expression)."""
+    them (about 3 ms for a hundred files: read as bytes, one regular expression with a
+    literal start)."""
     found: dict[str, str] = {}
-    for path in sorted(NODE_PACKAGE.rglob("*.py")):
-        module = ".".join(path.relative_to(NODE_PACKAGE.parent).with_suffix("").parts)
-        for name in _NODE_DEF.findall(path.read_text(encoding="utf-8")):
+    root = len(str(NODE_PACKAGE.parent)) + 1
+    for path in sorted(_sources(str(NODE_PACKAGE))):
+        module = path[root:-len(".py")].replace(os.sep, ".")
+        with open(path, "rb") as source:
+            text = b"\n" + source.read()
+        for match in _NODE_DEF.finditer(text):
+            name = match.group(1).decode("ascii")
             if name in found:
                 raise ValueError(f"two node functions are named {name!r} "
                                  f"({found[name]} and {module}): rename one")

@@ -22,14 +22,15 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import (
     AfterValidator,
+    BaseModel,
     BeforeValidator,
+    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
 )
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from constants import (
     CAPTURE_KINDS,
@@ -208,12 +209,15 @@ def _env(name: str, low: float | None = None, high: float | None = None, **kw: A
     return Field(validation_alias=name, ge=low, le=high, **kw)
 
 
-class Settings(BaseSettings):
-    """Every setting, its environment variable and its range (docs/settings.md)."""
+class Settings(BaseModel):
+    """Every setting, its environment variable and its range (docs/settings.md).
 
-    model_config = SettingsConfigDict(frozen=True, validate_by_name=True,
-                                      validate_by_alias=True, extra="forbid",
-                                      validate_default=False)
+    A plain pydantic model: ``from_env`` is its one reader of the environment (each
+    field's ``validation_alias`` names its variable), so nothing of pydantic-settings'
+    sources (environment, dotenv, secrets directory) is used or imported."""
+
+    model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True,
+                              extra="forbid", validate_default=False)
 
     data_dir: Path = _env("OMEGA_STENOGRAPHER_DIR",
                           default_factory=lambda: DEFAULT_DATA_DIR.expanduser())
@@ -292,15 +296,6 @@ class Settings(BaseSettings):
     sync_timeout: float = _env("STENO_SYNC_TIMEOUT", 1.0, 3_600.0, default=DEFAULT_SYNC_TIMEOUT)
     sync_retries: int = _env("STENO_SYNC_RETRIES", 0, 100, default=DEFAULT_SYNC_RETRIES)
 
-    @classmethod
-    def settings_customise_sources(
-            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-            *_: PydanticBaseSettingsSource, **__: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only what the code names (not the default environment, dotenv and secrets-dir
-        sources): the environment is read by ``from_env`` alone."""
-        return (init_settings,)
-
     @property
     def db_path(self) -> Path:
         return self.data_dir / "steno.db"
@@ -337,29 +332,26 @@ _EMBEDDING_VARS = {
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class _Environment(PydanticBaseSettingsSource):
+class _Environment:
     """The settings' values in an environment: each field's variable, stripped (empty is
     unset), and the values that come from more than one variable. ``named`` says how an
     error refers to a value read from a file (never by the value)."""
 
-    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
-        super().__init__(settings_cls)
+    def __init__(self, settings_cls: type[Settings], env: Mapping[str, str]) -> None:
+        self.settings_cls = settings_cls
         self.env = env
         self.named: dict[str, str] = {}
 
     def var(self, name: str) -> str:
         return self.env.get(name, "").strip()
 
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        name = str(field.validation_alias or field_name)
-        return self.var(name) or None, name, False
-
     def __call__(self) -> dict[str, Any]:
         values: dict[str, Any] = {}
-        for field_name, field in self.settings_cls.model_fields.items():
-            value, name, _ = self.get_field_value(field, field_name)
-            if value is not None and field.validation_alias is not None:
-                values[name] = value
+        for field in self.settings_cls.model_fields.values():
+            if field.validation_alias is not None:  # the field's environment variable
+                name = str(field.validation_alias)
+                if value := self.var(name):
+                    values[name] = value
         data_dir = Path(values.get("OMEGA_STENOGRAPHER_DIR", str(DEFAULT_DATA_DIR)))
         values["OMEGA_STENOGRAPHER_DIR"] = data_dir.expanduser().resolve()
         shared = self.var("VERITAS_SHARED_DIR")

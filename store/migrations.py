@@ -15,9 +15,10 @@ the queue of SQLite's derived keyword index. A schema change is one more ``Migra
 at the end of ``MIGRATIONS``: both dialects run it, number it and record it.
 
 On SQLite each migration runs in its own ``BEGIN IMMEDIATE`` transaction and re-checks
-the recorded version inside it; on PostgreSQL all of them run in one transaction under
-an advisory lock. Either way, several processes opening one new store at once apply
-each migration exactly once.
+the recorded version inside it, and a new file is given the schema all of them leave in
+one such transaction, each recorded (``final_schema``, as PostgreSQL's first step); on
+PostgreSQL all of them run in one transaction under an advisory lock. Either way,
+several processes opening one new store at once apply each migration exactly once.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from store.schema import (
     Table,
     VectorTable,
     column,
+    final_schema,
 )
 from store.search_filter import FTS_TOKENIZE
 from store.sql import Conn
@@ -70,6 +72,8 @@ SELECT_APPLIED = "SELECT version FROM schema_migrations"
 HAS_MIGRATIONS_TABLE = """
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"""
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
+# Anything in a file besides the migrations' own table: a store, or someone else's file.
+HAS_OTHER_OBJECTS = "SELECT 1 FROM sqlite_master WHERE name != 'schema_migrations' LIMIT 1"
 
 ROLES = "role IN ('user', 'assistant', 'system', 'tool')"
 
@@ -572,6 +576,9 @@ SQLITE_STEPS = _numbered("m", [(m.name, sqlite.step(m.operations)) for m in MIGR
                                if not m.postgresql_only])
 POSTGRESQL_STEPS = _numbered("p", _postgresql_steps())
 SCHEMA_VERSION = len(SQLITE_STEPS)
+# A new SQLite store: what every SQLite migration leaves, created at once.
+_NEW_STORE = sqlite.step(final_schema(op for m in MIGRATIONS if not m.postgresql_only
+                                      for op in m.operations))
 # What each dialect (``Backend.dialect``) records once it is current: version -> name.
 RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},
             "postgresql": {s.version: s.name for s in POSTGRESQL_STEPS}}
@@ -587,15 +594,41 @@ def pending_migrations(conn: apsw.Connection) -> int:
     return sum(version not in applied for version, _, _ in SQLITE_STEPS)
 
 
+def _create_new(conn: apsw.Connection) -> bool:
+    """A new file (nothing in it, no migration recorded) is given at once, in one
+    transaction, the schema that every migration leaves (``final_schema``: their data
+    steps have no rows to carry), each migration recorded as applied: a first start
+    writes one transaction instead of one per migration. False, changing nothing, for a
+    file that holds anything (another process created it first, or it is older)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if (conn.execute(SELECT_APPLIED).fetchone() is not None
+                or conn.execute(HAS_OTHER_OBJECTS).fetchone() is not None):
+            conn.execute("ROLLBACK")
+            return False
+        _NEW_STORE(conn)
+        applied_at = time.time()
+        for version, name, _ in SQLITE_STEPS:
+            conn.execute(RECORD_APPLIED, (version, name, applied_at))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return True
+
+
 def migrate(conn: apsw.Connection) -> int:
     """Apply every SQLite migration not yet recorded; return the schema version.
 
     A store whose migrations are all recorded is opened without a write transaction:
     every process (a hook's included) opens the store, and a reader must not wait for
-    another process's long write to answer."""
+    another process's long write to answer. A new file is created at once
+    (``_create_new``)."""
     if not pending_migrations(conn):
         return SCHEMA_VERSION
     conn.execute(CREATE_MIGRATIONS_TABLE)
+    if _create_new(conn):
+        return SCHEMA_VERSION
     for version, name, step in SQLITE_STEPS:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -27,14 +27,17 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from nodes.context import bulk_allocations
-from store.graph_batches import BatchRecords, PendingTurn
+
+if TYPE_CHECKING:  # a server makes a prefetcher at start: the batches' module loads with
+    # the extraction that uses it
+    from store.graph_batches import BatchRecords, PendingTurn
 
 __all__ = ["BatchPrefetch", "serve"]
 
-_Window = Mapping[int, PendingTurn | None]
+_Window = Mapping[int, "PendingTurn | None"]
 _Key = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
 _BOOT = "from nodes.extract.graph_prefetch import serve; serve()"
 _CLOSE_TIMEOUT_S = 10.0

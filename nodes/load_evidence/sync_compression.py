@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
-from nodes.publish.brief import MAX_ROUNDS
 from store.sync import next_overdue
 
 __all__ = ["RecoverReply", "overdue_session", "recovered_reply", "recovered_session"]
@@ -29,8 +28,13 @@ def overdue_session(after_session: Any, session_row: Any, rounds: Any, briefs: A
     every claim, or nothing to fold) is passed."""
     after = int(after_session or 0)
     current = session_row
-    if current is not None and (rounds or 0) >= MAX_ROUNDS and briefs:
-        after = int(current) - 1
+    if current is not None and briefs:
+        # The compression's round limit, from its module, which its nodes (just run)
+        # imported: a server's start-up run that finds nothing overdue never imports it.
+        from nodes.publish.brief import MAX_ROUNDS
+
+        if (rounds or 0) >= MAX_ROUNDS:
+            after = int(current) - 1
     with run.store.read() as conn:
         found = next_overdue(conn, after, run.settings.turn_limit)
     visited = int(sessions_compressed or 0) + (1 if current is not None else 0)

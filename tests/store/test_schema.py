@@ -10,9 +10,11 @@ import apsw
 import psycopg
 
 from store.backend import open_store
-from store.migrations import MIGRATIONS, POSTGRESQL_SINCE, RECORDED
+from store.db import vec0_path
+from store.migrations import MIGRATIONS, POSTGRESQL_SINCE, RECORDED, SCHEMA_VERSION
 from store.schema import AddColumn, DropIndex, Index, Table, column, final_schema
 from tests.pg_server import PostgresServer
+from tests.schema_stores import store_at_schema
 
 # SQLite's derived keyword index has a queue; its virtual tables' shadow tables are
 # SQLite's own, and PostgreSQL indexes its keyword and vector tables itself.
@@ -81,3 +83,44 @@ def test_the_final_schema_folds_added_columns_and_replaced_indexes():
     assert final_schema(ops) == [
         Table("t", (column("id INT", key=True), column("a TEXT NOT NULL"), column("b BYTES"))),
         Index("t_by_a", "t", ("a",), then_id="id")]
+
+
+def _sqlite_objects(conn: apsw.Connection) -> dict[tuple[str, str], object]:
+    """Every table's columns, keys, foreign keys and indexes, every index's and virtual
+    table's SQL, and the rows of ``meta`` but the random store id: what a store's
+    schema is, whatever statements made it."""
+    found: dict[tuple[str, str], object] = {}
+    for kind, name, sql in list(conn.execute("SELECT type, name, sql FROM sqlite_schema")):
+        if kind == "table" and not sql.startswith("CREATE VIRTUAL"):
+            found[kind, name] = (
+                list(conn.execute(f"PRAGMA table_xinfo('{name}')")),
+                list(conn.execute(f"PRAGMA foreign_key_list('{name}')")),
+                [row[1:] for row in conn.execute(f"PRAGMA index_list('{name}')")],
+                "WITHOUT ROWID" in sql)
+        else:
+            found[kind, name] = sql
+    found["meta", "rows"] = sorted(conn.execute("SELECT key, value FROM meta "
+                                                "WHERE key != 'store_id'"))
+    found["meta", "store_id"] = conn.execute(
+        "SELECT count(*) FROM meta WHERE key = 'store_id'").fetchall()
+    return found
+
+
+def test_a_new_sqlite_store_created_at_once_is_the_store_every_migration_leaves(
+        tmp_path: Path):
+    """A new file gets the final schema in one transaction (``_create_new``): the same
+    tables, columns, keys, indexes and seed rows as the migrations run one by one, and
+    every migration recorded."""
+    open_store(tmp_path / "new" / "steno.db").close()
+    stepwise = store_at_schema(tmp_path / "stepwise" / "steno.db", SCHEMA_VERSION)
+    at_once = apsw.Connection(str(tmp_path / "new" / "steno.db"))
+    at_once.enable_load_extension(True)
+    at_once.load_extension(vec0_path())
+    try:
+        assert _sqlite_objects(at_once) == _sqlite_objects(stepwise)
+        recorded = "SELECT version, name FROM schema_migrations ORDER BY version"
+        assert list(at_once.execute(recorded)) == list(stepwise.execute(recorded))
+        assert len(list(at_once.execute(recorded))) == SCHEMA_VERSION
+    finally:
+        at_once.close()
+        stepwise.close()
