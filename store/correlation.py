@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from store.sql import Conn, first
 
-__all__ = ["exchange_trace", "keep_session_trace", "session_trace", "turn_trace_sql"]
+__all__ = ["exchange_trace", "turn_trace_sql"]
 
 
 def turn_trace_sql(turn: str, session: str | None = None) -> str:
@@ -24,22 +24,9 @@ def turn_trace_sql(turn: str, session: str | None = None) -> str:
     return f"nullif(coalesce({turn}.trace_id, {session_trace}), '')"
 
 
-SELECT_SESSION_TRACE = "SELECT trace_id FROM sessions WHERE name = ?"
-SET_SESSION_TRACE = "UPDATE sessions SET trace_id = ? WHERE id = ? AND trace_id IS NULL"
 SELECT_EXCHANGE_TRACE = f"""
 SELECT {turn_trace_sql("e", "s")} FROM exchanges e JOIN sessions s ON s.id = e.session_id
 WHERE e.id = ?"""
-
-
-def session_trace(conn: Conn, session: str) -> str | None:
-    """The session's trace id; None for a new session or one recorded before it had one."""
-    row = first(conn, SELECT_SESSION_TRACE, (session,))
-    return None if row is None or row[0] is None else str(row[0])
-
-
-def keep_session_trace(conn: Conn, session_id: int, trace_id: str) -> None:
-    """Give a session its trace id unless it has one. Call inside the ingest's write."""
-    conn.execute(SET_SESSION_TRACE, (trace_id, session_id))
 
 
 def exchange_trace(conn: Conn, exchange_id: int) -> str | None:

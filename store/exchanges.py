@@ -74,11 +74,13 @@ class Exchange:
 
 
 UPSERT_SESSION = """
-INSERT INTO sessions(name, created_at, last_at, turns, chain_head) VALUES (?1, ?2, ?2, 1, ?3)
+INSERT INTO sessions(name, created_at, last_at, turns, chain_head, trace_id)
+VALUES (?1, ?2, ?2, 1, ?3, ?4)
 ON CONFLICT(name) DO UPDATE SET last_at = max(sessions.last_at, excluded.last_at),
   turns = sessions.turns + 1,
-  chain_head = excluded.chain_head
-RETURNING id, trace_id"""
+  chain_head = excluded.chain_head,
+  trace_id = coalesce(sessions.trace_id, excluded.trace_id)
+RETURNING id"""
 FIND_SOURCE_KEY = "SELECT id, session_id FROM exchanges WHERE source_key = ?"
 INSERT_EXCHANGE = """
 INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signals,
@@ -138,25 +140,33 @@ class TurnIndex:
         self.keywords, self.vectors = [], []
 
 
-def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
+def record_turn(conn: Conn, turn: NewTurn, *, fresh_trace: str | None = None) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
     exchange id comes back with ``duplicate=True``. The turn's chain hash links to the
     session's head read here, inside the caller's write transaction. (Many turns in
     one write: ``record_turns``.)
+
+    With ``fresh_trace`` (the ingest's trace ids): a turn that names no trace id takes
+    its session's, or ``fresh_trace`` for a session that has none, and the turn's trace
+    id becomes its session's when the session has none (in the statement that updates
+    the session row). Without it, a turn without a trace id has none. ``trace_id`` of
+    the result: the turn's.
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
         if found is not None:
             return Recorded(found[0], found[1], True, count_live(conn, found[1]))
-    _, head = session_head(conn, turn.session)
+    _, head, session_trace = session_head(conn, turn.session)
+    trace = turn.trace_id if fresh_trace is None else (
+        turn.trace_id or session_trace or fresh_trace)
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
-                        turn.source_key, turn.trace_id)
-    session_id, session_trace = one(conn, UPSERT_SESSION,
-                                    (turn.session, turn.created_at, linked))
-    stored_trace = None if turn.trace_id is not None and turn.trace_id == session_trace else (
-        turn.trace_id or "")  # see turn_trace_sql
+                        turn.source_key, trace)
+    session_id = one(conn, UPSERT_SESSION, (turn.session, turn.created_at, linked,
+                                            None if fresh_trace is None else trace))[0]
+    # as the session's trace id was before this turn: see turn_trace_sql
+    stored_trace = None if trace is not None and trace == session_trace else (trace or "")
     exchange_id: int = one(
         conn,
         INSERT_EXCHANGE,
@@ -174,7 +184,7 @@ def record_turn(conn: Conn, turn: NewTurn) -> Recorded:
     )[0]
     index_keywords(conn, exchange_id, session_id, turn.content, turn.context, turn.dated)
     dialect(conn).insert_vector(conn, exchange_id, session_id, turn.vector)
-    return Recorded(exchange_id, session_id, False, count_live(conn, session_id))
+    return Recorded(exchange_id, session_id, False, count_live(conn, session_id), trace)
 
 
 # The batch writer's statements (record_turns).

@@ -41,11 +41,12 @@ def chain_hash(previous: bytes, content_hash: bytes, session: str, role: str,
     return h.digest()
 
 
-SELECT_HEAD = "SELECT id, chain_head FROM sessions WHERE name = ?"
+SELECT_HEAD = "SELECT id, chain_head, trace_id FROM sessions WHERE name = ?"
 
 
-def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
-    """(session row id or None, the hash the session's next turn links to).
+def session_head(conn: Conn, session: str) -> tuple[int | None, bytes, str | None]:
+    """(session row id or None, the hash the session's next turn links to, the session's
+    trace id or None), read in one statement.
 
     Call inside the write that links the next turn. SQLite has one writer at a time. On
     PostgreSQL a transaction lock makes every other turn writer wait here until this
@@ -55,8 +56,9 @@ def session_head(conn: Conn, session: str) -> tuple[int | None, bytes]:
     dialect(conn).lock_turn_writers(conn)
     row = first(conn, SELECT_HEAD, (session,))
     if row is None:
-        return None, GENESIS
-    return int(row[0]), bytes(row[1]) if row[1] is not None else GENESIS
+        return None, GENESIS, None
+    return (int(row[0]), bytes(row[1]) if row[1] is not None else GENESIS,
+            None if row[2] is None else str(row[2]))
 
 
 SELECT_SESSIONS = "SELECT id, name FROM sessions ORDER BY id"

@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import new_trace_id
-from store.correlation import exchange_trace, keep_session_trace, session_trace
+from store.correlation import exchange_trace
 from store.errors import StoreError
 from store.exchanges import NewTurn, count_live, record_turn, record_turns, source_key_turn
 from store.milestones import mark_milestone
@@ -51,14 +51,13 @@ def recorded_turn(conn: Conn, get: Callable[[str], Any]) -> dict[str, Any]:
     """Store one turn inside the caller's write: ``get(channel)`` reads its values (the
     ingest's channels). What was recorded."""
     turn = get("turn")
-    known = None if turn["trace_id"] else session_trace(conn, turn["session"])
-    trace_id = turn["trace_id"] or known or new_trace_id(turn["created_at"])
-    rec = record_turn(conn, _new_turn(get, trace_id))
+    # the turn's trace id, else its session's, else a new one that becomes the session's
+    rec = record_turn(conn, _new_turn(get, turn["trace_id"]),
+                      fresh_trace=new_trace_id(turn["created_at"]))
+    trace_id = rec.trace_id
     if rec.duplicate:
         trace_id = exchange_trace(conn, rec.exchange_id)
     else:
-        if known is None:
-            keep_session_trace(conn, rec.session_id, trace_id)
         record_flags(conn, rec.exchange_id, rec.session_id, _flags(get))
         if turn.get("milestone"):
             mark_milestone(conn, rec.session_id, rec.exchange_id, turn["milestone"],
