@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backends import Backends, Load, request
 from common import (
+    REPO_ROOT,
     CallTimer,
     fmt_bytes,
     percentile,
@@ -226,7 +227,7 @@ def peak_rss(pid: int | None) -> int | None:
     return None
 
 
-async def searched(built: Built, count: int) -> dict[str, Any]:
+async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str, Any]:
     """query_history over one stdio server, each call followed by a rejected one."""
     scoped = [a for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
     queries = {"session": scoped,
@@ -234,7 +235,7 @@ async def searched(built: Built, count: int) -> dict[str, Any]:
     env = {"STENO_DATABASE_URL": built.url} if built.url else {}
     out: dict[str, Any] = {}
     async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
-                            extra_env=env) as server:
+                            extra_env=env, repo=repo) as server:
         warm = CallTimer(QUERY)
         await warm.call(server, QUERY, {"query": "warm up", "cross_session": True})
         out["first_call_ms"] = warm.latencies_ms[0]
@@ -271,7 +272,7 @@ def run_backend(backends: Backends, backend: str, sizes: list[int],
                 "build_turns_per_s": round(built.loaded / built.build_s),
                 "build_machine": built.build_machine, "store": built.storage()}
             load = Load()
-            row["search"] = anyio.run(searched, built, args.queries)
+            row["search"] = anyio.run(searched, built, args.queries, args.server_repo)
             row["search_machine"] = load.stop()
             rows.append(row)
             print(json.dumps(row)[:700], flush=True)
@@ -316,6 +317,8 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200, help="per scope and size")
     ap.add_argument("--pg-url", help="a running PostgreSQL server's admin URL")
     ap.add_argument("--json", help="also write every figure to this file")
+    ap.add_argument("--server-repo", type=Path, default=REPO_ROOT,
+                    help="serve the searches from this checkout (A/B on a kept store)")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the SQLite store in DIR/sqlite and reuse one kept there")
     args = ap.parse_args()
