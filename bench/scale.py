@@ -5,6 +5,7 @@ Run from the repository root::
 
     python bench/scale.py [--sizes 20000,100000,1000000] [--backends sqlite,postgresql]
         [--batch 2000] [--session-turns 200] [--queries 200] [--json FILE] [--keep DIR]
+        [--server-repo CHECKOUT]
 
 Each backend's store grows through the sizes in turn (the smaller store is a prefix of
 the larger): generated turns of ~300 characters (bench/ingest_query.make_turns: a small
@@ -20,8 +21,9 @@ as a ratio to. Figures: build time and rate, storage per 1,000 turns (SQLite: th
 after a checkpoint and the derived keyword index's directory; PostgreSQL: every table
 with its indexes and TOAST data) and its largest parts, session
 search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
-machine's load while it ran. The single ingest and its floor ratio are
-bench/ingest_query.py's.
+machine's load while it ran; on SQLite also the store-wide vector kNN's overlap@k with a
+scan of every stored vector (``store.vectors``), for the same query texts. The single
+ingest and its floor ratio are bench/ingest_query.py's.
 
 SQLite is a file in a temporary directory, or with ``--keep DIR`` in ``DIR/sqlite``,
 kept after the run with a manifest of what it holds (``scale.json``): a later run with
@@ -259,6 +261,41 @@ async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str
     return out
 
 
+def vector_overlap(built: Built, count: int) -> dict[str, Any] | None:
+    """How much of the exact top k of a scan of every stored vector the two-pass kNN
+    returns, store-wide, for the benchmark's query texts (k = the search's candidate
+    count): overlap@k, ties at the k-th score counted as found. SQLite only (PostgreSQL
+    answers with pgvector)."""
+    import numpy as np
+
+    from nodes.extract.vectors import text_vector
+    from nodes.load_evidence.hits import CANDIDATES
+    from store.db import Store
+
+    store = built.app.store
+    if not isinstance(store, Store):
+        return None
+    cache, k = store.vectors, CANDIDATES
+    texts = [a["query"] for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
+    overlaps, seconds = [], []
+    for text in texts:
+        query = text_vector(text, built.settings.vector_dim)
+        if not query.any():
+            continue
+        started = time.perf_counter()
+        with store.read() as conn:
+            got = cache.knn(conn, query, k)
+        seconds.append(time.perf_counter() - started)
+        every = cache.exact_scores(query, np.arange(cache._n))
+        every = np.sort(every[every > 0])[::-1][:k]
+        if not len(every):
+            continue
+        overlaps.append(sum(s >= every[-1] for _, s in got[: len(every)]) / len(every))
+    return {"k": k, "queries": len(overlaps), "mean": float(np.mean(overlaps)),
+            "min": float(np.min(overlaps)),
+            "knn_in_process_p50_ms": percentile([x * 1e3 for x in seconds], 50)}
+
+
 def run_backend(backends: Backends, backend: str, sizes: list[int],
                 args: argparse.Namespace) -> list[dict[str, Any]]:
     built = Built(backends, backend, max(sizes), args)
@@ -274,6 +311,7 @@ def run_backend(backends: Backends, backend: str, sizes: list[int],
             load = Load()
             row["search"] = anyio.run(searched, built, args.queries, args.server_repo)
             row["search_machine"] = load.stop()
+            row["vector_overlap"] = vector_overlap(built, args.queries)
             rows.append(row)
             print(json.dumps(row)[:700], flush=True)
     finally:
@@ -302,6 +340,12 @@ def report(rows: list[dict[str, Any]]) -> None:
         title="\nStores built through the bulk path (ingest_batch); query_history over "
               "stdio, ms (ratio to a call rejected by validation)")
     for r in rows:
+        if r.get("vector_overlap"):
+            o = r["vector_overlap"]
+            print(f"\n{r['backend']} at {r['turns']:,} turns: store-wide vector overlap@{o['k']} "
+                  f"with a scan of every vector {o['mean']:.4f} (min {o['min']:.4f}, "
+                  f"{o['queries']} queries), kNN in-process p50 "
+                  f"{o['knn_in_process_p50_ms']:.1f} ms")
         per_1k = {name: size * 1000 / r["turns"] for name, size in r["store"]["largest"].items()}
         print(f"\nlargest parts of the {r['backend']} store at {r['turns']:,} turns, per 1,000 "
               "turns: " + ", ".join(f"{n} {fmt_bytes(b)}" for n, b in
