@@ -190,8 +190,9 @@ class MatrixCache:
         used = np.flatnonzero(query)
         weights = query[used]
         if rows is not None:
-            return np.einsum("ji,j->i", self._cols[np.ix_(used, rows)], weights,
-                             dtype=np.float32)
+            scores: npt.NDArray[np.float32] = np.einsum(
+                "ji,j->i", self._cols[np.ix_(used, rows)], weights, dtype=np.float32)
+            return scores
         out = np.empty(self._n, dtype=np.float32)
         for at in range(0, self._n, _BLOCK):
             end = min(at + _BLOCK, self._n)
