@@ -382,7 +382,7 @@ def main() -> int:
     report(out["rows"])
     print("single ingest over stdio and its floor ratio: bench/ingest_query.py")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 
