@@ -348,7 +348,9 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
         for gone in (ids[0], ids[1_500], ids[-1]):
             conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (gone,))
     with db.read() as conn:
-        bulk = store.sqlite.vec0.vec0_chunks(conn)
+        mapped = all_rows(conn, "PRAGMA mmap_size")
+        bulk = store.sqlite.vec0.vec0_chunks(conn)  # read past the memory map, then as was
+        assert all_rows(conn, "PRAGMA mmap_size") == mapped and mapped[0][0] > 0
         rows = all_rows(conn, store.vectors.SELECT_NEW, (0,))
     assert bulk is not None
     got_ids, got_sessions, got_vectors = bulk
