@@ -36,6 +36,8 @@ Block = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int8]
 def vec0_chunks(conn: Conn) -> Block | None:
     """Every stored hashed vector as (exchange ids ascending, session ids, int8 rows),
     read chunk by chunk from vec0's tables; None when their layout is not the known one.
+    The rows are laid out component-major (their transpose is C-contiguous), the layout
+    of the in-memory copy, which then takes them as they are.
 
     The chunks are read one at a time into arrays of the counted size (the rows of a
     million vectors are held once, not once per step of the read), and not through the
@@ -67,8 +69,8 @@ def _read_chunks(conn: Conn) -> Block | None:
                                   bitorder="little")[:size].astype(bool)
             count = int(valid.sum())
             rows = np.frombuffer(blob, dtype=np.int8).reshape(size, -1)
-            if vectors is None:
-                vectors = np.empty((expected, rows.shape[1]), dtype=np.int8)
+            if vectors is None:  # component-major, as the copy holds them (module doc)
+                vectors = np.empty((rows.shape[1], expected), dtype=np.int8).T
             if at + count > expected or rows.shape[1] != vectors.shape[1]:
                 return None
             ids[at : at + count] = np.frombuffer(rowids, dtype=np.int64)[valid]

@@ -356,7 +356,7 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
     got_ids, got_sessions, got_vectors = bulk
     assert got_ids.tolist() == [r[0] for r in rows] and len(rows) == 2_297
     assert got_sessions.tolist() == [r[1] for r in rows]
-    assert [bytes(v) for v in got_vectors] == [bytes(r[2]) for r in rows]
+    assert [v.tobytes() for v in got_vectors] == [bytes(r[2]) for r in rows]
 
     def top(cache: store.vectors.VectorCache, query: str, session: int | None = None
             ) -> list[tuple[int, float]]:
