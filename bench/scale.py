@@ -4,7 +4,8 @@ they cost to search and to keep, on both backends.
 Run from the repository root::
 
     python bench/scale.py [--sizes 20000,100000,1000000] [--backends sqlite,postgresql]
-        [--batch 2000] [--session-turns 200] [--queries 200] [--json FILE]
+        [--batch 2000] [--session-turns 200] [--queries 200] [--json FILE] [--keep DIR]
+        [--server-repo CHECKOUT]
 
 Each backend's store grows through the sizes in turn (the smaller store is a prefix of
 the larger): generated turns of ~300 characters (bench/ingest_query.make_turns: a small
@@ -20,10 +21,15 @@ as a ratio to. Figures: build time and rate, storage per 1,000 turns (SQLite: th
 after a checkpoint and the derived keyword index's directory; PostgreSQL: every table
 with its indexes and TOAST data) and its largest parts, session
 search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
-machine's load while it ran. The single ingest and its floor ratio are
-bench/ingest_query.py's.
+machine's load while it ran; on SQLite also the store-wide vector kNN's overlap@k with a
+scan of every stored vector (``store.vectors``), for the same query texts. The single
+ingest and its floor ratio are bench/ingest_query.py's.
 
-SQLite is a file in a temporary directory; PostgreSQL 18 with pgvector is started on
+SQLite is a file in a temporary directory, or with ``--keep DIR`` in ``DIR/sqlite``,
+kept after the run with a manifest of what it holds (``scale.json``): a later run with
+the same ``--keep`` reuses it instead of building it again, growing it when a size asks
+for more turns (so a million turns are built once while the search is iterated on; the
+build figures are then those of the run that built it). PostgreSQL 18 with pgvector is started on
 127.0.0.1 by ``tests/pg_server.PostgresServer`` (``fsync=off``, as in the tests).
 """
 
@@ -49,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backends import Backends, Load, request
 from common import (
+    REPO_ROOT,
     CallTimer,
     fmt_bytes,
     percentile,
@@ -62,14 +69,19 @@ CHUNK = 20_000  # turns generated at a time (a million are never held at once)
 QUERY_TURNS = 20_000  # the newest turns the queries are drawn from
 
 
-def generated(total: int, session_turns: int) -> Iterator[Turn]:
-    """``total`` turns, ``CHUNK`` generated at a time with a seed each, numbered and
-    dated as one stream (a turn every 20 s) in sessions of ``session_turns``."""
+def generated(total: int, session_turns: int, first: int = 0) -> Iterator[Turn]:
+    """Turns ``first`` to ``total`` (exclusive) of one stream, ``CHUNK`` generated at a
+    time with a seed each, numbered and dated as one stream (a turn every 20 s) in
+    sessions of ``session_turns``. A chunk's turns are a prefix of a longer chunk's
+    (``make_turns`` draws them in order), so a stream resumed at ``first`` goes on with
+    the same turns as one never stopped."""
     base = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC).timestamp()
-    for start in range(0, total, CHUNK):
+    for start in range(first - first % CHUNK, total, CHUNK):
         for t in make_turns(min(CHUNK, total - start), session_turns=session_turns,
                             seed=7 + start // CHUNK):
             n = start + t.index
+            if n < first:
+                continue
             when = datetime.fromtimestamp(base + 20 * n + int(t.created_at[-3:-1]) % 10, UTC)
             yield dataclasses.replace(t, index=n, session=f"bench-{n // session_turns:05d}",
                                       created_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -80,8 +92,12 @@ def ingest_request(t: Turn) -> dict[str, Any]:
             "created_at": t.created_at}
 
 
+MANIFEST = "scale.json"  # in a kept store's data directory
+
+
 class Built:
-    """One backend's store, grown a batch at a time through ``ingest_batch``."""
+    """One backend's store, grown a batch at a time through ``ingest_batch``; kept in
+    ``args.keep`` (SQLite) and reused from there when a manifest says what it holds."""
 
     def __init__(self, backends: Backends, backend: str, total: int, args: argparse.Namespace
                  ) -> None:
@@ -89,16 +105,60 @@ class Built:
         from stenographer.settings import Settings
 
         self.backends, self.backend, self.batch = backends, backend, args.batch
-        self.data_dir, self.url = backends.fresh(backend, "scale")
-        self.settings = Settings(data_dir=self.data_dir, database_url=self.url)
-        self.app = open_app(self.settings)
-        self.source = generated(total, args.session_turns)
+        self.session_turns = args.session_turns
         self.loaded, self.build_s, self.build_cpu_s = 0, 0.0, 0.0
         self.recent: list[Turn] = []  # the newest QUERY_TURNS turns
         self.ids: dict[int, int] = {}  # their exchange ids
+        self.build_machine: dict[str, float] = {}  # the load while it was built
+        self.kept = args.keep is not None
+        if self.kept:
+            if backend != "sqlite":
+                raise SystemExit(f"--keep keeps SQLite stores only, not {backend}")
+            self.data_dir, self.url = Path(args.keep) / backend, None
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._resume()
+        else:
+            self.data_dir, self.url = backends.fresh(backend, "scale")
+        self.settings = Settings(data_dir=self.data_dir, database_url=self.url)
+        self.app = open_app(self.settings)
+        self.source = generated(total, args.session_turns, self.loaded)
+
+    def _resume(self) -> None:
+        """Take up a kept store where its manifest says it stopped."""
+        path = self.data_dir / MANIFEST
+        if not path.exists():
+            if (self.data_dir / "steno.db").exists():
+                raise SystemExit(f"{self.data_dir} holds a store without {MANIFEST} (a build "
+                                 "that did not finish?): remove it or keep elsewhere")
+            return
+        kept = json.loads(path.read_text())
+        if kept["session_turns"] != self.session_turns:
+            raise SystemExit(f"the store kept in {self.data_dir} has sessions of "
+                             f"{kept['session_turns']} turns, not {self.session_turns}")
+        self.loaded, self.build_s, self.build_cpu_s = (kept["loaded"], kept["build_s"],
+                                                       kept["build_cpu_s"])
+        self.build_machine = kept["build_machine"]
+        self.recent = list(generated(self.loaded, self.session_turns,
+                                     max(0, self.loaded - QUERY_TURNS)))
+        self.ids = {t.index: i for t, i in zip(self.recent, kept["recent_ids"], strict=True)}
+        print(f"  {self.backend}: reusing {self.loaded:,} turns kept in {self.data_dir}",
+              flush=True)
+
+    def _save(self) -> None:
+        (self.data_dir / MANIFEST).write_text(json.dumps({
+            "loaded": self.loaded, "build_s": self.build_s, "build_cpu_s": self.build_cpu_s,
+            "session_turns": self.session_turns, "build_machine": self.build_machine,
+            "recent_ids": [self.ids[t.index] for t in self.recent]}))
 
     def grow_to(self, size: int) -> None:
-        started, cpu = time.perf_counter(), time.process_time()
+        if self.loaded > size:
+            raise SystemExit(f"the store kept in {self.data_dir} holds {self.loaded:,} turns, "
+                             f"more than {size:,}: keep each size's store elsewhere")
+        if self.loaded == size:
+            return
+        if self.kept:
+            (self.data_dir / MANIFEST).unlink(missing_ok=True)  # until the build finishes
+        started, cpu, load = time.perf_counter(), time.process_time(), Load()
         while self.loaded < size:
             batch = [next(self.source) for _ in range(min(self.batch, size - self.loaded))]
             out, _ = self.app.run("ingest_batch", {"turns": [ingest_request(t) for t in batch]})
@@ -114,6 +174,9 @@ class Built:
         self.ids = {t.index: self.ids[t.index] for t in self.recent}
         self.build_s += time.perf_counter() - started
         self.build_cpu_s += time.process_time() - cpu
+        self.build_machine = load.stop()
+        if self.kept:
+            self._save()
 
     def storage(self) -> dict[str, Any]:
         """Bytes the store occupies, every index included (SQLite: the file and the
@@ -149,7 +212,8 @@ class Built:
 
     def close(self) -> None:
         self.app.close()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        if not self.kept:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 def peak_rss(pid: int | None) -> int | None:
@@ -165,7 +229,7 @@ def peak_rss(pid: int | None) -> int | None:
     return None
 
 
-async def searched(built: Built, count: int) -> dict[str, Any]:
+async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str, Any]:
     """query_history over one stdio server, each call followed by a rejected one."""
     scoped = [a for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
     queries = {"session": scoped,
@@ -173,7 +237,7 @@ async def searched(built: Built, count: int) -> dict[str, Any]:
     env = {"STENO_DATABASE_URL": built.url} if built.url else {}
     out: dict[str, Any] = {}
     async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
-                            extra_env=env) as server:
+                            extra_env=env, repo=repo) as server:
         warm = CallTimer(QUERY)
         await warm.call(server, QUERY, {"query": "warm up", "cross_session": True})
         out["first_call_ms"] = warm.latencies_ms[0]
@@ -197,22 +261,57 @@ async def searched(built: Built, count: int) -> dict[str, Any]:
     return out
 
 
+def vector_overlap(built: Built, count: int) -> dict[str, Any] | None:
+    """How much of the exact top k of a scan of every stored vector the two-pass kNN
+    returns, store-wide, for the benchmark's query texts (k = the search's candidate
+    count): overlap@k, ties at the k-th score counted as found. SQLite only (PostgreSQL
+    answers with pgvector)."""
+    import numpy as np
+
+    from nodes.extract.vectors import text_vector
+    from nodes.load_evidence.hits import CANDIDATES
+    from store.db import Store
+
+    store = built.app.store
+    if not isinstance(store, Store):
+        return None
+    cache, k = store.vectors, CANDIDATES
+    texts = [a["query"] for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
+    overlaps, seconds = [], []
+    for text in texts:
+        query = text_vector(text, built.settings.vector_dim)
+        if not query.any():
+            continue
+        started = time.perf_counter()
+        with store.read() as conn:
+            got = cache.knn(conn, query, k)
+        seconds.append(time.perf_counter() - started)
+        every = cache.exact_scores(query, np.arange(cache._n))
+        every = np.sort(every[every > 0])[::-1][:k]
+        if not len(every):
+            continue
+        overlaps.append(sum(s >= every[-1] for _, s in got[: len(every)]) / len(every))
+    return {"k": k, "queries": len(overlaps), "mean": float(np.mean(overlaps)),
+            "min": float(np.min(overlaps)),
+            "knn_in_process_p50_ms": percentile([x * 1e3 for x in seconds], 50)}
+
+
 def run_backend(backends: Backends, backend: str, sizes: list[int],
                 args: argparse.Namespace) -> list[dict[str, Any]]:
     built = Built(backends, backend, max(sizes), args)
     rows = []
     try:
         for size in sizes:
-            load = Load()
             built.grow_to(size)
             row: dict[str, Any] = {
                 "backend": backend, "turns": built.loaded, "build_s": round(built.build_s, 1),
                 "build_cpu_s": round(built.build_cpu_s, 1),
                 "build_turns_per_s": round(built.loaded / built.build_s),
-                "build_machine": load.stop(), "store": built.storage()}
+                "build_machine": built.build_machine, "store": built.storage()}
             load = Load()
-            row["search"] = anyio.run(searched, built, args.queries)
+            row["search"] = anyio.run(searched, built, args.queries, args.server_repo)
             row["search_machine"] = load.stop()
+            row["vector_overlap"] = vector_overlap(built, args.queries)
             rows.append(row)
             print(json.dumps(row)[:700], flush=True)
     finally:
@@ -241,6 +340,12 @@ def report(rows: list[dict[str, Any]]) -> None:
         title="\nStores built through the bulk path (ingest_batch); query_history over "
               "stdio, ms (ratio to a call rejected by validation)")
     for r in rows:
+        if r.get("vector_overlap"):
+            o = r["vector_overlap"]
+            print(f"\n{r['backend']} at {r['turns']:,} turns: store-wide vector overlap@{o['k']} "
+                  f"with a scan of every vector {o['mean']:.4f} (min {o['min']:.4f}, "
+                  f"{o['queries']} queries), kNN in-process p50 "
+                  f"{o['knn_in_process_p50_ms']:.1f} ms")
         per_1k = {name: size * 1000 / r["turns"] for name, size in r["store"]["largest"].items()}
         print(f"\nlargest parts of the {r['backend']} store at {r['turns']:,} turns, per 1,000 "
               "turns: " + ", ".join(f"{n} {fmt_bytes(b)}" for n, b in
@@ -256,6 +361,10 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200, help="per scope and size")
     ap.add_argument("--pg-url", help="a running PostgreSQL server's admin URL")
     ap.add_argument("--json", help="also write every figure to this file")
+    ap.add_argument("--server-repo", type=Path, default=REPO_ROOT,
+                    help="serve the searches from this checkout (A/B on a kept store)")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep the SQLite store in DIR/sqlite and reuse one kept there")
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
     names = args.backends.split(",")
@@ -273,7 +382,7 @@ def main() -> int:
     report(out["rows"])
     print("single ingest over stdio and its floor ratio: bench/ingest_query.py")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 

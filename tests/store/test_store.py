@@ -23,6 +23,7 @@ from nodes.extract.vectors import quantize, text_vector
 from stenographer.settings import DEFAULT_VECTOR_DIM
 from store.briefs import BriefDraft, ClaimLost, claim_brief, session_briefs
 from store.db import Store
+from store.errors import StoreError
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
 from store.migrations import RECORDED, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
@@ -347,13 +348,15 @@ def test_a_cold_vector_copy_read_from_vec0_chunks_equals_the_row_by_row_one(
         for gone in (ids[0], ids[1_500], ids[-1]):
             conn.execute("DELETE FROM exchange_vectors WHERE rowid = ?", (gone,))
     with db.read() as conn:
-        bulk = store.sqlite.vec0.vec0_chunks(conn)
+        mapped = all_rows(conn, "PRAGMA mmap_size")
+        bulk = store.sqlite.vec0.vec0_chunks(conn)  # read past the memory map, then as was
+        assert all_rows(conn, "PRAGMA mmap_size") == mapped and mapped[0][0] > 0
         rows = all_rows(conn, store.vectors.SELECT_NEW, (0,))
     assert bulk is not None
     got_ids, got_sessions, got_vectors = bulk
     assert got_ids.tolist() == [r[0] for r in rows] and len(rows) == 2_297
     assert got_sessions.tolist() == [r[1] for r in rows]
-    assert [bytes(v) for v in got_vectors] == [bytes(r[2]) for r in rows]
+    assert [v.tobytes() for v in got_vectors] == [bytes(r[2]) for r in rows]
 
     def top(cache: store.vectors.VectorCache, query: str, session: int | None = None
             ) -> list[tuple[int, float]]:
@@ -414,8 +417,8 @@ def test_the_vector_copy_holds_the_stored_int8_rows_and_scores_them_exactly(db: 
     check(stored, None)
     for sid in sessions.values():
         check([r for r in stored if r[1] == sid], sid)
-    assert cache._mat.dtype == np.int8  # internal: a quarter of a float32 copy
-    assert cache.nbytes == cache._mat.shape[0] * DIM
+    assert cache._cols.dtype == np.int8  # internal: a quarter of a float32 copy
+    assert cache.nbytes == cache._cols.shape[1] * DIM
     record(db, *(new_turn(f"postgres 42 turn again {i}", session=f"s{i % 2}")
                  for i in range(5)))
     with db.read() as conn:
@@ -425,6 +428,102 @@ def test_the_vector_copy_holds_the_stored_int8_rows_and_scores_them_exactly(db: 
     check(stored, None)
     with db.read() as conn:
         assert cache.knn(conn, query, 5, session_id=10**9) == []  # no such session
+
+
+def _exact_scan(cache: store.vectors.MatrixCache, query: np.ndarray, k: int,
+                positions: np.ndarray) -> list[tuple[int, float]]:
+    """What the one-pass scan of every row gave: whole rows times the query, divided by
+    127, the best k (ties by position)."""
+    every_row = np.ascontiguousarray(cache._cols[:, : cache._n].T)
+    scores = np.einsum("ij,j->i", every_row, query.astype(np.float32),
+                       dtype=np.float32)[positions] / np.float32(127.0)
+    order = np.argsort(-scores, kind="stable")[:k]
+    order = order[scores[order] > 0]
+    return list(zip(cache._ids[positions][order].tolist(), scores[order].tolist(),
+                    strict=True))
+
+
+def test_the_two_pass_search_returns_the_exact_top_k_with_the_exact_scores(
+        db: Store, monkeypatch: pytest.MonkeyPatch):
+    # A real store of 2,400 turns in 4 sessions; the sample that sets the first pass's
+    # threshold made small, so that a store this size takes the path a million rows do.
+    vocab = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls",
+             "deploy", "cache", "index", "timeout", "retry", "schema", "migration"]
+    turns = [new_turn(" ".join(vocab[(i * 7 + j * j) % len(vocab)] for j in range(i % 9 + 3))
+                      + f" item {i % 50}", session=f"s{i % 4}") for i in range(2_400)]
+    record(db, *turns)
+    cache = store.vectors.VectorCache(DIM)
+    queries = ["postgres vacuum", "why does the kafka consumer lag", "tls", "item 7",
+               "react hooks cache index migration schema retry timeout deploy"]
+    with db.read() as conn:
+        sessions = [session_row_id(conn, f"s{i}") for i in range(4)]
+        cache.knn(conn, text_vector("warm", DIM), 1)
+    for sample in (store.vectors._SAMPLE, 64):
+        monkeypatch.setattr(store.vectors, "_SAMPLE", sample)
+        for text in queries:
+            query = text_vector(text, DIM)
+            for k in (1, 10, 100, 400):
+                for session in (None, *sessions):
+                    with db.read() as conn:
+                        got = cache.knn(conn, query, k, session)
+                    positions = (np.arange(cache._n) if session is None
+                                 else cache._session_rows(session))
+                    want = _exact_scan(cache, query, k, positions)
+                    # the same scores, bit for bit; among equal scores any order
+                    assert [s for _, s in got] == [s for _, s in want], (text, k, session)
+                    exact = dict(_exact_scan(cache, query, len(positions), positions))
+                    assert all(exact[i] == s for i, s in got)
+
+
+def test_the_first_pass_candidates_cover_the_exact_top_k():
+    rng = np.random.default_rng(5)
+    for n, k in ((10, 20), (1_000, 10), (300_000, 100), (300_000, 400)):
+        scores = (rng.standard_normal(n) * 40).astype(np.float32)
+        scores[rng.integers(0, n, n // 10)] = 17.0  # many ties, some at the boundary
+        for slack in (0.0, 0.5):
+            picked = store.vectors.candidates(scores, k, slack)
+            assert (np.diff(picked) > 0).all()  # ascending positions, no repeat
+            best = np.sort(scores)[::-1]
+            low = max(float(best[min(k, n) - 1]), 0.0) - slack if n > k else -slack
+            want = np.flatnonzero(scores >= low) if n > k else np.flatnonzero(scores > low)
+            assert picked.tolist() == want.tolist()
+    # a store where fewer than k rows are positive: every row that could be
+    scores = np.full(200_000, -3.0, dtype=np.float32)
+    scores[[5, 70_000]] = 2.0, 0.001
+    assert store.vectors.candidates(scores, 100, 0.01).tolist() == [5, 70_000]
+
+
+def test_the_copy_refuses_a_changed_dimension_until_forgotten(db: Store):
+    from store.provider_vectors import INSERT_VECTOR, ProviderCache
+
+    ids = record(db, *(new_turn(f"turn {i}", session=f"s{i % 2}") for i in range(6)))
+    rng = np.random.default_rng(3)
+
+    def store_vectors(width: int, which: list[int]) -> dict[int, np.ndarray]:
+        rows = {i: rng.integers(-127, 128, width).astype(np.int8) for i in which}
+        with db.write() as conn:
+            for i, row in rows.items():
+                conn.execute(INSERT_VECTOR, (i, "m", row.tobytes()))
+        return rows
+
+    def best(cache: ProviderCache, query: np.ndarray) -> list[tuple[int, float]]:
+        with db.read() as conn:
+            return cache.knn(conn, query, 3)
+
+    eight = store_vectors(8, ids[:4])
+    cache = ProviderCache("m")
+    query = eight[ids[2]].astype(np.float32) / np.linalg.norm(eight[ids[2]])
+    assert best(cache, query)[0][0] == ids[2] and cache.dim == 8
+    sixteen = store_vectors(16, ids)  # re-embedded with another model's width
+    with pytest.raises(StoreError, match=r"changed dimension \(8 -> 16\)"):
+        best(cache, query)
+    cache.forget()
+    with pytest.raises(StoreError, match="8-component query against 16-component"):
+        best(cache, query)
+    query = sixteen[ids[5]].astype(np.float32) / np.linalg.norm(sixteen[ids[5]])
+    got = best(cache, query)
+    assert got[0][0] == ids[5] and cache.dim == 16 and cache._n == 6
+    assert got == _exact_scan(cache, query, 3, np.arange(6))
 
 
 # --- traces ---------------------------------------------------------------------------------
