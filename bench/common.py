@@ -56,6 +56,7 @@ __all__ = [
     "spawn_server",
     "structured",
     "summarize",
+    "wait_idle",
 ]
 
 # A tool call should never take this long; a hung server fails the benchmark instead of
@@ -169,6 +170,27 @@ def process_cpu_s(pid: int | None) -> float | None:
     fields = stat[stat.rfind(")") + 2:].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def wait_idle(pid: int | None, *, window_s: float = 1.0, share: float = 0.05,
+              limit_s: float = 300.0) -> float:
+    """Wait until the process ``pid`` uses less than ``share`` of a core over
+    ``window_s`` (at most ``limit_s``); the seconds waited.
+
+    After a run of ingests the server's first search starts one-off work on a thread
+    of its own (the queued keyword entries moved into the derived index, then the FTS5
+    segments merged: seconds of CPU after 20,000 single ingests); reads timed during it
+    would measure that work, not the reads. A warm-up call, then this, keeps it apart.
+    """
+    started = time.perf_counter()
+    before = process_cpu_s(pid)
+    while before is not None and time.perf_counter() - started < limit_s:
+        time.sleep(window_s)
+        now = process_cpu_s(pid)
+        if now is None or now - before < share * window_s:
+            break
+        before = now
+    return time.perf_counter() - started
 
 
 # --------------------------------------------------------------------------- the server

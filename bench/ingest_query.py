@@ -81,6 +81,7 @@ from common import (
     spawn_server,
     structured,
     summarize,
+    wait_idle,
 )
 
 INGEST = "stenographer_ingest_exchange"
@@ -462,6 +463,7 @@ async def read_phase(server: Server, turns: list[Turn], ids: dict[int, int], *,
         started = time.perf_counter()
         await server.call(tool, warm)
         first_calls[tool] = (time.perf_counter() - started) * 1e3
+    await anyio.to_thread.run_sync(wait_idle, server.pid)  # the index upkeep apart
 
     # The floor of one tool call over stdio: a call rejected by input validation
     # (empty session_id) does everything but run a graph; one follows every read call.
@@ -679,6 +681,7 @@ def raw_phase(turns: list[Turn], root: Path, args: argparse.Namespace) -> dict[s
                 for name, calls in plan.items():
                     tool = _READ_TOOL[name]
                     raw.call(tool, calls[0])  # one-off costs (in-memory copies) apart
+                    wait_idle(raw.pid)  # and the index upkeep that a first search starts
                     r = _paired(raw, tool, calls)
                     r.pop("results")
                     reads.setdefault(name, {})[load] = r

@@ -33,7 +33,15 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, CallTimer, Server, fmt_ms, print_table, spawn_server
+from common import (
+    REPO_ROOT,
+    CallTimer,
+    Server,
+    fmt_ms,
+    print_table,
+    spawn_server,
+    wait_idle,
+)
 from ingest_query import (
     BRIEF,
     COMPONENT,
@@ -109,6 +117,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for server in servers.values():  # one-off costs (in-memory copies) first
                 for tool in TOOLS:
                     await server.call(_TOOL[tool], plan[tool][0])
+            for server in servers.values():  # and the index upkeep a first search starts
+                await anyio.to_thread.run_sync(wait_idle, server.pid)
             names = list(servers)
             for rnd in range(args.rounds):
                 for tool in TOOLS:
