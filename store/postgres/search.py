@@ -19,6 +19,7 @@ by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from store.correlation import turn_trace_sql
+from store.postgres.keywords import DEPTH, DerivedKeywords, unit_lexemes
 from store.postgres.tsquery import Tsquery, translate
 from store.search_filter import BM25_WEIGHTS, POOL, HitFilter, flag_condition
 from store.sql import Conn, all_rows, one, where
@@ -43,8 +45,13 @@ MIN_IDF = 1e-6
 # Each phrase's IDF comes in with its text (``phrase_idfs``). N (turns) is the sum of
 # the sessions' turn counters (ingest adds, forget subtracts): counting the index would
 # read all of it; n (turns holding the phrase) is counted through the GIN index, over
-# the whole table as bm25() counts it, up to N / 2 + 1 only: from there on the IDF is
-# the minimum anyway.
+# the whole table as bm25() counts it, up to N / 2 + 1 only (from there on the IDF is
+# the minimum anyway) and up to COUNT_BOUND only: a phrase held by more turns than that
+# (a prefix, a NEAR group of common words: a count would read hundreds of thousands of
+# index entries and recheck as many turns, seconds at 1,000,000 turns) takes the
+# planner's estimate from the column's statistics instead (``ESTIMATE``), at least
+# COUNT_BOUND: the IDF of a phrase in 5,000 turns of 1,000,000 or more is 5.3 or less,
+# and an estimate's error moves it by the log of the error's ratio.
 # A word that ANALYZE's sample found in DF_CACHE_MIN turns or more (the column's most
 # common elements, ``pg_stats``) is not counted: the share of the sampled turns holding
 # it stands for the count, as a kept share does below. Without statistics (a new store)
@@ -62,6 +69,13 @@ SELECT v.t, coalesce(
   (SELECT count(*) FROM (
      SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?4) AS m))
 FROM unnest(?1::text[]) AS v(t)"""
+COUNT_BOUND = 5_000
+ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', ?)"
+# The derived index's candidates and the turns past its watermark (the primary key's
+# index: a few rows each, never the GIN index's matches of a common word).
+PICKED = """
+SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid = ANY(?::bigint[])
+UNION ALL SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid > ?"""
 UNITS = """
 SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
 
@@ -78,6 +92,8 @@ _shares_lock = threading.Lock()
 
 
 class _Located(Conn, Protocol):
+    keywords: DerivedKeywords | None  # as ``PgConnection.keywords``
+
     @property
     def database(self) -> str: ...  # as ``PgConnection.database``
 
@@ -96,22 +112,37 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
                 _shares.move_to_end((database, unit))
     missing = [u for u in units if u not in having]
     if missing:
-        counted = all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, total // 2 + 1))
+        bound = min(total // 2 + 1, COUNT_BOUND)
+        counted = []
+        for unit, n in all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, bound)):
+            if n == bound and bound <= total // 2:  # held by more turns than counted
+                n = min(max(_estimated(conn, str(unit)), bound), total)
+            counted.append((str(unit), int(n)))
         with _shares_lock:
             for unit, n in counted:
-                having[str(unit)] = float(n)
+                having[unit] = float(n)
                 if n >= DF_CACHE_MIN and total:
-                    _shares[(database, str(unit))] = (n / total, total)
+                    _shares[(database, unit)] = (n / total, total)
             while len(_shares) > DF_CACHE_SIZE:
                 _shares.popitem(last=False)
     return [max(math.log((max(total - having[u], 0) + 0.5) / (having[u] + 0.5)), MIN_IDF)
             for u in units]
 
 
-def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
+def _estimated(conn: Conn, unit: str) -> int:
+    """How many turns hold ``unit``, as the planner estimates it from the statistics of
+    the keyword column (ANALYZE's sample of its most common words, their frequencies)."""
+    plan = one(conn, ESTIMATE, (unit,))[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits. The statement's
-    parameters: the phrases' texts and IDFs, the rank weights, the whole query, the filter's,
-    LIMIT twice."""
+    parameters: the phrases' texts and IDFs, (``picked``: the candidates' ids and the
+    derived index's watermark: those turns and every turn past it are ranked, no
+    other), the rank weights, the whole query, the filter's, LIMIT twice."""
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
@@ -125,12 +156,14 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         f"SELECT t.rowid AS id, (SELECT sum(u.idf * ts_rank(?::float4[], t.doc, u.q,"
         f" {RANK_NORMALIZATION}))"
         "   FROM units u) AS raw"
-        " FROM exchanges_fts t" + join
+        f" FROM {'picked' if picked else 'exchanges_fts'} t" + join
         + " WHERE " + " AND ".join(["t.doc @@ to_tsquery('english', ?)", *clauses])
         + f" ORDER BY raw DESC LIMIT ? * {POOL}"
     )
     sql = (
-        f"WITH units AS MATERIALIZED ({UNITS})"
+        f"WITH units AS MATERIALIZED ({UNITS})" + (f", picked AS MATERIALIZED ({PICKED})"
+                                                   if picked else "")
+        +
         f" SELECT h.id, h.raw * pow(greatest(octet_length(e.content), 1), {LENGTH_PRIOR}::float8)"
         f" AS score FROM ({inner}) h JOIN exchanges e ON e.id = h.id"
         " ORDER BY score DESC, h.id LIMIT ?"
@@ -157,6 +190,12 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     sql, params = keyword_sql(flt)
     units = list(query.units)
     idfs = phrase_idfs(conn, units)
+    derived = cast(_Located, conn).keywords
+    if (derived is not None and flt.session_id is None and not flt.reads_rows
+            and not flt.compressed_only and _any_of(query)):
+        hits = _from_candidates(conn, derived, query, units, idfs, limit)
+        if hits is not None:
+            return hits
 
     def ranked(text: str) -> list[tuple[int, float]]:
         found = all_rows(conn, sql, (units, idfs, RANK_WEIGHTS, text, *params, limit, limit))
@@ -168,6 +207,24 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
         if len(hits) >= limit:
             return hits
     return ranked(query.text)
+
+
+def _from_candidates(conn: Conn, derived: DerivedKeywords, query: Tsquery, units: list[str],
+                     idfs: list[float], limit: int) -> list[tuple[int, float]] | None:
+    """A store-wide OR of words ranked over the derived index's candidates and the turns
+    past its watermark (``store.postgres.keywords``); None when the index does not
+    answer (a small store, too many turns past its watermark, a phrase or prefix)."""
+    index = derived.answering(conn)
+    if index is None:
+        return None
+    terms = unit_lexemes(conn, units)
+    if terms is None:
+        return None
+    ids, watermark = index.candidates(terms, idfs, DEPTH * POOL * limit)
+    sql, params = keyword_sql(HitFilter(), picked=True)
+    found = all_rows(conn, sql, (units, idfs, ids, watermark, RANK_WEIGHTS, query.text,
+                                 *params, limit, limit))
+    return [(int(r[0]), float(r[1])) for r in found]
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
