@@ -19,6 +19,7 @@ by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -53,8 +54,11 @@ MIN_IDF = 1e-6
 # of the store, at least COUNT_BOUND. Such a phrase is in 0.5% of the turns or more
 # (5,000 of 1,000,000): the sample holds 25 of them or more, and its error moves the
 # IDF by the log of the error's ratio. The planner's estimate from the column's
-# statistics was tried first: it ignores a phrase's weights (the turn's own words) and
-# order (NEAR), and was off by up to twice the count.
+# statistics was tried for the count first: it ignores a phrase's weights (the turn's
+# own words) and order (NEAR), and was off by up to twice the count. It only decides
+# which phrases go to the sample without a count (``ESTIMATE``, at least COUNT_BOUND):
+# the GIN index builds the whole bitmap of a phrase's words before the first row of a
+# count comes, 0.2-0.6 s for a common word at 600,000 turns, however small the LIMIT.
 # A word that ANALYZE's sample found in DF_CACHE_MIN turns or more (the column's most
 # common elements, ``pg_stats``) is not counted: the share of the sampled turns holding
 # it stands for the count, as a kept share does below. Without statistics (a new store)
@@ -70,10 +74,11 @@ SELECT v.t, coalesce(
   (SELECT round(m.f * ?2) FROM common m
    WHERE m.f * ?2 >= ?3 AND quote_literal(m.e) = to_tsquery('english', v.t)::text),
   (SELECT count(*) FROM (
-     SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?4) AS m))
-FROM unnest(?1::text[]) AS v(t)"""
+     SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT v.n) AS m))
+FROM unnest(?1::text[], ?4::int[]) AS v(t, n)"""
 COUNT_BOUND = 5_000
 SAMPLE_TURNS = 5_000
+ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', ?)"
 SAMPLED = """
 WITH s AS MATERIALIZED (
   SELECT doc FROM exchanges_fts TABLESAMPLE SYSTEM (?1) REPEATABLE (7))
@@ -122,9 +127,12 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
     missing = [u for u in units if u not in having]
     if missing:
         bound = min(total // 2 + 1, COUNT_BOUND)
+        sampled = bound <= total // 2  # else every count is exact
+        common = {u for u in missing if sampled and _estimated(conn, u) >= bound}
+        limits = [0 if u in common else bound for u in missing]
         counted = [(str(unit), int(n)) for unit, n in
-                   all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, bound))]
-        more = [u for u, n in counted if n == bound and bound <= total // 2]
+                   all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, limits))]
+        more = [u for u, n in counted if sampled and (n == bound or (u in common and n == 0))]
         if more:  # held by more turns than counted: their share of a sample
             share = {str(u): int(hit) / int(seen) for u, hit, seen in all_rows(
                 conn, SAMPLED, (min(100.0, 100.0 * SAMPLE_TURNS / total), more)) if seen}
@@ -139,6 +147,15 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
                 _shares.popitem(last=False)
     return [max(math.log((max(total - having[u], 0) + 0.5) / (having[u] + 0.5)), MIN_IDF)
             for u in units]
+
+
+def _estimated(conn: Conn, unit: str) -> float:
+    """How many turns the planner expects to hold ``unit`` (from the column's statistics;
+    it ignores weights and word order)."""
+    plan = one(conn, ESTIMATE, (unit,))[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[object]]:
