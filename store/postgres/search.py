@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -78,6 +79,9 @@ SELECT v.t, coalesce(
 FROM unnest(?1::text[], ?4::int[]) AS v(t, n)"""
 COUNT_BOUND = 5_000
 SAMPLE_TURNS = 5_000
+# A word or words with no column, prefix or order: a common one is in the statistics
+# (HOLDING), a rarer one's bitmap is small; only the others are estimated first.
+_PLAIN = re.compile(r"^'(?:[^']|'')*'$")
 ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', ?)"
 SAMPLED = """
 WITH s AS MATERIALIZED (
@@ -128,7 +132,8 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
     if missing:
         bound = min(total // 2 + 1, COUNT_BOUND)
         sampled = bound <= total // 2  # else every count is exact
-        common = {u for u in missing if sampled and _estimated(conn, u) >= bound}
+        common = {u for u in missing if sampled and not _PLAIN.match(u)
+                  and _estimated(conn, u) >= bound}
         limits = [0 if u in common else bound for u in missing]
         counted = [(str(unit), int(n)) for unit, n in
                    all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, limits))]
