@@ -101,8 +101,11 @@ def rewritten_keyword_index(store: Backend) -> bool | None:
     from nodes.publish.keyword_index import stored_entries
     from store.db import Store
 
+    if not isinstance(store, Store):  # PostgreSQL's derived index, if it holds the turns
+        store.catch_up_keywords()
+        return None
     derived = store.keyword_index()
-    if derived is None or not isinstance(store, Store):
+    if derived is None:
         return None
     try:
         derived.rebuild(store, stored_entries)

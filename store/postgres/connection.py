@@ -21,6 +21,7 @@ import psycopg
 
 from store.dialect import Dialect
 from store.postgres.dialect import POSTGRESQL
+from store.postgres.keywords import DerivedKeywords
 
 __all__ = ["PgConnection", "translate"]
 
@@ -62,7 +63,9 @@ class PgConnection:
 
     dialect: Dialect = POSTGRESQL
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(self, raw: psycopg.Connection[Any],
+                 keywords: DerivedKeywords | None = None) -> None:
+        self.keywords = keywords  # the store's derived keyword index (store-wide searches)
         self._raw = raw
         self._changes = 0
         self._begin: str | None = None  # a BEGIN not yet sent (begin_with_first)

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from store.errors import Doing, StoreError, Where, storage_failure
 from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
+from store.postgres.keywords import BULK_LIMIT, DerivedKeywords
 from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
@@ -78,6 +79,8 @@ class PgStore:
         # Trace writes are bookkeeping: they do not count as the calls' commits.
         self.traces = TraceBuffer(lambda: self._transaction("BEGIN", "write", counted=False))
         self.file_rewrite = FileRewrite(self, scrub_tables)
+        # Chooses a large store's store-wide search candidates; opened at its size.
+        self.keywords = DerivedKeywords(self, data_dir)
         self._local = threading.local()
         options: dict[str, Any] = {
             "autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
@@ -108,7 +111,7 @@ class PgStore:
             yield current
             return
         with self._borrowed(doing) as raw:
-            conn = PgConnection(raw)
+            conn = PgConnection(raw, self.keywords)
             conn.begin_with_first(begin)
             self._local.conn = conn
             try:
@@ -184,13 +187,18 @@ class PgStore:
         return None
 
     def catch_up_keywords(self) -> int:
-        """0: PostgreSQL keeps its keyword index in the database."""
-        return 0
+        """After a bulk write: more than ``BULK_LIMIT`` turns past the derived keyword
+        index's watermark (which searches would leave to PostgreSQL alone until a thread
+        had taken them in) are taken in now, by the writer that wrote them; after a
+        forget, an index that holds a forgotten turn is written again. How many turns
+        it took in."""
+        return self.keywords.catch_up(beyond=BULK_LIMIT)
 
     def close(self) -> None:
         """Close the pool; the stage traces still buffered are written first (a
         StoreError if they cannot be, once the pool is closed)."""
         self.file_rewrite.close()
+        self.keywords.wait()
         try:
             self.traces.close()
         finally:

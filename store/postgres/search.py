@@ -19,13 +19,16 @@ by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, cast
 
 from store.correlation import turn_trace_sql
+from store.postgres.keywords import DEPTH, DerivedKeywords, unit_lexemes
 from store.postgres.tsquery import Tsquery, translate
 from store.search_filter import BM25_WEIGHTS, POOL, HitFilter, flag_condition
 from store.sql import Conn, all_rows, one, where
@@ -43,8 +46,20 @@ MIN_IDF = 1e-6
 # Each phrase's IDF comes in with its text (``phrase_idfs``). N (turns) is the sum of
 # the sessions' turn counters (ingest adds, forget subtracts): counting the index would
 # read all of it; n (turns holding the phrase) is counted through the GIN index, over
-# the whole table as bm25() counts it, up to N / 2 + 1 only: from there on the IDF is
-# the minimum anyway.
+# the whole table as bm25() counts it, up to N / 2 + 1 only (from there on the IDF is
+# the minimum anyway) and up to COUNT_BOUND only: a phrase held by more turns than that
+# (a prefix, a NEAR group of common words: a count would read hundreds of thousands of
+# index entries and recheck as many turns, seconds at 1,000,000 turns) is counted in a
+# sample of about SAMPLE_TURNS turns instead (``SAMPLED``: whole pages of the table, the
+# same pages while it is unchanged), its share of the sample standing for its share
+# of the store, at least COUNT_BOUND. Such a phrase is in 0.5% of the turns or more
+# (5,000 of 1,000,000): the sample holds 25 of them or more, and its error moves the
+# IDF by the log of the error's ratio. The planner's estimate from the column's
+# statistics was tried for the count first: it ignores a phrase's weights (the turn's
+# own words) and order (NEAR), and was off by up to twice the count. It only decides
+# which phrases go to the sample without a count (``ESTIMATE``, at least COUNT_BOUND):
+# the GIN index builds the whole bitmap of a phrase's words before the first row of a
+# count comes, 0.2-0.6 s for a common word at 600,000 turns, however small the LIMIT.
 # A word that ANALYZE's sample found in DF_CACHE_MIN turns or more (the column's most
 # common elements, ``pg_stats``) is not counted: the share of the sampled turns holding
 # it stands for the count, as a kept share does below. Without statistics (a new store)
@@ -60,8 +75,25 @@ SELECT v.t, coalesce(
   (SELECT round(m.f * ?2) FROM common m
    WHERE m.f * ?2 >= ?3 AND quote_literal(m.e) = to_tsquery('english', v.t)::text),
   (SELECT count(*) FROM (
-     SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT ?4) AS m))
-FROM unnest(?1::text[]) AS v(t)"""
+     SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', v.t) LIMIT v.n) AS m))
+FROM unnest(?1::text[], ?4::int[]) AS v(t, n)"""
+COUNT_BOUND = 5_000
+SAMPLE_TURNS = 5_000
+# A word or words with no column, prefix or order: a common one is in the statistics
+# (HOLDING), a rarer one's bitmap is small; only the others are estimated first.
+_PLAIN = re.compile(r"^'(?:[^']|'')*'$")
+ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT FROM exchanges_fts WHERE doc @@ to_tsquery('english', ?)"
+SAMPLED = """
+WITH s AS MATERIALIZED (
+  SELECT doc FROM exchanges_fts TABLESAMPLE SYSTEM (?1) REPEATABLE (7))
+SELECT v.t, (SELECT count(*) FROM s WHERE s.doc @@ to_tsquery('english', v.t)),
+       (SELECT count(*) FROM s)
+FROM unnest(?2::text[]) AS v(t)"""
+# The derived index's candidates and the turns past its watermark (the primary key's
+# index: a few rows each, never the GIN index's matches of a common word).
+PICKED = """
+SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid = ANY(?::bigint[])
+UNION ALL SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid > ?"""
 UNITS = """
 SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
 
@@ -78,6 +110,8 @@ _shares_lock = threading.Lock()
 
 
 class _Located(Conn, Protocol):
+    keywords: DerivedKeywords | None  # as ``PgConnection.keywords``
+
     @property
     def database(self) -> str: ...  # as ``PgConnection.database``
 
@@ -96,22 +130,44 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
                 _shares.move_to_end((database, unit))
     missing = [u for u in units if u not in having]
     if missing:
-        counted = all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, total // 2 + 1))
+        bound = min(total // 2 + 1, COUNT_BOUND)
+        sampled = bound <= total // 2  # else every count is exact
+        common = {u for u in missing if sampled and not _PLAIN.match(u)
+                  and _estimated(conn, u) >= bound}
+        limits = [0 if u in common else bound for u in missing]
+        counted = [(str(unit), int(n)) for unit, n in
+                   all_rows(conn, HOLDING, (missing, total, DF_CACHE_MIN, limits))]
+        more = [u for u, n in counted if sampled and (n == bound or (u in common and n == 0))]
+        if more:  # held by more turns than counted: their share of a sample
+            share = {str(u): int(hit) / int(seen) for u, hit, seen in all_rows(
+                conn, SAMPLED, (min(100.0, 100.0 * SAMPLE_TURNS / total), more)) if seen}
+            counted = [(u, min(max(round(share.get(u, 0.0) * total), bound), total)
+                        if u in more else n) for u, n in counted]
         with _shares_lock:
             for unit, n in counted:
-                having[str(unit)] = float(n)
+                having[unit] = float(n)
                 if n >= DF_CACHE_MIN and total:
-                    _shares[(database, str(unit))] = (n / total, total)
+                    _shares[(database, unit)] = (n / total, total)
             while len(_shares) > DF_CACHE_SIZE:
                 _shares.popitem(last=False)
     return [max(math.log((max(total - having[u], 0) + 0.5) / (having[u] + 0.5)), MIN_IDF)
             for u in units]
 
 
-def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
+def _estimated(conn: Conn, unit: str) -> float:
+    """How many turns the planner expects to hold ``unit`` (from the column's statistics;
+    it ignores weights and word order)."""
+    plan = one(conn, ESTIMATE, (unit,))[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
+
+
+def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[object]]:
     """SQL and the filter's parameters for ranked keyword hits. The statement's
-    parameters: the phrases' texts and IDFs, the rank weights, the whole query, the filter's,
-    LIMIT twice."""
+    parameters: the phrases' texts and IDFs, (``picked``: the candidates' ids and the
+    derived index's watermark: those turns and every turn past it are ranked, no
+    other), the rank weights, the whole query, the filter's, LIMIT twice."""
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
@@ -125,12 +181,14 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
         f"SELECT t.rowid AS id, (SELECT sum(u.idf * ts_rank(?::float4[], t.doc, u.q,"
         f" {RANK_NORMALIZATION}))"
         "   FROM units u) AS raw"
-        " FROM exchanges_fts t" + join
+        f" FROM {'picked' if picked else 'exchanges_fts'} t" + join
         + " WHERE " + " AND ".join(["t.doc @@ to_tsquery('english', ?)", *clauses])
         + f" ORDER BY raw DESC LIMIT ? * {POOL}"
     )
     sql = (
-        f"WITH units AS MATERIALIZED ({UNITS})"
+        f"WITH units AS MATERIALIZED ({UNITS})" + (f", picked AS MATERIALIZED ({PICKED})"
+                                                   if picked else "")
+        +
         f" SELECT h.id, h.raw * pow(greatest(octet_length(e.content), 1), {LENGTH_PRIOR}::float8)"
         f" AS score FROM ({inner}) h JOIN exchanges e ON e.id = h.id"
         " ORDER BY score DESC, h.id LIMIT ?"
@@ -157,6 +215,12 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     sql, params = keyword_sql(flt)
     units = list(query.units)
     idfs = phrase_idfs(conn, units)
+    derived = cast(_Located, conn).keywords
+    if (derived is not None and flt.session_id is None and not flt.reads_rows
+            and not flt.compressed_only and _any_of(query)):
+        hits = _from_candidates(conn, derived, query, units, idfs, limit)
+        if hits is not None:
+            return hits
 
     def ranked(text: str) -> list[tuple[int, float]]:
         found = all_rows(conn, sql, (units, idfs, RANK_WEIGHTS, text, *params, limit, limit))
@@ -168,6 +232,24 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
         if len(hits) >= limit:
             return hits
     return ranked(query.text)
+
+
+def _from_candidates(conn: Conn, derived: DerivedKeywords, query: Tsquery, units: list[str],
+                     idfs: list[float], limit: int) -> list[tuple[int, float]] | None:
+    """A store-wide OR of words ranked over the derived index's candidates and the turns
+    past its watermark (``store.postgres.keywords``); None when the index does not
+    answer (a small store, too many turns past its watermark, a phrase or prefix)."""
+    index = derived.answering(conn)
+    if index is None:
+        return None
+    terms = unit_lexemes(conn, units)
+    if terms is None:
+        return None
+    ids, watermark = index.candidates(terms, idfs, DEPTH * POOL * limit)
+    sql, params = keyword_sql(HitFilter(), picked=True)
+    found = all_rows(conn, sql, (units, idfs, ids, watermark, RANK_WEIGHTS, query.text,
+                                 *params, limit, limit))
+    return [(int(r[0]), float(r[1])) for r in found]
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,

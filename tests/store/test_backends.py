@@ -1,7 +1,7 @@
 """Choosing the backend: STENO_DATABASE_URL's checks, a clear error for a database that
 cannot be reached (its password never shown), and a store that opens the same way twice
 (several processes start on one new database: each migration applies once), and
-PostgreSQL's document-frequency cache."""
+PostgreSQL's document-frequency cache and its sampled counts."""
 
 from __future__ import annotations
 
@@ -128,5 +128,44 @@ def test_common_words_are_counted_once_while_the_store_grows_by_less_than_the_dr
         assert grown[1] == pytest.approx(math.log((44 - n + 0.5) / (n + 0.5)), rel=1e-12)
         hits = app.run("search", {"query": "zebra kafka", "session_id": "s"})[0]["hits"]
         assert hits and "zebra" in hits[0]["snippet"]
+    finally:
+        app.close()
+
+
+def test_a_phrase_held_by_more_turns_than_the_bound_is_counted_in_a_sample(
+        tmp_path: Path, postgres_server: Any, monkeypatch: pytest.MonkeyPatch):
+    """A prefix held by more than COUNT_BOUND turns: its share of a sample of the table
+    stands for its count (no count to the end), and the IDF stays close to the exact."""
+    import store.postgres.search as pg_search
+
+    monkeypatch.setattr(pg_search, "COUNT_BOUND", 10)
+    monkeypatch.setattr(pg_search, "_shares", type(pg_search._shares)())
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+    sampled: list[Any] = []
+    real = pg_search.all_rows
+
+    def spy(conn: Any, sql: str, params: Any = ()) -> Any:
+        rows = real(conn, sql, params)
+        if sql == pg_search.SAMPLED:
+            sampled.append((params, rows))
+        return rows
+
+    monkeypatch.setattr(pg_search, "all_rows", spy)
+    try:
+        turns = [{"session_id": f"s{i % 3}", "role": "user",
+                  "content": ("migration step" if i % 3 else "deploy step") + f" {i}"}
+                 for i in range(90)]
+        app.run("ingest_batch", {"turns": turns})
+        units = ["('migrat':*)", "('deploy')"]
+        with app.store.read() as conn:
+            idfs = pg_search.phrase_idfs(conn, units)
+            held = pg_search.one(conn, "SELECT count(*) FROM exchanges_fts WHERE doc @@ "
+                                 "to_tsquery('english', ?)", (units[0],))[0]
+        ((params, rows),) = sampled
+        assert params[1] == units  # both held by more than 10 of the 90 turns
+        assert all(seen == 90 for _, _, seen in rows)  # a small table: all of it
+        assert held == 60
+        assert idfs[0] == pytest.approx(max(math.log((90 - 60 + 0.5) / 60.5), 1e-6))
+        assert idfs[1] == pytest.approx(math.log((90 - 30 + 0.5) / 30.5))
     finally:
         app.close()

@@ -1,0 +1,332 @@
+"""The derived keyword index of a PostgreSQL store: a Tantivy index of the turns'
+lexemes that finds a store-wide search's candidates, which PostgreSQL then ranks.
+
+Ranking every match of a common word does not scale: at 1,000,000 turns a store-wide
+question matches hundreds of thousands of turns, and ``ts_rank`` of each took 1.3 s
+(p50). Tantivy finds its top k with block-max WAND; its order is not PostgreSQL's, so it
+only chooses candidates (``DEPTH`` times the ranked pool), and ``store.postgres.search``
+ranks those as it ranks every match (``ts_rank`` and the IDFs), with the turns past the
+index's watermark beside them.
+
+What the index holds and how it stays right:
+
+* one document a turn: its exchange id and its lexemes as ``exchanges_fts.doc`` holds
+  them (PostgreSQL's own parser, stemmer and stop words: the index has no tokenizer of
+  its own), each as often as it occurs; in "all" every lexeme, in "own" those of the
+  turn's own words (weight A);
+* PostgreSQL stays the source of truth. Turn ids commit in id order (every writer takes
+  the turn writers' lock before it draws one), so the index is the turns up to its
+  largest id, its watermark; the turns past it (the hot tier) are matched through the
+  GIN index beside the candidates, so a turn is searchable when its ingest returns;
+* past HOT_LIMIT turns past the watermark, a search leaves the whole search to
+  PostgreSQL and a thread of this process takes them in (``catch_up_later``); a bulk
+  write takes them in itself past BULK_LIMIT (``PgStore.catch_up_keywords``);
+* a forget: PostgreSQL's ranking reads the turn's row, so a forgotten turn is never
+  returned; the index that holds it is written again from the turns (a deleted entry
+  would stay in its segment's files until a merge) by the forget's process at once
+  (``PgStore.catch_up_keywords``), by any other when it next catches up (the
+  ``forgotten`` table's tombstones);
+* the index lives in the process's data directory, named by the store's id; an index
+  whose watermark lies beyond the store's largest turn (a database restored from an
+  older copy) is written again from the turns. One process writes it at a time
+  (Tantivy's writer lock); the others read what it commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from store.sql import Conn, all_rows, first
+
+__all__ = ["ANSWERS_FROM", "DEPTH", "DerivedKeywords", "LexemeIndex", "unit_lexemes"]
+
+# The index answers a store-wide search from this many turns (the largest turn id); below,
+# ranking every match costs less than the candidates' round trip (bench/scale.py: 50 ms
+# store-wide at 20,000 turns, 175 ms at 100,000).
+ANSWERS_FROM = 50_000
+HOT_LIMIT = 2_000
+BULK_LIMIT = 10_000
+# Candidates: DEPTH x the ranked pool (POOL x limit) of Tantivy's best (FEED: at 1, 2, 4
+# the top-100 overlap with ranking every match was 0.936, 0.969, 0.9997).
+DEPTH = 4
+ALL_SHARE = 2 / 3  # "all" and "own": a word of the turn's own words counts half again
+PAGE = 10_000  # turns read in one statement when catching up
+COMMIT_EVERY = 200_000  # turns between commits of a long catch-up (a rebuild)
+HEAP = 64_000_000
+RELOAD_EVERY_S = 1.0  # how stale another process's commits may be to this one's reader
+
+# A turn's lexemes, each as often as it occurs (all, then those of its own words,
+# weight A). Term counts bring Tantivy's order close to ts_rank's (bench, 100,000 turns,
+# 100 store-wide questions, candidates 4 x the pool: top-10 the same for 100 of 100 and
+# top-100 overlap 0.9997 with them; 0.978 and 0.895 with each lexeme once, which is
+# cheaper to read: 15 s against 40 s for the 100,000 turns on a loaded machine).
+FEED = """
+SELECT t.rowid,
+  (SELECT string_agg(repeat(u.lexeme || ' ', greatest(cardinality(u.positions), 1)), '')
+   FROM unnest(t.doc) AS u),
+  (SELECT string_agg(repeat(u.lexeme || ' ', cardinality(array_positions(u.weights, 'A'))),
+                     '')
+   FROM unnest(t.doc) AS u)
+FROM exchanges_fts t WHERE t.rowid > ? ORDER BY t.rowid LIMIT ?"""
+# The largest turn id given out: the newest turn's, or a forgotten newer one's.
+LARGEST = """
+SELECT greatest((SELECT max(rowid) FROM exchanges_fts), (SELECT max(exchange_id) FROM forgotten),
+                0)"""
+STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
+TOMBSTONES = "SELECT count(*) FROM forgotten"
+FORGOTTEN = "SELECT exchange_id FROM forgotten WHERE exchange_id <= ?"
+LEXEMES = "SELECT querytree(to_tsquery('english', v.t)) FROM unnest(?::text[]) AS v(t)"
+# querytree's text of one lexeme, of the turn's own words (A) or of any column.
+_ONE_LEXEME = re.compile(r"^'([^'\\\s]+)'(:A)?$")
+TOMBSTONE_FILE = "tombstones"
+
+
+class _Transactions(Protocol):
+    def read(self) -> contextlib.AbstractContextManager[Conn]: ...
+
+
+def unit_lexemes(conn: Conn, units: Sequence[str]) -> list[tuple[str, str] | None] | None:
+    """Each unit's (field, lexeme): "own" for a word of the turn's own words, "all" for a
+    word anywhere; None for a unit that matches nothing (a stop word). None when any
+    unit is more than one lexeme (a phrase, a prefix, other columns): the index does
+    not choose candidates for it."""
+    out: list[tuple[str, str] | None] = []
+    for (tree,) in all_rows(conn, LEXEMES, (list(units),)):
+        if str(tree) == "T":  # nothing left of it
+            out.append(None)
+            continue
+        found = _ONE_LEXEME.match(str(tree))
+        if found is None:
+            return None
+        out.append(("own" if found.group(2) else "all", found.group(1)))
+    return out
+
+
+class LexemeIndex:
+    """The Tantivy index in ``directory``; ``watermark``: the largest turn id it holds."""
+
+    def __init__(self, directory: Path) -> None:
+        import tantivy
+
+        self._tv = tantivy
+        self.directory = directory
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        b = tantivy.SchemaBuilder()
+        b.add_text_field("all", tokenizer_name="lexemes", index_option="freq")
+        b.add_text_field("own", tokenizer_name="lexemes", index_option="freq")
+        b.add_unsigned_field("id", indexed=True, fast=True)
+        self.schema = b.build()
+        try:
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        except ValueError:  # another layout: written again
+            shutil.rmtree(directory)
+            directory.mkdir(mode=0o700)
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        self.index.register_tokenizer(
+            "lexemes", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+        self.index.config_reader(reload_policy="Manual")
+        self._view = self._searched()
+        self._reloaded = time.monotonic()
+
+    def _searched(self) -> tuple[Any, int]:
+        """A searcher and the largest turn id it holds."""
+        searcher = self.index.searcher()
+        hits = searcher.search(self._tv.Query.all_query(), 1, count=False,
+                               order_by_field="id").hits
+        return searcher, int(hits[0][0]) if hits else 0
+
+    @property
+    def watermark(self) -> int:
+        """The largest turn id the index holds (every turn up to it is in)."""
+        return self._view[1]
+
+    def reload(self, *, at_most_every: float = 0.0) -> None:
+        """See what any process committed (not more often than ``at_most_every`` s)."""
+        now = time.monotonic()
+        if now - self._reloaded >= at_most_every:
+            self.index.reload()
+            self._view = self._searched()
+            self._reloaded = now
+
+    def tombstones_seen(self) -> int:
+        try:
+            return int((self.directory / TOMBSTONE_FILE).read_text())
+        except (OSError, ValueError):
+            return -1
+
+    def catch_up(self, store: _Transactions, stop: Callable[[], bool] = lambda: False
+                 ) -> int:
+        """Take in the turns past the watermark and delete the entries of turns
+        forgotten since the last time; how many turns (0 also when another process is
+        writing the index)."""
+        try:
+            writer = self.index.writer(heap_size=HEAP, num_threads=1)
+        except ValueError:
+            return 0  # another process or thread is writing it
+        added = 0
+        try:
+            self.reload()
+            with store.read() as conn:
+                largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
+                tombstones = int(first(conn, TOMBSTONES)[0])  # type: ignore[index]
+                gone: list[int] = []
+                top = self.watermark
+                if tombstones != self.tombstones_seen():
+                    gone = [int(r[0]) for r in all_rows(conn, FORGOTTEN, (top,))]
+            searcher = self._view[0]
+            if top > largest or any(searcher.search(self._tv.Query.term_query(
+                    self.schema, "id", i), 1, count=True).count for i in gone):
+                # Not this store's history (a restored older copy), or it holds a turn
+                # forgotten since: written again. A deleted entry would stay in its
+                # segment's files until a merge; the old segments' files go with them.
+                writer.delete_all_documents()
+                top = 0
+            since_commit = 0
+            while True:
+                with store.read() as conn:
+                    rows = all_rows(conn, FEED, (top, PAGE))
+                for exchange_id, every, own in rows:
+                    doc = self._tv.Document()
+                    doc.add_unsigned("id", int(exchange_id))
+                    doc.add_text("all", str(every or ""))
+                    doc.add_text("own", str(own or ""))
+                    writer.add_document(doc)
+                    time.sleep(0)  # beside the searches of this process (the interpreter)
+                added += len(rows)
+                since_commit += len(rows)
+                if rows:
+                    top = int(rows[-1][0])
+                last = len(rows) < PAGE or stop()
+                if since_commit >= COMMIT_EVERY or last:
+                    writer.commit()
+                    since_commit = 0
+                if last:
+                    break
+            (self.directory / TOMBSTONE_FILE).write_text(str(tombstones))
+        finally:
+            writer.wait_merging_threads()
+            self.reload()
+        return added
+
+    def candidates(self, terms: Sequence[tuple[str, str] | None], idfs: Sequence[float],
+                   count: int) -> tuple[list[int], int]:
+        """The ids of Tantivy's best ``count`` turns holding any of ``terms`` (field,
+        lexeme), each term weighed by the IDF PostgreSQL's ranking gives it (``idfs``)
+        in place of Tantivy's own, and a word of the turn's own words counted half again
+        where any column may hold it (``ts_rank`` weighs the context's words half); and
+        the watermark of the index they were read from."""
+        q, occur = self._tv.Query, self._tv.Occur
+        searcher, watermark = self._view
+        n = int(searcher.num_docs)
+        should = []
+        for term, idf in zip(terms, idfs, strict=True):
+            if term is None:
+                continue
+            field, lexeme = term
+            fields = ((("all", ALL_SHARE), ("own", 1.0 - ALL_SHARE)) if field == "all"
+                      else (("own", 1.0),))
+            for name, share in fields:
+                df = min(int(searcher.doc_freq(name, lexeme)), n)
+                if df == 0:
+                    continue
+                own_idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                should.append((occur.Should, q.boost_query(
+                    q.term_query(self.schema, name, lexeme), share * idf / own_idf)))
+        if not should:
+            return [], watermark
+        found = searcher.search(q.boolean_query(should), count, count=False).hits
+        ids = searcher.fast_field_values("id", [a for _, a in found])
+        return [int(i) for i in ids], watermark
+
+
+class DerivedKeywords:
+    """A PostgreSQL store's derived keyword index, opened when the store first reaches
+    ANSWERS_FROM turns (a smaller store never imports Tantivy)."""
+
+    def __init__(self, store: _Transactions, data_dir: Path) -> None:
+        self.store = store
+        self.data_dir = data_dir
+        self._index: LexemeIndex | None = None
+        self._failed = False
+        self._lock = threading.Lock()
+        self._catching: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    def _opened(self, conn: Conn) -> LexemeIndex | None:
+        if self._index is None and not self._failed:
+            with self._lock:
+                if self._index is None and not self._failed:
+                    row = first(conn, STORE_ID)
+                    name = f"keywords-{row[0] if row is not None else 'store'}"
+                    try:
+                        self._index = LexemeIndex(self.data_dir / name)
+                    except (OSError, ValueError, ImportError) as ex:
+                        self._failed = True  # PostgreSQL answers every search
+                        print(f"stenographer: the derived keyword index could not be "
+                              f"opened: {ex}", file=sys.stderr)
+        return self._index
+
+    def answering(self, conn: Conn) -> LexemeIndex | None:
+        """The index, when it should choose a store-wide search's candidates in
+        ``conn``'s snapshot: a large store, at most HOT_LIMIT turns past its watermark
+        (more: a thread takes them in, and PostgreSQL answers meanwhile)."""
+        largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
+        if largest < ANSWERS_FROM:
+            return None
+        index = self._opened(conn)
+        if index is None:
+            return None
+        if largest - index.watermark > 0:
+            index.reload(at_most_every=RELOAD_EVERY_S)
+        if largest - index.watermark > HOT_LIMIT or index.watermark > largest:
+            self.catch_up_later()
+            return None
+        return index
+
+    def catch_up(self, *, beyond: int = 0) -> int:
+        """Take in the turns past the watermark now when more than ``beyond`` are (a
+        bulk write: BULK_LIMIT), and write the index again when it holds a turn
+        forgotten since it last did; how many turns it took in."""
+        with self.store.read() as conn:
+            largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
+            if largest < ANSWERS_FROM and self._index is None:
+                return 0
+            index = self._opened(conn)
+            if index is None:
+                return 0
+            forgotten = int(first(conn, TOMBSTONES)[0])  # type: ignore[index]
+        if largest - index.watermark <= beyond and forgotten == index.tombstones_seen():
+            return 0
+        try:
+            return index.catch_up(self.store, self._stopping.is_set)
+        except (OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
+            print(f"stenographer: the derived keyword index did not catch up: {ex}",
+                  file=sys.stderr)
+            return 0
+
+    def catch_up_later(self) -> None:
+        """``catch_up`` on a thread of its own (one at a time)."""
+        with self._lock:
+            if self._catching is not None and self._catching.is_alive():
+                return
+            self._catching = threading.Thread(target=self.catch_up, name="keyword-catch-up",
+                                              daemon=True)
+            self._catching.start()
+
+    def wait(self) -> None:
+        """Until a catch-up started by ``catch_up_later`` has ended (it stops after the
+        page it is on: what it took in is committed, the rest waits for the next)."""
+        catching = self._catching
+        if catching is not None:
+            self._stopping.set()
+            catching.join()
+            self._stopping.clear()

@@ -1,0 +1,117 @@
+"""The derived keyword index of a PostgreSQL store (store.postgres.keywords): a
+store-wide search ranks its candidates and the turns past its watermark as PostgreSQL
+ranks every match, a turn is found when its ingest returns, a forgotten one never."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stenographer.app import App, open_app
+from stenographer.settings import Settings
+from store.search_filter import HitFilter
+from tests.pg_server import PostgresServer
+
+WORDS = ("redis cache timeout kafka consumer lag deploy gateway failed failing postgres "
+         "index migration decided payment retry benchmark p95 latency node worker queue "
+         "the a we it to for on with after before because rollout config flaky test").split()
+
+
+def _turns(count: int) -> list[dict[str, str]]:
+    """Turns of a small technical vocabulary (every word common), in sessions of 100."""
+    rng = random.Random(3)
+    return [{"session_id": f"s{i // 100}", "role": ("user", "assistant")[i % 2],
+             "content": " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 40)))}
+            for i in range(count)]
+
+
+QUESTIONS = [
+    '"redis" OR "cache" OR "timeout"', '"kafka" OR "consumer" OR "lag"',
+    '"deploy" OR "gateway" OR "fail"', '"postgres" OR "index" OR "migration"',
+    '"decided" OR "payment" OR "retry"', '"benchmark" OR "p95" OR "latency" OR "node"',
+]
+
+
+@pytest.fixture
+def app(tmp_path: Path, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+        ) -> Iterator[App]:
+    import store.postgres.keywords as keywords
+
+    monkeypatch.setattr(keywords, "ANSWERS_FROM", 1_000)  # the batch builds no index
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+    out, _ = app.run("ingest_batch", {"turns": _turns(600)})
+    assert out["reply"]["stored"] == 600
+    monkeypatch.setattr(keywords, "ANSWERS_FROM", 100)  # a small store answers
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def _hits(app: App, expression: str, limit: int, *, derived: bool) -> list[tuple[int, float]]:
+    import store.postgres.search as pg_search
+
+    with app.store.read() as conn:
+        if not derived:
+            conn.keywords = None  # type: ignore[attr-defined]
+        return pg_search.keyword_hits(conn, expression, HitFilter(), limit)
+
+
+def _search(app: App, query: str) -> list[dict[str, Any]]:
+    out, _ = app.run("search", {"query": query, "cross_session": True, "limit": 5})
+    hits: list[dict[str, Any]] = out["reply"]["hits"]
+    return hits
+
+
+def test_the_candidates_rank_as_every_match_does(app: App):
+    store: Any = app.store
+    assert store.keywords.catch_up() == 600
+    with app.store.read() as conn:
+        assert store.keywords.answering(conn) is not None
+    for expression in QUESTIONS:
+        for limit in (5, 20):
+            every = _hits(app, expression, limit, derived=False)
+            assert every, expression
+            assert _hits(app, expression, limit, derived=True) == every
+
+
+def test_a_turn_is_found_when_its_ingest_returns_and_a_forgotten_one_never(app: App):
+    store: Any = app.store
+    store.keywords.catch_up()
+    index = store.keywords._index
+    watermark = index.watermark
+    app.run("ingest", {"role": "user", "content": "the zyzzyva quasar relay decided it",
+                       "session_id": "late"})
+    with app.store.read() as conn:
+        assert store.keywords.answering(conn) is index  # one turn past the watermark
+    hits = _search(app, "zyzzyva quasar")
+    assert hits and "zyzzyva" in hits[0]["snippet"]
+    assert index.watermark == watermark  # found beside the index, not in it
+    assert store.keywords.catch_up() == 1
+    ((exchange_id, _),) = _hits(app, '"zyzzyva"', 5, derived=True)
+    assert index.candidates([("all", "zyzzyva")], [1.0], 10)[0] == [exchange_id]
+    app.run("forget", {"confirm": True, "exchange_ids": [exchange_id]})
+    assert _hits(app, '"zyzzyva"', 5, derived=True) == []  # its row is gone at once
+    store.keywords.catch_up()  # and its entry when the index next catches up
+    assert index.candidates([("all", "zyzzyva")], [1.0], 10)[0] == []
+
+
+def test_far_behind_postgresql_answers_while_a_thread_catches_up(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    import store.postgres.keywords as keywords
+
+    store: Any = app.store
+    monkeypatch.setattr(keywords, "HOT_LIMIT", 50)
+    every = _hits(app, QUESTIONS[0], 10, derived=False)
+    with app.store.read() as conn:  # nothing in the index yet: 600 turns past it
+        assert store.keywords.answering(conn) is None
+    assert _hits(app, QUESTIONS[0], 10, derived=True) == every
+    store.keywords.wait()
+    assert store.keywords._index.watermark > 0
+    with app.store.read() as conn:
+        assert store.keywords.answering(conn) is not None
+    assert _hits(app, QUESTIONS[0], 10, derived=True) == every
