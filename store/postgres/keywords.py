@@ -24,8 +24,9 @@ What the index holds and how it stays right:
 * a forget: PostgreSQL's ranking reads the turn's row, so a forgotten turn is never
   returned; the index that holds it is written again from the turns (a deleted entry
   would stay in its segment's files until a merge) by the forget's process at once
-  (``PgStore.catch_up_keywords``), by any other when it next catches up (the
-  ``forgotten`` table's tombstones);
+  (``PgStore.catch_up_keywords``), by any other at its next search or catch-up (the
+  ``forgotten`` table's tombstones; until then PostgreSQL answers that process's
+  searches);
 * the index lives in the process's data directory, named by the store's id; an index
   whose watermark lies beyond the store's largest turn (a database restored from an
   older copy) is written again from the turns. One process writes it at a time
@@ -83,6 +84,8 @@ SELECT greatest((SELECT max(rowid) FROM exchanges_fts), (SELECT max(exchange_id)
                 0)"""
 STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
 TOMBSTONES = "SELECT count(*) FROM forgotten"
+# What a search checks before the index answers: the largest id and the tombstones.
+ANSWER_STATE = f"SELECT ({LARGEST.strip()}), ({TOMBSTONES})"
 FORGOTTEN = "SELECT exchange_id FROM forgotten WHERE exchange_id <= ?"
 LEXEMES = "SELECT querytree(to_tsquery('english', v.t)) FROM unnest(?::text[]) AS v(t)"
 # querytree's text of one lexeme, of the turn's own words (A) or of any column.
@@ -279,7 +282,9 @@ class DerivedKeywords:
         """The index, when it should choose a store-wide search's candidates in
         ``conn``'s snapshot: a large store, at most HOT_LIMIT turns past its watermark
         (more: a thread takes them in, and PostgreSQL answers meanwhile)."""
-        largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
+        state = first(conn, ANSWER_STATE)
+        assert state is not None
+        largest, tombstones = int(state[0]), int(state[1])
         if largest < ANSWERS_FROM:
             return None
         index = self._opened(conn)
@@ -287,7 +292,10 @@ class DerivedKeywords:
             return None
         if largest - index.watermark > 0:
             index.reload(at_most_every=RELOAD_EVERY_S)
-        if largest - index.watermark > HOT_LIMIT or index.watermark > largest:
+        if (largest - index.watermark > HOT_LIMIT or index.watermark > largest
+                or tombstones != index.tombstones_seen()):
+            # behind, not this store's history, or a turn was forgotten since it was
+            # written (by any process): written again on a thread, PostgreSQL answers
             self.catch_up_later()
             return None
         return index

@@ -115,3 +115,32 @@ def test_far_behind_postgresql_answers_while_a_thread_catches_up(
     with app.store.read() as conn:
         assert store.keywords.answering(conn) is not None
     assert _hits(app, QUESTIONS[0], 10, derived=True) == every
+
+
+def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_index_again(
+        app: App, tmp_path: Path, postgres_server: PostgresServer):
+    """Another host's copy of the index (its own data directory) holds a turn forgotten
+    through this one: its next search leaves the answer to PostgreSQL and writes its
+    copy again on a thread, after which the copy no longer holds the turn."""
+    first_store: Any = app.store
+    first_store.keywords.catch_up()
+    ((exchange_id, _),) = _hits(app, '"redis"', 1, derived=True)
+    with app.store.read() as conn:  # the word as the index holds it (PostgreSQL's stem)
+        ((lexeme,),) = conn.execute("SELECT (ts_lexize('english_stem', 'redis'))[1]").fetchall()
+    redis = [("all", str(lexeme))]
+    other = open_app(Settings(data_dir=tmp_path / "other-host",
+                              database_url=app.settings.database_url))
+    try:
+        other_store: Any = other.store
+        assert other_store.keywords.catch_up() == 600
+        copy = other_store.keywords._index
+        assert exchange_id in copy.candidates(redis, [1.0], 600)[0]
+        app.run("forget", {"confirm": True, "exchange_ids": [exchange_id]})
+        with other.store.read() as conn:
+            assert other_store.keywords.answering(conn) is None  # a tombstone it has not seen
+        other_store.keywords.wait()
+        assert exchange_id not in copy.candidates(redis, [1.0], 600)[0]
+        with other.store.read() as conn:
+            assert other_store.keywords.answering(conn) is copy
+    finally:
+        other.close()
