@@ -42,8 +42,9 @@ size OpenBLAS hands ``@`` to its thread pool, whose threads then spin on the oth
 after every call, and ``@`` would first make a float copy of the int8 rows; a loop that
 never touches BLAS costs the same whatever the caller's BLAS settings are.
 
-On PostgreSQL the database answers for the hashed vectors instead (pgvector:
-``store.postgres.vectors``); the provider's vectors keep the copy on both backends.
+On PostgreSQL the same copy answers, filled from pgvector's rows by a binary COPY
+(``store.postgres.vectors.PgVectorCache``); the provider's vectors keep a copy on both
+backends.
 """
 
 from __future__ import annotations

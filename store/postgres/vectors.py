@@ -13,7 +13,8 @@ There is no approximate (HNSW) index on the hashed vectors: maintaining one cost
 of server CPU a turn (a search of the graph on every insert, measured on a 2-core
 machine), which is the whole budget of a bulk ingest of thousands of turns a second,
 and its answers are approximate. The copy holds 128 bytes a turn for 128 components
-(128 MB for a million turns); the store-wide product is one pass over it.
+(128 MB for a million turns); a store-wide search scores it in two passes, exact
+(``store.vectors``).
 
 Rows are read with a binary COPY, a page at a time: fixed-size rows that numpy reads in
 one pass, a tenth of the time of parsing pgvector's text form.
