@@ -10,15 +10,12 @@ audited in constant memory. Cursors follow an index: turns by (session, id), bri
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from store.dialect import dialect
 from store.exchanges import turn_trace_sql
 from store.runs import PRUNE_EVERY
 from store.sql import Conn, all_rows, first, one
-
-if TYPE_CHECKING:
-    from store.keyword_index import KeywordIndex
 
 __all__ = [
     "Page",
@@ -140,15 +137,24 @@ SELECT_FTS_IDS = "SELECT rowid FROM exchanges_fts WHERE rowid > ? AND rowid <= ?
 SELECT_VECTOR_SESSION = "SELECT session_id FROM exchange_vectors WHERE rowid = ?"
 
 
+class AuditedKeywords(Protocol):
+    """A derived keyword index as the audit reads it (SQLite's ``KeywordIndex``,
+    PostgreSQL's ``LexemeIndex``)."""
+
+    def trusted(self, conn: Conn) -> bool: ...
+    def audit_ids(self, conn: Conn, lo: int, hi: int, session_id: int | None, expect: int
+                  ) -> tuple[set[int], set[int]]: ...
+
+
 def index_page(conn: Conn, after: int | None, limit: int,
-               session_id: int | None, derived: KeywordIndex | None = None) -> Page:
+               session_id: int | None, derived: AuditedKeywords | None = None) -> Page:
     """One record for the next ``limit`` turns (of the session, if given):
     ``[checked turns, [turns missing from the keyword index], [keyword rows without a
     turn], [turns missing from the vectors], [vectors without a turn], [turns missing
     from the derived keyword index], [its entries without a turn]]`` (the last two empty
-    without one: PostgreSQL). A turn queued for the derived index counts as held, an
-    entry queued for removal as gone; an index not built for this store misses every
-    turn."""
+    without one). A turn queued for the derived index (SQLite) or past its watermark
+    (PostgreSQL) counts as held, an entry queued for removal as gone; an index not
+    built for this store misses every turn."""
     lo = _BEFORE if after is None else after
     ids = [r[0] for r in all_rows(conn, SELECT_IDS, (lo, session_id, limit))]
     done = len(ids) < limit
@@ -173,7 +179,7 @@ def index_page(conn: Conn, after: int | None, limit: int,
     return [record], (None if done else hi)
 
 
-def _derived_page(conn: Conn, derived: KeywordIndex | None, lo: int, hi: int,
+def _derived_page(conn: Conn, derived: AuditedKeywords | None, lo: int, hi: int,
                   scoped: set[int], everyone: set[int], session_id: int | None
                   ) -> list[list[int]]:
     if derived is None:

@@ -16,6 +16,7 @@ from constants import is_postgres_url
 from store.errors import InvalidInput
 
 if TYPE_CHECKING:  # numpy and zstandard load with the store, not with the settings
+    from store.audit import AuditedKeywords
     from store.keyword_index import KeywordIndex
     from store.rewrite import FileRewrite
     from store.runs import TraceBuffer
@@ -44,7 +45,10 @@ class Backend(Protocol):
         """Writes inside it overwrite what they delete (forgetting)."""
     def keyword_index(self) -> KeywordIndex | None:
         """The derived keyword index beside a writable SQLite file; None otherwise
-        (PostgreSQL's index is in the database). Call outside a transaction."""
+        (PostgreSQL's is ``audited_keywords``). Call outside a transaction."""
+    def audited_keywords(self) -> AuditedKeywords | None:
+        """The derived keyword index as the contract audit checks it (either backend's);
+        None when the store has none. Call outside a transaction."""
     def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL

@@ -142,6 +142,10 @@ class Store:
                     self._keywords = KeywordIndex(index_directory(self.path))
         return self._keywords
 
+    def audited_keywords(self) -> KeywordIndex | None:
+        """The derived keyword index, for the contract audit (``keyword_index``)."""
+        return self.keyword_index()
+
     def keyword_index(self) -> KeywordIndex | None:
         """The derived keyword index (``keywords``), taken as a new store's own
         (``KeywordIndex.adopt_once``); None for a read-only file, or when it cannot be

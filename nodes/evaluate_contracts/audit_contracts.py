@@ -31,8 +31,9 @@ CONTRACTS: dict[str, str] = {
     "compression_current": "no session holds STENO_TURN_LIMIT or more uncompressed turns",
     "keyword_index": "the keyword (FTS) index holds exactly the stored turns",
     "vector_index": "the vector index holds exactly the stored turns",
-    "derived_keyword_index": "the derived keyword index beside a SQLite store holds exactly "
-                             "the stored turns, with what is queued for it",
+    "derived_keyword_index": "the derived keyword index, when the store has one, holds "
+                             "exactly the stored turns, with what is queued for it (SQLite) "
+                             "or past its watermark (PostgreSQL)",
     "milestones": "every milestone points at an existing turn of its session",
     "forgotten_derived": "no GraphRAG provenance row, sync origin or NAFE flag cites a "
                          "forgotten turn",
@@ -146,7 +147,7 @@ def _indexes(records: list[list[Any]], findings: Findings) -> None:
                 ("vector_index", vec_missing, vec_orphans, "vector index"),
                 ("derived_keyword_index", *(derived or [[], []]),
                  "derived keyword index")):
-            if contract != "derived_keyword_index" or derived:  # PostgreSQL: none
+            if contract != "derived_keyword_index" or derived:  # a store without one: none
                 findings[contract]["checked"] += checked
             repair = ("; `stenographer index rebuild` writes it again"
                       if contract == "derived_keyword_index" else "")

@@ -54,7 +54,7 @@ def audit_batch(audit: Any, position: Any, pages: Any, *, run: RunContext,
     name, after, limit = position["pass"], position["after"], int(cfg.get("batch",
                                                                           AUDIT_BATCH))
     session_row = audit["session_row"]
-    derived = run.store.keyword_index() if name == "indexes" else None
+    derived = run.store.audited_keywords() if name == "indexes" else None
     with run.store.read() as conn:
         if name == "turns":
             records, cursor = turn_page(conn, after, limit, session_row)

@@ -45,16 +45,25 @@ class RebuiltKeywordIndexWrites(TypedDict):
 @node
 def rebuilt_keyword_index(*, run: RunContext) -> RebuiltKeywordIndexWrites:
     store = run.store
-    derived = store.keyword_index()
-    if derived is None or not isinstance(store, Store):
-        if store.read_only:
-            raise StoreError("the store is read-only: its keyword index cannot be rebuilt")
-        return {"reply": {"turns": 0, "directory": None, "seconds": 0.0,
-                          "text": "PostgreSQL keeps its keyword index in the database: "
-                                  "there is no derived index to rebuild."}}
+    if store.read_only:
+        raise StoreError("the store is read-only: its keyword index cannot be rebuilt")
     started = time.perf_counter()
-    count = derived.rebuild(store, stored_entries)
+    if isinstance(store, Store):
+        derived = store.keyword_index()
+        if derived is None:
+            raise StoreError("the derived keyword index could not be opened: see the "
+                             "message above; searches use FTS5 meanwhile")
+        count, directory = derived.rebuild(store, stored_entries), derived.directory
+    else:  # PostgreSQL: its index of the turns' lexemes (store.postgres.keywords)
+        from store.postgres.db import PgStore
+
+        assert isinstance(store, PgStore)
+        count, found = store.keywords.rebuild()
+        if found is None:
+            raise StoreError("the derived keyword index could not be opened: see the "
+                             "message above; PostgreSQL answers every search meanwhile")
+        directory = found
     seconds = round(time.perf_counter() - started, 2)
-    return {"reply": {"turns": count, "directory": str(derived.directory), "seconds": seconds,
+    return {"reply": {"turns": count, "directory": str(directory), "seconds": seconds,
                       "text": f"Rebuilt the keyword index of {counted(count, 'turn')} in "
-                              f"{seconds} s ({derived.directory})."}}
+                              f"{seconds} s ({directory})."}}

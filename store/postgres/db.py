@@ -21,7 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from store.errors import Doing, StoreError, Where, storage_failure
 from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
-from store.postgres.keywords import BULK_LIMIT, DerivedKeywords
+from store.postgres.keywords import BULK_LIMIT, DerivedKeywords, LexemeIndex
 from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
@@ -179,11 +179,15 @@ class PgStore:
         yield
 
     def keyword_index(self) -> None:
-        """None: PostgreSQL keeps its keyword index in the database."""
+        """None: no SQLite-style derived index (PostgreSQL's is ``keywords``)."""
         return None
 
+    def audited_keywords(self) -> LexemeIndex | None:
+        """The derived keyword index (``keywords``) once the store has one."""
+        return self.keywords.audited()
+
     def searched_keywords(self, conn: Conn) -> None:
-        """None: PostgreSQL keeps its keyword index in the database."""
+        """None: a search asks ``keywords`` itself (``store.postgres.search``)."""
         return None
 
     def catch_up_keywords(self) -> int:

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from store.errors import StoreError
 from store.sql import Conn, all_rows, first
 
 __all__ = ["ANSWERS_FROM", "DEPTH", "DerivedKeywords", "LexemeIndex", "unit_lexemes"]
@@ -84,6 +85,7 @@ SELECT greatest((SELECT max(rowid) FROM exchanges_fts), (SELECT max(exchange_id)
                 0)"""
 STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
 TOMBSTONES = "SELECT count(*) FROM forgotten"
+PAST_WATERMARK = "SELECT rowid FROM exchanges_fts WHERE rowid > ? AND rowid <= ?"
 # What a search checks before the index answers: the largest id and the tombstones.
 ANSWER_STATE = f"SELECT ({LARGEST.strip()}), ({TOMBSTONES})"
 FORGOTTEN = "SELECT exchange_id FROM forgotten WHERE exchange_id <= ?"
@@ -166,14 +168,18 @@ class LexemeIndex:
         except (OSError, ValueError):
             return -1
 
-    def catch_up(self, store: _Transactions, stop: Callable[[], bool] = lambda: False
-                 ) -> int:
+    def catch_up(self, store: _Transactions, stop: Callable[[], bool] = lambda: False,
+                 *, rewrite: bool = False) -> int:
         """Take in the turns past the watermark and delete the entries of turns
         forgotten since the last time; how many turns (0 also when another process is
-        writing the index)."""
+        writing the index). ``rewrite``: every turn written again (``stenographer index
+        rebuild``); StoreError when another process is writing the index."""
         try:
             writer = self.index.writer(heap_size=HEAP, num_threads=1)
         except ValueError:
+            if rewrite:
+                raise StoreError("another process is writing the derived keyword index "
+                                 f"({self.directory}); try again when it is done") from None
             return 0  # another process or thread is writing it
         added = 0
         try:
@@ -186,7 +192,7 @@ class LexemeIndex:
                 if tombstones != self.tombstones_seen():
                     gone = [int(r[0]) for r in all_rows(conn, FORGOTTEN, (top,))]
             searcher = self._view[0]
-            if top > largest or any(searcher.search(self._tv.Query.term_query(
+            if rewrite or top > largest or any(searcher.search(self._tv.Query.term_query(
                     self.schema, "id", i), 1, count=True).count for i in gone):
                 # Not this store's history (a restored older copy), or it holds a turn
                 # forgotten since: written again. A deleted entry would stay in its
@@ -219,6 +225,31 @@ class LexemeIndex:
             writer.wait_merging_threads()
             self.reload()
         return added
+
+    def trusted(self, conn: Conn) -> bool:
+        """Whether the index is of this store's history (its watermark not beyond the
+        store's largest turn id); the audit's view."""
+        self.reload()
+        return self.watermark <= int(first(conn, LARGEST)[0])  # type: ignore[index]
+
+    def audit_ids(self, conn: Conn, lo: int, hi: int, session_id: int | None, expect: int
+                  ) -> tuple[set[int], set[int]]:
+        """(ids the index holds in (lo, hi], ids of turns there past its watermark, which
+        searches match in PostgreSQL); ``expect``: about how many it should hold. The
+        index holds no sessions: a session's audit gets every id of the range."""
+        q = self._tv.Query
+        searcher, watermark = self._view
+        query = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned, max(lo, 0), hi,
+                              include_lower=False, include_upper=True)
+        wanted = expect + 100
+        while True:  # more entries than turns are orphans: ask again for all of them
+            hits = searcher.search(query, wanted, count=False).hits
+            if len(hits) < wanted:
+                break
+            wanted *= 4
+        held = {int(i) for i in searcher.fast_field_values("id", [a for _, a in hits])}
+        past = {int(r[0]) for r in all_rows(conn, PAST_WATERMARK, (max(lo, watermark), hi))}
+        return held, past
 
     def candidates(self, terms: Sequence[tuple[str, str] | None], idfs: Sequence[float],
                    count: int) -> tuple[list[int], int]:
@@ -299,6 +330,27 @@ class DerivedKeywords:
             self.catch_up_later()
             return None
         return index
+
+    def audited(self) -> LexemeIndex | None:
+        """The index for the contract audit: None while the store has never had one
+        (below ANSWERS_FROM, nothing was written)."""
+        with self.store.read() as conn:
+            row = first(conn, STORE_ID)
+        name = f"keywords-{row[0] if row is not None else 'store'}"
+        if self._index is None and not (self.data_dir / name).exists():
+            return None
+        with self.store.read() as conn:
+            return self._opened(conn)
+
+    def rebuild(self) -> tuple[int, Path | None]:
+        """Write the index again from every stored turn, whatever the store's size;
+        (turns written, the index's directory). StoreError: another process is writing
+        it."""
+        with self.store.read() as conn:
+            index = self._opened(conn)
+        if index is None:
+            return 0, None
+        return index.catch_up(self.store, rewrite=True), index.directory
 
     def catch_up(self, *, beyond: int = 0) -> int:
         """Take in the turns past the watermark now when more than ``beyond`` are (a

@@ -144,3 +144,41 @@ def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_in
             assert other_store.keywords.answering(conn) is copy
     finally:
         other.close()
+
+
+def _audit(app: App) -> dict[str, list[int]]:
+    out, _ = app.run("contract_audit", {"session_id": None})
+    return {c["name"]: sorted(c["ids"]) for c in out["report"]["contracts"] if not c["passed"]}
+
+
+def test_the_audit_names_missing_and_stale_entries_and_the_rebuild_repairs_them(
+        app: App, tmp_path: Path):
+    """Another host's copy (its own data directory) missing a turn's entry and still
+    holding a turn forgotten through this one: the audit names both; `index rebuild`
+    writes the copy again and the audit is clean."""
+    first_store: Any = app.store
+    assert first_store.keywords.catch_up() == 600
+    assert _audit(app) == {}
+    ((forgotten, _),) = _hits(app, '"redis"', 1, derived=True)
+    ((dropped, _),) = _hits(app, '"kafka"', 1, derived=True)
+    other = open_app(Settings(data_dir=tmp_path / "other-host",
+                              database_url=app.settings.database_url))
+    try:
+        other_store: Any = other.store
+        assert other_store.keywords.catch_up() == 600
+        copy = other_store.keywords._index
+        writer = copy.index.writer(heap_size=15_000_000, num_threads=1)
+        writer.delete_documents_by_query(copy._tv.Query.term_query(copy.schema, "id", dropped))
+        writer.commit()
+        writer.wait_merging_threads()
+        app.run("forget", {"confirm": True, "exchange_ids": [forgotten]})
+        found = _audit(other)
+        assert found == {"derived_keyword_index": sorted([forgotten, dropped])}, found
+        out, _ = other.run("contract_audit", {"session_id": None})
+        assert "stenographer index rebuild" in out["report"]["text"]
+        out, _ = other.run("keyword_index_rebuild", {})
+        assert out["reply"]["turns"] == 599
+        assert _audit(other) == {}
+        assert _audit(app) == {}
+    finally:
+        other.close()
