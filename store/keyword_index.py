@@ -316,6 +316,19 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
     return score
 
 
+
+def every_id(searcher: Any, query: Any, expect: int) -> set[int]:
+    """The ``id`` of every document a Tantivy ``query`` matches (an audit's range), asked
+    for ``expect`` (about how many there should be) and again for more while they fill
+    the answer: more entries than turns are orphans, each of which must be named."""
+    wanted = expect + 100
+    while True:
+        hits = searcher.search(query, wanted, count=False).hits
+        if len(hits) < wanted:
+            break
+        wanted *= 4
+    return {_int(i) for i in searcher.fast_field_values("id", [a for _, a in hits])}
+
 class KeywordIndex:
     """The Tantivy index in ``directory`` and this process's copy of the queue."""
 
@@ -722,13 +735,7 @@ class KeywordIndex:
         if session_id is not None:
             query = q.boolean_query([(occur.Must, query), (occur.Must, q.term_query(
                 self.schema, "session", session_id))])
-        wanted = expect + 100
-        while True:  # more entries than turns are orphans: ask again for all of them
-            hits = searcher.search(query, wanted, count=False).hits
-            if len(hits) < wanted:
-                break
-            wanted *= 4
-        held = {_int(i) for i in searcher.fast_field_values("id", [a for _, a in hits])}
+        held = every_id(searcher, query, expect)
         queued = {int(i) for _, i in all_rows(conn, SELECT_PENDING_SEQS) if lo < int(i) <= hi}
         return held, queued
 

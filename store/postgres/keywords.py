@@ -237,17 +237,13 @@ class LexemeIndex:
         """(ids the index holds in (lo, hi], ids of turns there past its watermark, which
         searches match in PostgreSQL); ``expect``: about how many it should hold. The
         index holds no sessions: a session's audit gets every id of the range."""
-        q = self._tv.Query
+        from store.keyword_index import every_id
+
         searcher, watermark = self._view
-        query = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned, max(lo, 0), hi,
-                              include_lower=False, include_upper=True)
-        wanted = expect + 100
-        while True:  # more entries than turns are orphans: ask again for all of them
-            hits = searcher.search(query, wanted, count=False).hits
-            if len(hits) < wanted:
-                break
-            wanted *= 4
-        held = {int(i) for i in searcher.fast_field_values("id", [a for _, a in hits])}
+        query = self._tv.Query.range_query(self.schema, "id", self._tv.FieldType.Unsigned,
+                                           max(lo, 0), hi, include_lower=False,
+                                           include_upper=True)
+        held = every_id(searcher, query, expect)
         past = {int(r[0]) for r in all_rows(conn, PAST_WATERMARK, (max(lo, watermark), hi))}
         return held, past
 

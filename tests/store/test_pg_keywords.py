@@ -4,6 +4,7 @@ ranks every match, a turn is found when its ingest returns, a forgotten one neve
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,6 +118,20 @@ def test_far_behind_postgresql_answers_while_a_thread_catches_up(
     assert _hits(app, QUESTIONS[0], 10, derived=True) == every
 
 
+@contextlib.contextmanager
+def _other_host(app: App, tmp_path: Path) -> Iterator[App]:
+    """A second app on the same database with a data directory of its own (another
+    host's copy of the derived index), its copy caught up with the 600 turns."""
+    other = open_app(Settings(data_dir=tmp_path / "other-host",
+                              database_url=app.settings.database_url))
+    try:
+        other_store: Any = other.store
+        assert other_store.keywords.catch_up() == 600
+        yield other
+    finally:
+        other.close()
+
+
 def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_index_again(
         app: App, tmp_path: Path, postgres_server: PostgresServer):
     """Another host's copy of the index (its own data directory) holds a turn forgotten
@@ -128,11 +143,8 @@ def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_in
     with app.store.read() as conn:  # the word as the index holds it (PostgreSQL's stem)
         ((lexeme,),) = conn.execute("SELECT (ts_lexize('english_stem', 'redis'))[1]").fetchall()
     redis = [("all", str(lexeme))]
-    other = open_app(Settings(data_dir=tmp_path / "other-host",
-                              database_url=app.settings.database_url))
-    try:
+    with _other_host(app, tmp_path) as other:
         other_store: Any = other.store
-        assert other_store.keywords.catch_up() == 600
         copy = other_store.keywords._index
         assert exchange_id in copy.candidates(redis, [1.0], 600)[0]
         app.run("forget", {"confirm": True, "exchange_ids": [exchange_id]})
@@ -142,8 +154,6 @@ def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_in
         assert exchange_id not in copy.candidates(redis, [1.0], 600)[0]
         with other.store.read() as conn:
             assert other_store.keywords.answering(conn) is copy
-    finally:
-        other.close()
 
 
 def _audit(app: App) -> dict[str, list[int]]:
@@ -161,11 +171,8 @@ def test_the_audit_names_missing_and_stale_entries_and_the_rebuild_repairs_them(
     assert _audit(app) == {}
     ((forgotten, _),) = _hits(app, '"redis"', 1, derived=True)
     ((dropped, _),) = _hits(app, '"kafka"', 1, derived=True)
-    other = open_app(Settings(data_dir=tmp_path / "other-host",
-                              database_url=app.settings.database_url))
-    try:
+    with _other_host(app, tmp_path) as other:
         other_store: Any = other.store
-        assert other_store.keywords.catch_up() == 600
         copy = other_store.keywords._index
         writer = copy.index.writer(heap_size=15_000_000, num_threads=1)
         writer.delete_documents_by_query(copy._tv.Query.term_query(copy.schema, "id", dropped))
@@ -180,5 +187,3 @@ def test_the_audit_names_missing_and_stale_entries_and_the_rebuild_repairs_them(
         assert out["reply"]["turns"] == 599
         assert _audit(other) == {}
         assert _audit(app) == {}
-    finally:
-        other.close()
