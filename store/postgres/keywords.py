@@ -124,6 +124,7 @@ class LexemeIndex:
 
         self._tv = tantivy
         self.directory = directory
+        self._seen: int | None = None  # tombstones the index was last written with (knows)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         b = tantivy.SchemaBuilder()
         b.add_text_field("all", tokenizer_name="lexemes", index_option="freq")
@@ -167,6 +168,14 @@ class LexemeIndex:
             return int((self.directory / TOMBSTONE_FILE).read_text())
         except (OSError, ValueError):
             return -1
+
+    def knows(self, tombstones: int) -> bool:
+        """Whether the index was written after the forgotten table held ``tombstones``
+        rows: the count last read is kept, and the file (which any process of this data
+        directory writes) read again only when they differ, not at every search."""
+        if self._seen != tombstones:
+            self._seen = self.tombstones_seen()
+        return self._seen == tombstones
 
     def catch_up(self, store: _Transactions, stop: Callable[[], bool] = lambda: False,
                  *, rewrite: bool = False) -> int:
@@ -221,6 +230,7 @@ class LexemeIndex:
                 if last:
                     break
             (self.directory / TOMBSTONE_FILE).write_text(str(tombstones))
+            self._seen = tombstones
         finally:
             writer.wait_merging_threads()
             self.reload()
@@ -291,14 +301,17 @@ class DerivedKeywords:
         self._catching: threading.Thread | None = None
         self._stopping = threading.Event()
 
+    def _directory(self, conn: Conn) -> Path:
+        """The index's directory, named by the store's id."""
+        row = first(conn, STORE_ID)
+        return self.data_dir / f"keywords-{row[0] if row is not None else 'store'}"
+
     def _opened(self, conn: Conn) -> LexemeIndex | None:
         if self._index is None and not self._failed:
             with self._lock:
                 if self._index is None and not self._failed:
-                    row = first(conn, STORE_ID)
-                    name = f"keywords-{row[0] if row is not None else 'store'}"
                     try:
-                        self._index = LexemeIndex(self.data_dir / name)
+                        self._index = LexemeIndex(self._directory(conn))
                     except (OSError, ValueError, ImportError) as ex:
                         self._failed = True  # PostgreSQL answers every search
                         print(f"stenographer: the derived keyword index could not be "
@@ -320,7 +333,7 @@ class DerivedKeywords:
         if largest - index.watermark > 0:
             index.reload(at_most_every=RELOAD_EVERY_S)
         if (largest - index.watermark > HOT_LIMIT or index.watermark > largest
-                or tombstones != index.tombstones_seen()):
+                or not index.knows(tombstones)):
             # behind, not this store's history, or a turn was forgotten since it was
             # written (by any process): written again on a thread, PostgreSQL answers
             self.catch_up_later()
@@ -331,11 +344,8 @@ class DerivedKeywords:
         """The index for the contract audit: None while the store has never had one
         (below ANSWERS_FROM, nothing was written)."""
         with self.store.read() as conn:
-            row = first(conn, STORE_ID)
-        name = f"keywords-{row[0] if row is not None else 'store'}"
-        if self._index is None and not (self.data_dir / name).exists():
-            return None
-        with self.store.read() as conn:
+            if self._index is None and not self._directory(conn).exists():
+                return None
             return self._opened(conn)
 
     def rebuild(self) -> tuple[int, Path | None]:
@@ -360,7 +370,7 @@ class DerivedKeywords:
             if index is None:
                 return 0
             forgotten = int(first(conn, TOMBSTONES)[0])  # type: ignore[index]
-        if largest - index.watermark <= beyond and forgotten == index.tombstones_seen():
+        if largest - index.watermark <= beyond and index.knows(forgotten):
             return 0
         try:
             return index.catch_up(self.store, self._stopping.is_set)
