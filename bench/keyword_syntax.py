@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                 derived_ms.append((time.perf_counter() - started) * 1e3)
                 answered += 1
                 equal10 += [i for i, _ in got[:10]] == [i for i, _ in expected[:10]]
-                overlap += len({i for i, _ in got} & {i for i, _ in expected}) / max(
-                    len(expected), 1)
+                overlap += len({i for i, _ in got} & {i for i, _ in expected}) / len(
+                    expected) if expected else float(not got)
                 scores = dict(expected)
                 worst = max([worst, *(abs(scores[i] - s) / abs(s) for i, s in got
                                       if i in scores and s)])

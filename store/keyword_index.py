@@ -116,7 +116,7 @@ DEPTH = 3
 # BOUND_SLACK: how far Tantivy's score of a row may lie below its bm25() score (Tantivy's
 # row length counts the scope's token less and its scores are 32-bit floats; measured at
 # most 0.07% at 100,000 turns).
-SYNTAX_PAGE = 8
+SYNTAX_PAGE = 16
 SYNTAX_CANDIDATES = 6_000
 BOUND_SLACK = 1.01
 # FTS5's columns body, context, dated (scope: one token of every row, weight 0).
@@ -433,6 +433,9 @@ class KeywordIndex:
         self._lock = threading.Lock()
         self._hot: dict[int, _Hot] = {}  # by queue seq
         self._averages: tuple[float, float] | None = None
+        # Rows of the index holding a caller's phrase, counted for the statistics in
+        # ``_averages`` (the index as this process last read it): (those, the counts).
+        self._held: tuple[object, dict[Phrase, int]] = (None, {})
         self._trusted: str | None = None
         self._adopted = False
         self._flusher: threading.Thread | None = None
@@ -826,17 +829,17 @@ class KeywordIndex:
         skip = queued | (exclude or set())
         searcher = self.index.searcher()
         stale = self._stale(searcher, queued)
+        avgdl = self._average_length(searcher, hot, [size for size, _ in stale])
         plan = self.syntax_plan(searcher, expression, hot, session_id,
                                 [body for _, body in stale])
         if plan is None:
             return None
         query, idfs = plan
-        avgdl = self._average_length(searcher, hot, [size for size, _ in stale])
         raw = []
-        for i, n, ((body, _, _), words) in _hot_candidates(hot, session_id, exclude):
+        for turn, length, ((body, _, _), words) in _hot_candidates(hot, session_id, exclude):
             counts = expression.counts(body)
             if counts is not None:
-                raw.append((_bm25(counts, idfs, words, avgdl), i, n))
+                raw.append((_bm25(counts, idfs, words, avgdl), turn, length))
         pool = POOL * limit
         best: list[float] = []  # the best ``pool`` bm25() scores read, a heap
         for s, _, _ in raw:
@@ -848,7 +851,8 @@ class KeywordIndex:
             ids = searcher.fast_field_values("id", addresses)
             lengths = searcher.fast_field_values("length", addresses)
             sizes = searcher.fast_field_values("all_len", addresses)
-            for (bound, address), i, n, words in zip(found, ids, lengths, sizes, strict=True):
+            for (bound, address), i, size, width in zip(found, ids, lengths, sizes,
+                                                         strict=True):
                 if len(best) == pool and bound * BOUND_SLACK < best[0]:
                     return _ranked(raw, limit)  # no row from here on can enter them
                 if _int(i) in skip:
@@ -856,8 +860,8 @@ class KeywordIndex:
                 body = str(searcher.doc(address).get_all("all")[0])
                 counts = expression.counts(body)
                 if counts is not None:
-                    score = _bm25(counts, idfs, _int(words), avgdl)
-                    raw.append((score, _int(i), _int(n)))
+                    score = _bm25(counts, idfs, _int(width), avgdl)
+                    raw.append((score, _int(i), _int(size)))
                     _keep_best(best, pool, score)
             if len(found) < page:
                 return _ranked(raw, limit)  # every match read
@@ -894,11 +898,7 @@ class KeywordIndex:
             matching = self._matching(phrase, searcher)
             if matching is None:
                 return None
-            held = 0
-            if matching:  # a count, not doc_freq: that counts deleted entries until merged
-                either = matching[0][1] if len(matching) == 1 else q.boolean_query(
-                    [(occur.Should, m) for _, m in matching])
-                held = int(searcher.search(either, 1, count=True).count or 0)
+            held = self._rows_holding(phrase, matching, searcher)
             held -= sum(1 for body in stale if phrase.count(body))
             held += sum(1 for h in every if phrase.count(h.columns[0][0]))
             fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
@@ -910,6 +910,25 @@ class KeywordIndex:
                                           0.0)
             query = q.boolean_query([(occur.Must, session), (occur.Must, query)])
         return query, idfs
+
+    def _rows_holding(self, phrase: Phrase, matching: list[tuple[tuple[str, ...], Any]],
+                      searcher: Any) -> int:
+        """How many live entries of the index hold ``phrase`` in their own words (its
+        queries ``matching``): counted (Tantivy's doc_freq counts deleted entries until
+        their segment is merged) once for the index as this process last read it."""
+        stats, held = self._held
+        if stats is not self._averages or len(held) >= 4_096:
+            held = {}
+            self._held = (self._averages, held)
+        if phrase not in held:
+            q, occur = self._tv.Query, self._tv.Occur
+            count = 0
+            if matching:
+                either = matching[0][1] if len(matching) == 1 else q.boolean_query(
+                    [(occur.Should, m) for _, m in matching])
+                count = int(searcher.search(either, 1, count=True).count or 0)
+            held[phrase] = count
+        return held[phrase]
 
     def _weighed(self, matching: list[tuple[tuple[str, ...], Any]], idf: float,
                  searcher: Any, n_index: int) -> Any:
@@ -954,10 +973,16 @@ class KeywordIndex:
         clauses = [(occur.Must, parts[i]) for i in node.phrases]
         group = [expression.phrases[i] for i in node.phrases]
         if len(group) == 2 and all(len(p.tokens) == 1 for p in group):
-            words = [re.escape(p.tokens[0]) + (".*" if p.prefix else "") for p in group]
-            near = q.boolean_query([
-                (occur.Should, q.regex_phrase_query(self.schema, "own", w, slop=node.distance))
-                for w in (words, words[::-1])])
+            if any(p.prefix for p in group):
+                words: list[str | tuple[int, str]] = [
+                    re.escape(p.tokens[0]) + (".*" if p.prefix else "") for p in group]
+                orders = [q.regex_phrase_query(self.schema, "own", w, slop=node.distance)
+                          for w in (words, words[::-1])]
+            else:
+                plain: list[str | tuple[int, str]] = [p.tokens[0] for p in group]
+                orders = [q.phrase_query(self.schema, "own", w, slop=node.distance)
+                          for w in (plain, plain[::-1])]
+            near = q.boolean_query([(occur.Should, o) for o in orders])
             clauses.append((occur.Must, q.const_score_query(near, 0.0)))
         return q.boolean_query(clauses)
 
@@ -990,6 +1015,7 @@ class KeywordIndex:
         ``expect``: about how many it should hold (the turns there)."""
         q, occur = self._tv.Query, self._tv.Occur
         self.index.reload()
+        self._averages = None  # the statistics of what it now reads are counted again
         searcher = self.index.searcher()
         query = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned, max(lo, 0), hi,
                               include_lower=False, include_upper=True)

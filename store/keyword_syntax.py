@@ -145,6 +145,12 @@ class Expression:
         """The instances of each phrase that bm25() counts in a row whose body's words
         are ``spaced`` (joined and ended by spaces), or None when the expression does not
         match the row."""
+        flat = self.root.kind if all(c.kind == "phrase" for c in self.root.children) else ""
+        if flat in ("and", "or", "phrase"):  # phrases at the root: each counted as it is
+            counts = [p.count(spaced) for p in self.phrases]
+            if (all(counts) if flat == "and" else any(counts)):
+                return counts
+            return None
         counts = [0] * len(self.phrases)
         if not self._visit(self.root, spaced, [], counts, root=True):
             return None
@@ -234,7 +240,7 @@ def _read(node: object, phrases: list[Phrase], tokenize: Tokenize,
         return Node("near", phrases=indexes, distance=int(node.distance))
     if isinstance(node, q.AND | q.OR):
         kind = "and" if isinstance(node, q.AND) else "or"
-        children = []
+        children: list[Node] = []
         for c in node.queries:
             child = _read(c, phrases, tokenize, dated, kind)
             # FTS5 merges a child of the same kind into its parent
