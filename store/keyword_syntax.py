@@ -206,7 +206,7 @@ def parse(expression: str, tokenize: Tokenize, dated: Callable[[str, bool], bool
 
     try:
         tree = fts5query.parse_query_string(expression)
-    except fts5query.ParseError:
+    except Exception:  # valid for FTS5 (checked first) but not read here: FTS5 answers
         return None
     phrases: list[Phrase] = []
     try:
