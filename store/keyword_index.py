@@ -5,10 +5,13 @@ row before it can return the best ten; Tantivy finds its top k with block-max WA
 reads only the session's postings when a search is scoped, and those candidates are
 scored again as FTS5 scores them (bench/keyword_index.py: at 100,000 turns a
 store-wide search p50 14 ms against 40 ms, a session search 5.8 ms against 4.9 ms; the
-same hits and scores as FTS5's). SQLite stays the source of truth: FTS5 keeps every
-turn too, and runs what this index does not (queries written in FTS5 syntax, filters
-that read a turn's row, PostgreSQL), and every search while this index is not known to
-be complete.
+same hits and scores as FTS5's). A caller's expression in FTS5 syntax made of phrases,
+prefixes, NEAR groups, AND and OR is answered too (``search_syntax``, with
+``store.keyword_syntax``), exactly: its candidates are read until Tantivy's score, an
+upper bound of bm25(), shows no further row can enter the best. SQLite stays the source
+of truth: FTS5 keeps every turn too, and runs what this index does not (the rest of FTS5
+syntax, filters that read a turn's row, PostgreSQL), and every search while this index
+is not known to be complete.
 
 How it stays right:
 
