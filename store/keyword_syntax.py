@@ -28,6 +28,7 @@ the date words in one field, so it counts such a token in either).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -145,8 +146,8 @@ class Expression:
         """The instances of each phrase that bm25() counts in a row whose body's words
         are ``spaced`` (joined and ended by spaces), or None when the expression does not
         match the row."""
-        flat = self.root.kind if all(c.kind == "phrase" for c in self.root.children) else ""
-        if flat in ("and", "or", "phrase"):  # phrases at the root: each counted as it is
+        flat = self._flat
+        if flat:  # phrases at the root: each counted as it is
             counts = [p.count(spaced) for p in self.phrases]
             if (all(counts) if flat == "and" else any(counts)):
                 return counts
@@ -155,6 +156,13 @@ class Expression:
         if not self._visit(self.root, spaced, [], counts, root=True):
             return None
         return counts
+
+    @functools.cached_property
+    def _flat(self) -> str:
+        """The root's kind when it holds phrases only ("and", "or", "phrase"), else ""."""
+        if self.root.kind == "near" or any(c.kind != "phrase" for c in self.root.children):
+            return ""
+        return self.root.kind
 
     def _visit(self, node: Node, spaced: str, words: list[str], counts: list[int], *,
                root: bool = False) -> bool:
