@@ -5,10 +5,13 @@ row before it can return the best ten; Tantivy finds its top k with block-max WA
 reads only the session's postings when a search is scoped, and those candidates are
 scored again as FTS5 scores them (bench/keyword_index.py: at 100,000 turns a
 store-wide search p50 14 ms against 40 ms, a session search 5.8 ms against 4.9 ms; the
-same hits and scores as FTS5's). SQLite stays the source of truth: FTS5 keeps every
-turn too, and runs what this index does not (queries written in FTS5 syntax, filters
-that read a turn's row, PostgreSQL), and every search while this index is not known to
-be complete.
+same hits and scores as FTS5's). A caller's expression in FTS5 syntax made of phrases,
+prefixes, NEAR groups, AND and OR is answered too (``search_syntax``, with
+``store.keyword_syntax``), exactly: its candidates are read until Tantivy's score, an
+upper bound of bm25(), shows no further row can enter the best. SQLite stays the source
+of truth: FTS5 keeps every turn too, and runs what this index does not (the rest of FTS5
+syntax, filters that read a turn's row, PostgreSQL), and every search while this index
+is not known to be complete.
 
 How it stays right:
 
@@ -37,7 +40,9 @@ How it stays right:
 from __future__ import annotations
 
 import contextlib
+import heapq
 import math
+import re
 import shutil
 import sys
 import threading
@@ -51,7 +56,9 @@ from typing import Any, Protocol
 
 import apsw
 
+from store import keyword_syntax
 from store.errors import StoreError
+from store.keyword_syntax import Expression, Node, Phrase
 from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, POOL
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
@@ -106,6 +113,15 @@ MIN_IDF = 1e-6  # as FTS5's bm25()
 # best POOL x limit lie, in units of POOL x limit (bench/keyword_index.py, "depth": at
 # most 1.6 session-scoped, 2.0 store-wide at 20,000 turns, 1.5 and 2.9 at 100,000).
 DEPTH = 3
+# A caller's expression (``search_syntax``) reads Tantivy's candidates in its order (asked
+# for SYNTAX_PAGE x POOL x limit, then twice as many at a time) until no row further down
+# can enter FTS5's best POOL x limit; past SYNTAX_CANDIDATES, FTS5 answers.
+# BOUND_SLACK: how far Tantivy's score of a row may lie below its bm25() score (Tantivy's
+# row length counts the scope's token less and its scores are 32-bit floats; measured at
+# most 0.07% at 100,000 turns).
+SYNTAX_PAGE = 16
+SYNTAX_CANDIDATES = 6_000
+BOUND_SLACK = 1.01
 # FTS5's columns body, context, dated (scope: one token of every row, weight 0).
 BODY, CONTEXT, DATED, SCOPE = BM25_WEIGHTS
 
@@ -317,6 +333,44 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
 
 
 
+def _bm25(counts: Sequence[int], idfs: Sequence[float], words: int, avgdl: float) -> float:
+    """``_fts5_bm25`` of a row whose phrases' instances were counted in its body (a
+    caller's expression: ``{body} : (...)``)."""
+    norm = K1 * (1 - B + B * (words + 1) / avgdl)
+    score = 0.0
+    for count, idf in zip(counts, idfs, strict=True):
+        if count:
+            f = BODY * count
+            score += idf * (f * (K1 + 1)) / (f + norm)
+    return score
+
+
+def _ranked(raw: list[tuple[float, int, int]], limit: int) -> list[tuple[int, float]]:
+    """FTS5's path over (bm25 score, id, length in bytes): the best POOL x limit by
+    bm25(), then the length prior; the best ``limit``, ties by id."""
+    raw.sort(key=lambda r: (-r[0], r[1]))
+    scored = [(i, s * max(n, 1) ** fts5_search.LENGTH_PRIOR)
+              for s, i, n in raw[:POOL * limit] if s > 0]
+    return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def _keep_best(heap: list[float], size: int, score: float) -> None:
+    """Keep in ``heap`` (a min-heap) the best ``size`` scores seen."""
+    if len(heap) < size:
+        heapq.heappush(heap, score)
+    elif score > heap[0]:
+        heapq.heapreplace(heap, score)
+
+
+def _hot_candidates(hot: list[_Hot], session_id: int | None, exclude: set[int] | None
+                    ) -> list[tuple[int, int, Columns]]:
+    """The queued turns a search scores beside the index's candidates."""
+    leave_out = exclude or set()
+    return [(h.exchange_id, h.length, h.columns) for h in hot
+            if h.session_id is not None and h.exchange_id not in leave_out
+            and (session_id is None or h.session_id == session_id)]
+
+
 def every_id(searcher: Any, query: Any, expect: int) -> set[int]:
     """The ``id`` of every document a Tantivy ``query`` matches (an audit's range), asked
     for ``expect`` (about how many there should be) and again for more while they fill
@@ -366,12 +420,25 @@ class KeywordIndex:
         name, *args = FTS_TOKENIZE.split()
         self._fts_tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, args)
         self._tokenizer_lock = threading.Lock()
+        from store.migrations import CREATE_FTS_WITH_FIELDS
+        from store.search import dated_terms
+
+        # A caller's expression is checked by FTS5 on an empty table of the store's columns.
+        self._syntax_check = apsw.Connection(":memory:")
+        self._syntax_check.execute(CREATE_FTS_WITH_FIELDS)
+        # The words the ``dated`` column holds besides a year's digits: the months'.
+        self._months = frozenset(
+            w for month in range(12) for w in self.words(dated_terms(2_629_746 * month + 1_296_000))
+            if not w.isdigit())
         self.analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
         self.index.register_tokenizer("steno", self.analyzer)
         self.index.config_reader(reload_policy="Manual")
         self._lock = threading.Lock()
         self._hot: dict[int, _Hot] = {}  # by queue seq
         self._averages: tuple[float, float] | None = None
+        # Rows of the index holding a caller's phrase, counted for the statistics in
+        # ``_averages`` (the index as this process last read it): (those, the counts).
+        self._held: tuple[object, dict[Phrase, int]] = (None, {})
         self._trusted: str | None = None
         self._adopted = False
         self._flusher: threading.Thread | None = None
@@ -679,7 +746,18 @@ class KeywordIndex:
         wanted = DEPTH * POOL * limit + len(skip)
         found = searcher.search(self._query(tokens, weights, session_id), wanted,
                                 count=False).hits
-        candidates: list[tuple[int, int, Columns]] = []  # (id, length in bytes, columns)
+        candidates = self._candidates(searcher, found, skip)
+        candidates += _hot_candidates(hot, session_id, exclude)
+        idf = {t: w[0] for t, w in zip(tokens, weights, strict=True)}
+        idfs = [idf[t] for t in scoring]
+        avgdl = self._average_length(searcher, hot)
+        return _ranked([(_fts5_bm25(columns, scoring, idfs, avgdl), i, n)
+                        for i, n, columns in candidates], limit)
+
+    def _candidates(self, searcher: Any, found: list[tuple[float, Any]], skip: set[int]
+                    ) -> list[tuple[int, int, Columns]]:
+        """The index's hits ``found`` as (id, length in bytes, columns), none of ``skip``."""
+        candidates: list[tuple[int, int, Columns]] = []
         if found:
             addresses = [a for _, a in found]
             ids = searcher.fast_field_values("id", addresses)
@@ -690,23 +768,232 @@ class KeywordIndex:
                     body, context, dated = searcher.doc(address).get_all("all")
                     candidates.append((_int(i), _int(n),
                                        ((str(body), str(context), str(dated)), _int(w))))
-        leave_out = exclude or set()
-        candidates += [(h.exchange_id, h.length, h.columns) for h in hot
-                       if h.session_id is not None and h.exchange_id not in leave_out
-                       and (session_id is None or h.session_id == session_id)]
-        idf = {t: w[0] for t, w in zip(tokens, weights, strict=True)}
-        idfs = [idf[t] for t in scoring]
-        avgdl = self._average_length(searcher, hot)
-        # FTS5's path: the best POOL x limit by bm25(), then the length prior
-        raw = sorted(((_fts5_bm25(columns, scoring, idfs, avgdl), i, n)
-                      for i, n, columns in candidates), key=lambda r: (-r[0], r[1]))
-        scored = [(i, s * max(n, 1) ** fts5_search.LENGTH_PRIOR)
-                  for s, i, n in raw[:POOL * limit] if s > 0]
-        return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return candidates
 
-    def _average_length(self, searcher: Any, hot: list[_Hot]) -> float:
+    # --- queries written in FTS5 syntax ---------------------------------------------------
+
+    def syntax(self, expression: str) -> Expression | None:
+        """A caller's expression as FTS5 reads it, or None when FTS5 must answer it
+        (``store.keyword_syntax.parse``). Raises ``FtsSyntaxError`` as FTS5 would: it is
+        checked by FTS5 itself, on an empty table of the store's columns (on the store's
+        table the check would expand every prefix over the whole index)."""
+        with self._tokenizer_lock:
+            fts5_search.check_expression(self._syntax_check, expression)
+        return keyword_syntax.parse(expression, self._query_words, self._dated)
+
+    def _dated(self, token: str, prefix: bool) -> bool:
+        """Whether the ``dated`` column can hold ``token`` (with ``prefix``: a token that
+        begins with it): a month's word or a year's digits."""
+        if token.isdigit():
+            return True
+        if prefix:
+            return not token or any(m.startswith(token) for m in self._months)
+        return token in self._months
+
+    def _query_words(self, text: str, prefix: bool) -> list[str]:
+        """A query's text as FTS5 tokenizes it (a phrase, ending in ``*`` or not)."""
+        flags = apsw.FTS5_TOKENIZE_QUERY | (apsw.FTS5_TOKENIZE_PREFIX if prefix else 0)
+        with self._tokenizer_lock:
+            return [str(t) for t in self._fts_tokenizer(
+                text.encode("utf-8"), flags, None, include_offsets=False,
+                include_colocated=False)]
+
+    def _matching(self, phrase: Phrase, searcher: Any) -> list[tuple[tuple[str, ...], Any]] | None:
+        """The token sequences ``phrase`` stands for (one per token a prefix stands for)
+        and the Tantivy query of each, over the turns' own words: together they match
+        the rows that hold the phrase there; None when a prefix stands for more than
+        MAX_EXPANSIONS tokens."""
+        q = self._tv.Query
+        heads = [phrase.tokens]
+        if phrase.prefix:
+            found = searcher.terms_with_prefix("own", phrase.tokens[-1])
+            if len(found) > keyword_syntax.MAX_EXPANSIONS:
+                return None
+            heads = [(*phrase.tokens[:-1], str(t)) for t, _ in found]
+        return [(h, q.term_query(self.schema, "own", h[0]) if len(h) == 1
+                 else q.phrase_query(self.schema, "own", list(h))) for h in heads]
+
+    def search_syntax(self, conn: Conn, expression: Expression, session_id: int | None,
+                      limit: int, exclude: set[int] | None = None
+                      ) -> list[tuple[int, float]] | None:
+        """``search`` for a caller's expression (``syntax``), matched in the turns' own
+        words as FTS5's path matches it (``{body} : (...)``); None when FTS5 must answer
+        (a prefix that stands for too many tokens, or more than SYNTAX_CANDIDATES
+        candidates to read).
+
+        Candidates come in Tantivy's order (``syntax_plan``); each is matched and scored
+        again as FTS5 matches and scores it (``Expression.counts``, bm25() over the
+        counts, the IDF of a phrase from the rows it matches alone, as FTS5's
+        xQueryPhrase counts them). Tantivy's score of a row is at least its bm25()
+        score (``_weighed``; measured at most 0.07% below it), so once a page's last
+        score, times BOUND_SLACK, is below the best POOL x limit bm25() scores read,
+        no row further down can enter them: the result is FTS5's."""
+        hot, queued = self._refresh(conn)
+        skip = queued | (exclude or set())
+        searcher = self.index.searcher()
+        stale = self._stale(searcher, queued)
+        avgdl = self._average_length(searcher, hot, [size for size, _ in stale])
+        plan = self.syntax_plan(searcher, expression, hot, session_id,
+                                [body for _, body in stale])
+        if plan is None:
+            return None
+        query, idfs = plan
+        raw = []
+        for turn, length, ((body, _, _), words) in _hot_candidates(hot, session_id, exclude):
+            counts = expression.counts(body)
+            if counts is not None:
+                raw.append((_bm25(counts, idfs, words, avgdl), turn, length))
+        pool = POOL * limit
+        best: list[float] = []  # the best ``pool`` bm25() scores read, a heap
+        for s, _, _ in raw:
+            _keep_best(best, pool, s)
+        offset, page = 0, SYNTAX_PAGE * pool
+        while True:
+            found = searcher.search(query, page, offset=offset, count=False).hits
+            addresses = [a for _, a in found]
+            ids = searcher.fast_field_values("id", addresses)
+            lengths = searcher.fast_field_values("length", addresses)
+            sizes = searcher.fast_field_values("all_len", addresses)
+            for (bound, address), i, size, width in zip(found, ids, lengths, sizes,
+                                                         strict=True):
+                if len(best) == pool and bound * BOUND_SLACK < best[0]:
+                    return _ranked(raw, limit)  # no row from here on can enter them
+                if _int(i) in skip:
+                    continue
+                body = str(searcher.doc(address).get_all("all")[0])
+                counts = expression.counts(body)
+                if counts is not None:
+                    score = _bm25(counts, idfs, _int(width), avgdl)
+                    raw.append((score, _int(i), _int(size)))
+                    _keep_best(best, pool, score)
+            if len(found) < page:
+                return _ranked(raw, limit)  # every match read
+            offset += page
+            if offset >= SYNTAX_CANDIDATES:
+                return None
+            page = min(2 * page, SYNTAX_CANDIDATES - offset)
+
+    def _stale(self, searcher: Any, queued: set[int]) -> list[tuple[int, str]]:
+        """(tokens in all columns, body's words) of the index's entries of queued turns:
+        the queue replaces them (a re-indexed turn) or removes them (a forgotten one)."""
+        if not queued:
+            return []
+        query = self._tv.Query.term_set_query(self.schema, "id", sorted(queued))
+        found = searcher.search(query, 2 * len(queued) + 10, count=False).hits
+        sizes = searcher.fast_field_values("all_len", [a for _, a in found])
+        return [(_int(size), str(searcher.doc(a).get_all("all")[0]))
+                for (_, a), size in zip(found, sizes, strict=True)]
+
+    def syntax_plan(self, searcher: Any, expression: Expression, hot: list[_Hot],
+                    session_id: int | None, stale: Sequence[str] = ()
+                    ) -> tuple[Any, list[float]] | None:
+        """(Tantivy's query that ranks the candidates, FTS5's IDF of each phrase: ``n``
+        the rows that hold it in their own words, counted in the index (its live
+        entries, less ``stale``, the bodies of entries the queue replaces or removes)
+        and in the queue), or None when a prefix stands for too many tokens."""
+        q, occur = self._tv.Query, self._tv.Occur
+        every = [h for h in hot if h.session_id is not None]
+        n_index = int(searcher.num_docs)
+        total = n_index - len(stale) + len(every)
+        idfs: list[float] = []
+        scored_parts: list[Any] = []
+        for phrase in expression.phrases:
+            matching = self._matching(phrase, searcher)
+            if matching is None:
+                return None
+            held = self._rows_holding(phrase, matching, searcher)
+            held -= sum(1 for body in stale if phrase.count(body))
+            held += sum(1 for h in every if phrase.count(h.columns[0][0]))
+            fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
+            idfs.append(fts)
+            scored_parts.append(self._weighed(matching, fts, searcher, n_index))
+        query = self._syntax_query(expression, expression.root, scored_parts)
+        if session_id is not None:
+            session = q.const_score_query(q.term_query(self.schema, "session", session_id),
+                                          0.0)
+            query = q.boolean_query([(occur.Must, session), (occur.Must, query)])
+        return query, idfs
+
+    def _rows_holding(self, phrase: Phrase, matching: list[tuple[tuple[str, ...], Any]],
+                      searcher: Any) -> int:
+        """How many live entries of the index hold ``phrase`` in their own words (its
+        queries ``matching``): counted (Tantivy's doc_freq counts deleted entries until
+        their segment is merged) once for the index as this process last read it."""
+        stats, held = self._held
+        if stats is not self._averages or len(held) >= 4_096:
+            held = {}
+            self._held = (self._averages, held)
+        if phrase not in held:
+            q, occur = self._tv.Query, self._tv.Occur
+            count = 0
+            if matching:
+                either = matching[0][1] if len(matching) == 1 else q.boolean_query(
+                    [(occur.Should, m) for _, m in matching])
+                count = int(searcher.search(either, 1, count=True).count or 0)
+            held[phrase] = count
+        return held[phrase]
+
+    def _weighed(self, matching: list[tuple[tuple[str, ...], Any]], idf: float,
+                 searcher: Any, n_index: int) -> Any:
+        """A phrase's candidate query: each of its queries (``_matching``, over the turn's
+        own words) required, scored by the same words in all the row's words, boosted so
+        that Tantivy's IDF of them becomes FTS5's IDF of the phrase. Over all the row's
+        words Tantivy's BM25 normalises by the row's length as bm25() does, and counts
+        at least the instances bm25() counts: its score is an upper bound of bm25()'s
+        (``search_syntax``)."""
+        q, occur = self._tv.Query, self._tv.Occur
+        if not matching:
+            return q.empty_query()
+        parts = []
+        for head, m in matching:
+            weight = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in (
+                min(int(searcher.doc_freq("all", t)), n_index) for t in head))
+            scored = (q.term_query(self.schema, "all", head[0]) if len(head) == 1
+                      else q.phrase_query(self.schema, "all", list(head)))
+            parts.append(q.boolean_query([
+                (occur.Must, q.const_score_query(m, 0.0)),
+                (occur.Must, q.boost_query(scored, idf / weight if weight > 0 else 1.0))]))
+        return parts[0] if len(parts) == 1 else q.boolean_query(
+            [(occur.Should, p) for p in parts])
+
+    def _syntax_query(self, expression: Expression, node: Node, parts: list[Any]) -> Any:
+        """Tantivy's query of an expression's node: AND as required clauses, OR as
+        optional ones, a NEAR group as ``_near_query``."""
+        q, occur = self._tv.Query, self._tv.Occur
+        if node.kind == "phrase":
+            return parts[node.phrases[0]]
+        if node.kind == "near":
+            return self._near_query(expression, node, parts)
+        kind = occur.Must if node.kind == "and" else occur.Should
+        return q.boolean_query([(kind, self._syntax_query(expression, c, parts))
+                                for c in node.children])
+
+    def _near_query(self, expression: Expression, node: Node, parts: list[Any]) -> Any:
+        """A NEAR group's candidate query: its phrases required and scored (FTS5 counts
+        only their instances near each other: fewer); two one-word phrases also within
+        the distance either way round (Tantivy's sloppy phrase: a filter)."""
+        q, occur = self._tv.Query, self._tv.Occur
+        clauses = [(occur.Must, parts[i]) for i in node.phrases]
+        group = [expression.phrases[i] for i in node.phrases]
+        if len(group) == 2 and all(len(p.tokens) == 1 for p in group):
+            if any(p.prefix for p in group):
+                words: list[str | tuple[int, str]] = [
+                    re.escape(p.tokens[0]) + (".*" if p.prefix else "") for p in group]
+                orders = [q.regex_phrase_query(self.schema, "own", w, slop=node.distance)
+                          for w in (words, words[::-1])]
+            else:
+                plain: list[str | tuple[int, str]] = [p.tokens[0] for p in group]
+                orders = [q.phrase_query(self.schema, "own", w, slop=node.distance)
+                          for w in (plain, plain[::-1])]
+            near = q.boolean_query([(occur.Should, o) for o in orders])
+            clauses.append((occur.Must, q.const_score_query(near, 0.0)))
+        return q.boolean_query(clauses)
+
+    def _average_length(self, searcher: Any, hot: list[_Hot], stale: Sequence[int] = ()
+                        ) -> float:
         """FTS5's avgdl: the mean of the rows' tokens in all columns (the scope's one
-        token too), over the index and the queued turns."""
+        token too), over the index and the queued turns; ``stale``: the tokens of
+        entries the queue replaces or removes (counted out)."""
         if self._averages is None:
             n = searcher.num_docs
             if n == 0:
@@ -719,6 +1006,8 @@ class KeywordIndex:
         every = [h for h in hot if h.session_id is not None]
         tokens += sum(h.columns[1] for h in every) + rows + len(every)
         rows += len(every)
+        tokens -= sum(stale) + len(stale)
+        rows -= len(stale)
         return tokens / rows if rows else 1.0
 
     # --- the contract audit -----------------------------------------------------------------
@@ -729,6 +1018,7 @@ class KeywordIndex:
         ``expect``: about how many it should hold (the turns there)."""
         q, occur = self._tv.Query, self._tv.Occur
         self.index.reload()
+        self._averages = None  # the statistics of what it now reads are counted again
         searcher = self.index.searcher()
         query = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned, max(lo, 0), hi,
                               include_lower=False, include_upper=True)

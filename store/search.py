@@ -59,27 +59,35 @@ def keyword_hits(
     when ``expression`` is not valid FTS5.
 
     ``derived``: the derived keyword index (``Backend.keyword_index``). It answers a plain
-    words query (``plain_phrases``) in one session or the whole store, also of
-    compressed turns in a session, when it is trusted and large enough to be faster
-    (``KeywordIndex.answers_from``); anything else is FTS5's, with the same hits.
+    words query (``plain_phrases``) and a caller's expression that it reads as FTS5 does
+    (prefixes, NEAR, phrases, AND, OR: ``KeywordIndex.syntax``), in one session or the
+    whole store, also of compressed turns in a session, when it is trusted and large
+    enough to be faster (``KeywordIndex.answers_from``); anything else is FTS5's, with
+    the same hits.
     """
-    if derived is not None and not caller_syntax:
-        hits = _derived_hits(conn, derived, expression, flt, limit)
+    if derived is not None:
+        hits = _derived_hits(conn, derived, expression, flt, limit, caller_syntax)
         if hits is not None:
             return hits
     return dialect(conn).keyword_hits(conn, expression, flt, limit, caller_syntax=caller_syntax)
 
 
 def _derived_hits(conn: Conn, derived: KeywordIndex, expression: str, flt: HitFilter,
-                  limit: int) -> list[tuple[int, float]] | None:
+                  limit: int, caller_syntax: bool) -> list[tuple[int, float]] | None:
     if flt.reads_rows or (flt.compressed_only and flt.session_id is None):
         return None
-    phrases = plain_phrases(expression)
-    if phrases is None or not derived.answers() or not derived.trusted(conn):
+    if not derived.answers() or not derived.trusted(conn):
+        return None
+    syntax = derived.syntax(expression) if caller_syntax else None
+    phrases = None if caller_syntax else plain_phrases(expression)
+    if syntax is None and phrases is None:
         return None
     exclude = None
     if flt.compressed_only:  # a session's live turns are a few: leave them out
         exclude = {int(r[0]) for r in all_rows(conn, live_sql("?"), (flt.session_id,))}
+    if syntax is not None:
+        return derived.search_syntax(conn, syntax, flt.session_id, limit, exclude)
+    assert phrases is not None
     return derived.search(conn, phrases, flt.session_id, limit, exclude)
 
 

@@ -408,3 +408,89 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
         ingest(app, "s0", f"later turn {n} on {WORDS[n % len(WORDS)]}")
     assert fts5_search.keep_merged(store) >= 1 and segments() == 1
     assert audit(app) == {}
+
+
+def test_queries_in_fts5_syntax_are_answered_as_fts5_answers_them(tmp_path: Path):
+    """A caller's expression (prefixes, NEAR groups, phrases, AND, OR) is answered by the
+    derived index with FTS5's hits and scores, store-wide and in a session, over turns in
+    the index, turns still queued and turns forgotten (some moved in, some queued); what
+    it does not read as FTS5 does is left to FTS5, and a bad expression is rejected with
+    FTS5's own error."""
+    import random
+
+    from store.search_filter import FtsSyntaxError
+    from store.sqlite import search as fts5_search
+
+    rng = random.Random(11)
+    vocabulary = [f"{a}{b}" for a in ("kel", "mar", "tor", "vin", "sal", "dob")
+                  for b in ("ax", "en", "is", "ot", "um", "yr", "ith", "ond")]
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+
+    def text() -> str:
+        words = rng.choices(vocabulary, weights, k=rng.randint(3, 50))
+        return " ".join(words) + rng.choice(("", " May", " the report"))
+
+    opened = open_app(Settings(data_dir=tmp_path / "data", turn_limit=1_000))
+    try:
+        ids = [ingest(opened, f"conv{n % 5}", text()) for n in range(1_500)]
+        store = opened.store
+        assert isinstance(store, Store)
+
+        def forget(exchange_ids: list[int]) -> None:
+            out, _ = opened.run("forget", {
+                "confirm": True, "exchange_ids": exchange_ids, "session_id": None,
+                "since": None, "until": None, "text": None, "reason": "test",
+                "vacuum": False})
+            assert out["reply"]["count"] == len(exchange_ids)
+
+        forget(ids[10:20])  # moved into the index: their entries are deleted
+        store.keywords.flush(store)
+        ids += [ingest(opened, f"conv{n % 5}", text()) for n in range(50)]  # queued
+        forget([ids[30], ids[40], ids[-1]])  # queued removals, one of a queued turn
+        derived = store.keyword_index()
+        assert derived is not None
+        w = vocabulary
+        expressions = [
+            f"{w[0][:3]}*", f"{w[1][:4]}* {w[2]}", f"NEAR({w[0]} {w[1]}, 3)",
+            f"NEAR({w[8]} {w[0][:3]}*, 5)", f'NEAR("{w[0]} {w[1]}" {w[2]})',
+            f'"{w[0]} {w[1]}"', f'"{w[2]} {w[0]}"* OR {w[5]}', f"{w[4]} + {w[0]}",
+            f"{w[6]} AND {w[7]} AND {w[1][:3]}*", f"({w[8]} {w[0]}) OR {w[9]}",
+            f"({w[8]} AND NEAR({w[0]} {w[2]}, 2)) OR {w[10]}",
+            f'"{w[0]}" OR {w[3]} OR dob*', f"NEAR({w[1]} {w[2]} {w[3]}, 6)"]
+        with store.read() as conn:
+            sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+            compared = 0
+            for expression in expressions:
+                syntax = derived.syntax(expression)
+                assert syntax is not None, expression
+                for session in (None, *sessions[:2]):
+                    expected = fts5_search.keyword_hits(
+                        conn, expression, HitFilter(session_id=session), 100,
+                        caller_syntax=True)
+                    got = derived.search_syntax(conn, syntax, session, 100)
+                    assert got is not None
+                    assert [i for i, _ in got] == [i for i, _ in expected], (
+                        expression, session)
+                    assert [s for _, s in got] == pytest.approx([s for _, s in expected],
+                                                                rel=1e-9)
+                    assert not {i for i, _ in got} & {*ids[10:20], ids[30], ids[40], ids[-1]}
+                    compared += bool(expected)
+                    # the search path takes it: the same hits
+                    assert keyword_hits(conn, expression, HitFilter(session_id=session), 100,
+                                        caller_syntax=True, derived=derived) == got
+            assert compared >= 2 * len(expressions)
+            # NOT, a column filter, ^, a NEAR group under OR or of phrases that share a
+            # token, a month or a year: FTS5's
+            for other in (f"{w[0]} NOT {w[1]}", f"body: {w[0]}", f"^{w[0]}",
+                          f"NEAR({w[0]} {w[1]}) OR {w[2]}", f"NEAR({w[0]} {w[0][:3]}*)",
+                          "may", f"{w[0]} 2024"):
+                assert derived.syntax(other) is None, other
+            with pytest.raises(FtsSyntaxError) as raised:
+                keyword_hits(conn, f"{w[0]}) OR ({w[1]}", HitFilter(), 10,
+                             caller_syntax=True, derived=derived)
+            with pytest.raises(FtsSyntaxError) as by_fts5:
+                fts5_search.keyword_hits(conn, f"{w[0]}) OR ({w[1]}", HitFilter(), 10,
+                                         caller_syntax=True)
+            assert str(raised.value) == str(by_fts5.value)
+    finally:
+        opened.close()
