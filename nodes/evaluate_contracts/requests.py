@@ -11,8 +11,6 @@ The wording of what is valid (``valid_form``) is shared with the MCP server's ar
 errors, so a bad value reads the same whichever door it came through.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from functools import cache
