@@ -5,8 +5,6 @@ same ones, so they live here, below every layer: this package imports nothing of
 project, and loading the settings loads no node, store or graph code.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Sequence
 from typing import Annotated, Literal

@@ -1,7 +1,5 @@
 """Structured outputs of the MCP tools (their JSON schemas are the tools' outputSchema)."""
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Literal
 

@@ -5,8 +5,6 @@ Each tool is thin: its typed signature is the input schema, its docstring the
 description; it runs one named graph and returns the result with the stage trace.
 """
 
-from __future__ import annotations
-
 import inspect
 import json
 import logging
@@ -125,7 +123,7 @@ class AppLoader:
             resume_gc()  # if the application could not be opened (else resumed above)
             self._ready.set()
 
-    async def app(self) -> App:
+    async def app(self) -> "App":
         if not self._ready.is_set():
             await anyio.to_thread.run_sync(self._ready.wait)
         if self._error is not None:

@@ -11,13 +11,11 @@ types and constraints, and a bad one is a ``SettingsError`` that names the varia
 what is valid. Loading this module loads no node, store or graph code.
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from annotated_types import Ge, Le
 from pydantic import (
@@ -304,13 +302,13 @@ class Settings(BaseModel):
     def bus_path(self) -> Path | None:
         return None if self.shared_dir is None else self.shared_dir / BUS_FILE
 
-    def replace(self, **changes: Any) -> Settings:
+    def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, checked like the rest."""
         values = {name: getattr(self, name) for name in type(self).model_fields}
         return type(self)(**{**values, **changes})
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
         source = _Environment(cls, os.environ if env is None else env)
         try:
             return cls(**source())

@@ -34,9 +34,9 @@ from store.errors import (
     read_only_reason,
     storage_failure,
 )
-from store.migrations import SCHEMA_VERSION, migrate, pending_migrations
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
+from store.schema_version import SCHEMA_VERSION, pending_migrations
 
 if TYPE_CHECKING:
     from store.keyword_index import KeywordIndex
@@ -112,9 +112,14 @@ class Store:
         try:
             conn = self.connection()
             with self._failures("open"):
-                if not self.read_only:
+                pending = pending_migrations(conn)
+                if pending and not self.read_only:
+                    # The migration list is built only for a file that needs it: a
+                    # current store is opened with one read of the migrations table.
+                    from store.migrations import migrate
+
                     migrate(conn)
-                elif pending := pending_migrations(conn):
+                elif pending:
                     raise StoreReadOnly(
                         f"{self.where.store} needs {pending} schema migration(s) to reach "
                         f"version {SCHEMA_VERSION}, but it is read-only "

@@ -19,6 +19,9 @@ the recorded version inside it, and a new file is given the schema all of them l
 one such transaction, each recorded (``final_schema``, as PostgreSQL's first step); on
 PostgreSQL all of them run in one transaction under an advisory lock. Either way,
 several processes opening one new store at once apply each migration exactly once.
+
+A store that records every migration is opened without this module
+(``store.schema_version``): it is imported only to migrate or create a file.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ from store.schema import (
     column,
     final_schema,
 )
+from store.schema_version import (
+    CREATE_MIGRATIONS_TABLE,
+    SCHEMA_VERSION,
+    SELECT_APPLIED,
+    pending_migrations,
+)
 from store.search_filter import FTS_TOKENIZE
 from store.sql import Conn
 from store.sqlite import schema as sqlite
@@ -62,15 +71,6 @@ __all__ = [
     "pending_migrations",
 ]
 
-CREATE_MIGRATIONS_TABLE = """
-CREATE TABLE IF NOT EXISTS schema_migrations(
-  version INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  applied_at REAL NOT NULL
-)"""
-SELECT_APPLIED = "SELECT version FROM schema_migrations"
-HAS_MIGRATIONS_TABLE = """
-SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"""
 RECORD_APPLIED = "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)"
 # Anything in a file besides the migrations' own table: a store, or someone else's file.
 HAS_OTHER_OBJECTS = "SELECT 1 FROM sqlite_master WHERE name != 'schema_migrations' LIMIT 1"
@@ -575,23 +575,15 @@ def _postgresql_steps() -> list[tuple[str, PostgresStep]]:
 SQLITE_STEPS = _numbered("m", [(m.name, sqlite.step(m.operations)) for m in MIGRATIONS
                                if not m.postgresql_only])
 POSTGRESQL_STEPS = _numbered("p", _postgresql_steps())
-SCHEMA_VERSION = len(SQLITE_STEPS)
+if len(SQLITE_STEPS) != SCHEMA_VERSION:  # kept beside the list: see store.schema_version
+    raise RuntimeError(f"store.schema_version.SCHEMA_VERSION is {SCHEMA_VERSION}, but there "
+                       f"are {len(SQLITE_STEPS)} SQLite migrations: set it to {len(SQLITE_STEPS)}")
 # A new SQLite store: what every SQLite migration leaves, created at once.
 _NEW_STORE = sqlite.step(final_schema(op for m in MIGRATIONS if not m.postgresql_only
                                       for op in m.operations))
 # What each dialect (``Backend.dialect``) records once it is current: version -> name.
 RECORDED = {"sqlite": {s.version: s.name for s in SQLITE_STEPS},
             "postgresql": {s.version: s.name for s in POSTGRESQL_STEPS}}
-
-
-def pending_migrations(conn: apsw.Connection) -> int:
-    """How many migrations ``migrate`` would apply, read in one snapshot without a lock
-    or a write (so a store opened read-only can tell whether it is current)."""
-    with conn:  # a read transaction: both statements see the same state
-        if conn.execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
-            return SCHEMA_VERSION
-        applied = {row[0] for row in conn.execute(SELECT_APPLIED)}
-    return sum(version not in applied for version, _, _ in SQLITE_STEPS)
 
 
 def _create_new(conn: apsw.Connection) -> bool:

@@ -11,8 +11,6 @@ The wording of what is valid (``valid_form``) is shared with the MCP server's ar
 errors, so a bad value reads the same whichever door it came through.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from functools import cache
@@ -70,9 +68,11 @@ FlagFilter = Literal["NAFE", "NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DR
 class Request(BaseModel):
     """An operation's arguments. Unknown keys are ignored (a graph's caller may pass
     more than the model names); every known one is checked strictly: no "yes" for
-    true, no "10" for 10."""
+    true, no "10" for 10. A model's validator is built when it first checks a request
+    (``defer_build``): a process checks few of the twenty, and the MCP server builds
+    its tools' arguments from the fields alone."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, defer_build=True)
 
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description=(
