@@ -16,7 +16,9 @@ calls, the counts dumped (``--dump``). Threads are counted apart
 SDK, our tools and their graphs run), with the other threads' beside it (stage traces
 written in the background, whose share per call grows with valgrind's slowdown, since
 they wake on wall-clock time). A capture_status call first waits for the store and the
-graphs to open, so that no count holds the opening. ``PYTHONHASHSEED`` is fixed so that runs repeat.
+graphs to open, so that no count holds the opening. Compare checkouts at the same
+``--calls``: short runs vary more (30 calls: the floor by a fifth between runs; 100
+calls: 2.12-2.13 M in four runs). ``PYTHONHASHSEED`` is fixed so that runs repeat.
 
 The tools are ingest_query.py's: the floor (stenographer_get_brief with an empty
 session_id), stenographer_ingest_exchange (new turns in sessions of their own),
