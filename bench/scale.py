@@ -185,9 +185,10 @@ class Built:
         if self.url is None:  # the file with the store closed (WAL checkpointed)
             from stenographer.app import open_app
             from store.db import Store
+            from store.keyword_index import KeywordIndex
 
-            if isinstance(self.app.store, Store):
-                self.app.store.keywords.flush(self.app.store)
+            if isinstance(self.app.store, Store) and self.loaded >= KeywordIndex.answers_from:
+                self.app.store.keywords.flush(self.app.store)  # a smaller store keeps none
             self.app.close()
             try:
                 out = self.backends.size(self.backend, self.data_dir, None)
