@@ -61,7 +61,7 @@ SPLIT_FROM = 256
 # compresses the batch (about as much CPU again as its part of the per-turn stages), so
 # the two processes end together when the worker takes about two thirds (measured on
 # generated turns: 0.5 left this process 60% busier than the worker).
-WORKER_SHARE = 0.65
+WORKER_SHARE = 0.8
 
 
 class BatchItemsWrites(TypedDict):

@@ -81,6 +81,12 @@ class TurnWorker:
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
 
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id while it runs."""
+        worker = self._worker
+        return None if worker is None else worker.pid
+
     def send(self, run: RunContext, name: str, cfg: Mapping[str, Any] | None,
              turns: Channels) -> bool:
         """Hand ``turns`` (each the channels node ``name`` reads) to the worker; False

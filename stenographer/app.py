@@ -12,7 +12,7 @@ from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.scheduler import BACKOFF_CAP_S, BACKOFF_FIRST_S, BACKOFF_JITTER
-from stenographer.settings import Settings, reveal
+from stenographer.settings import USABLE_CORES, Settings, reveal
 from store.backend import Backend, open_store
 from store.bus import Bus
 from store.errors import StorageFailure, StoreError, partly_done
@@ -99,7 +99,8 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
 
         prefetch = BatchPrefetch()  # no process yet
     turn_worker = None
-    if compiled is None:  # not a hook's own small set: its passes are a few turns
+    # not a hook's own small set (its passes are a few turns), nor a machine of one core
+    if compiled is None and USABLE_CORES > 1:
         from nodes.turn_worker import TurnWorker
 
         turn_worker = TurnWorker()  # no process yet: started by the first large batch

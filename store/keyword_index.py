@@ -463,10 +463,10 @@ class KeywordIndex:
     def words(self, text: str) -> list[str]:
         """``text`` as FTS5 tokenizes it for the index."""
         with self._tokenizer_lock:  # a list of str already (apsw): not copied
-            tokens: list[str] = self._fts_tokenizer(
+            tokens = self._fts_tokenizer(
                 text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
                 include_offsets=False, include_colocated=False)
-        return tokens
+        return tokens  # type: ignore[return-value]  # str tokens without offsets
 
     def _columns(self, content: str, context: str, dated: str
                  ) -> tuple[list[str], list[str], list[str]]:
