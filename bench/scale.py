@@ -63,6 +63,7 @@ from common import (
     print_table,
     spawn_server,
     structured,
+    worker_cpu_s,
 )
 from ingest_query import BRIEF, QUERY, Turn, build_queries, make_turns
 
@@ -163,7 +164,7 @@ class Built:
         if self.kept:
             (self.data_dir / MANIFEST).unlink(missing_ok=True)  # until the build finishes
         started, cpu, load = time.perf_counter(), time.process_time(), Load()
-        worker_cpu = self.worker_cpu()
+        worker_cpu = worker_cpu_s(self.app)
         while self.loaded < size:
             batch = [next(self.source) for _ in range(min(self.batch, size - self.loaded))]
             out, _ = self.app.run("ingest_batch", {"turns": [ingest_request(t) for t in batch]})
@@ -179,23 +180,10 @@ class Built:
         self.ids = {t.index: self.ids[t.index] for t in self.recent}
         self.build_s += time.perf_counter() - started
         self.build_cpu_s += time.process_time() - cpu
-        self.build_worker_cpu_s += self.worker_cpu() - worker_cpu
+        self.build_worker_cpu_s += worker_cpu_s(self.app) - worker_cpu
         self.build_machine = load.stop()
         if self.kept:
             self._save()
-
-    def worker_cpu(self) -> float:
-        """CPU seconds of the app's worker process of the per-turn stages so far (0 before
-        it starts, or for a checkout without one)."""
-        worker = getattr(self.app.ctx, "turn_worker", None)
-        pid = None if worker is None else worker.pid
-        if pid is None:
-            return 0.0
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def storage(self) -> dict[str, Any]:
         """Bytes the store occupies, every index included (SQLite: the file and the

@@ -195,6 +195,9 @@ def test_below_its_size_the_queue_holds_the_turns_until_a_write_reaches_it(
                                                        stored[24]}
     store.keywords.wait()  # FTS5's upkeep only: the queue stays
     assert queued(app) == 30 and held(app) == 0
+    upkeep = store.keywords._flusher
+    app.run("search", {"query": "bravo", "session_id": "s0", "limit": 10})
+    assert store.keywords._flusher is upkeep  # no merge is due before 1,000 turns: no thread
     assert audit(app) == {}
     out, _ = app.run("ingest_batch", {"turns": turns[30:]})  # 45 turns: past 40
     assert queued(app) == 0 and held(app) == 45
