@@ -16,6 +16,11 @@ writes pickled replies on stdout, as GraphRAG's prefetch worker
 script in the child). It ignores Ctrl-C and ends when its stdin closes: when the
 parent closes it or exits (a parent killed by SIGKILL included). It never opens the
 store: what a batch stores is written by this process alone.
+
+Measured on bench/scale.py's generated turns (2,000 a batch, in process, a machine of
+two cores at load average 2-4, so CPU time, not wall time): this process 223-285 µs of
+CPU a turn and the worker 205-246, against 447-515 µs in one process (20,000 turns);
+the worker's share costs 20-30 µs a turn of pickling and start-up in all.
 """
 
 from __future__ import annotations
