@@ -47,18 +47,28 @@ Channels = list[dict[str, Any]]
 
 
 def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
-    """The worker's loop. The first request is the run context's settings and patterns;
-    each later one ``(node name, cfg, [channels of a turn, ...])``, answered by
-    ``("ok", [writes of each turn, ...])`` or ``("error", text)``, until the input ends."""
-    from nodes.batch import OFFLOADED
-    from nodes.context import RunContext, bulk_allocations, call
-
+    """The worker's loop. The first request is the run context's settings and patterns
+    and the directory the parent's package was imported from; each later one
+    ``(node name, cfg, [channels of a turn, ...])``, answered by
+    ``("ok", [writes of each turn, ...])`` or ``("error", text)``, until the input ends.
+    A worker whose code is not the parent's (imported from another directory) ends at
+    once: the parent computes every turn itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     requests = requests or sys.stdin.buffer
     replies = replies or sys.stdout.buffer
     try:
-        settings, patterns, secret_patterns = pickle.load(requests)
+        settings, patterns, secret_patterns, root = pickle.load(requests)
     except EOFError:
+        return
+    try:
+        from nodes.batch import OFFLOADED
+        from nodes.context import RunContext, bulk_allocations, call
+    except ImportError as exc:
+        print(f"stenographer: the batch worker cannot run this code: {exc}", file=sys.stderr)
+        return
+    if foreign := _foreign_modules(root):
+        print(f"stenographer: the batch worker imported {foreign[0]} from outside {root}; "
+              "the batch is computed in one process", file=sys.stderr)
         return
     # No store: the offloaded node functions read none (nodes.batch.OFFLOADED).
     run = RunContext(store=None, settings=settings, patterns=patterns,  # type: ignore[arg-type]
@@ -144,7 +154,7 @@ class TurnWorker:
 
     def _start(self, run: RunContext) -> subprocess.Popen[bytes] | None:
         # The child imports this package from where the parent did (a checkout or not).
-        root = str(Path(__file__).resolve().parents[1])
+        root = _package_root()
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=path)
         try:
@@ -155,9 +165,22 @@ class TurnWorker:
             return None
         self._worker = worker
         assert worker.stdin is not None
-        pickle.dump((run.settings, run.patterns, run.secret_patterns), worker.stdin,
+        pickle.dump((run.settings, run.patterns, run.secret_patterns, root), worker.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)  # a failure: send's, the worker lost
         return worker
+
+
+def _package_root() -> str:
+    """The directory this package was imported from."""
+    return str(Path(__file__).resolve().parents[1])
+
+
+def _foreign_modules(root: str) -> list[str]:
+    """This package's modules loaded from anywhere but ``root``."""
+    top = {"constants", "graphs", "nodes", "stenographer", "store"}
+    return [f"{name} ({module.__file__})" for name, module in list(sys.modules.items())
+            if name.split(".")[0] in top and getattr(module, "__file__", None)
+            and not Path(str(module.__file__)).resolve().is_relative_to(root)]
 
 
 def _end(worker: subprocess.Popen[bytes], *, kill: bool) -> None:
