@@ -51,16 +51,17 @@ __all__ = ["OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items", "batch_keywords
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     checked_turn, redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
 MAX_BATCH_TURNS = 100_000
-# Those that read no store, whose second half of a large batch the worker process runs
-# (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less than
-# the half it saves (a few microseconds a turn against tens).
+# Those that read no store, most of whose turns in a large batch the worker process
+# runs (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less
+# than it saves (a few microseconds a turn against tens).
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
 SPLIT_FROM = 256
 # The worker's part of such a stage's turns: this process also validates, stores and
-# compresses the batch (about as much CPU again as its part of the per-turn stages), so
-# the two processes end together when the worker takes about two thirds (measured on
-# generated turns: 0.5 left this process 60% busier than the worker).
+# compresses the batch, so the two processes spend about as much CPU when the worker
+# takes four fifths (bench/scale.py's turns, 20,000 in batches of 2,000: with half, this
+# process spent 286 µs a turn and the worker 170; with 0.65, 258 and 216; with 0.8,
+# 223-238 and 236-246).
 WORKER_SHARE = 0.8
 
 

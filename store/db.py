@@ -192,11 +192,11 @@ class Store:
             return None
         return derived
 
-    def merge_due_at(self, largest: int) -> None:
-        """FTS5's segments were merged or found not due at ``largest`` turns: searches
-        below the derived index's size start no upkeep before then
-        (``store.sqlite.search.keep_merged``)."""
-        self._merge_due = largest
+    def merge_due_at(self, due: int) -> None:
+        """FTS5's segments are due for their next merge once the largest turn id reaches
+        ``due`` (``store.sqlite.search.keep_merged``): searches below the derived
+        index's size start no upkeep before then."""
+        self._merge_due = due
 
     def catch_up_keywords(self) -> int:
         """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would

@@ -69,7 +69,7 @@ class Store(Transactions, Protocol):
     path: Path
     read_only: bool
 
-    def merge_due_at(self, largest: int) -> None: ...
+    def merge_due_at(self, due: int) -> None: ...
 
 __all__ = [
     "BULK_QUEUE",
