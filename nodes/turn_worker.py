@@ -158,7 +158,9 @@ class TurnWorker:
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=path)
         try:
-            worker = subprocess.Popen([sys.executable, "-c", _BOOT], env=env,
+            # -P: the working directory is not put first on the child's path (a process
+            # started in another checkout of this package would import that one's modules)
+            worker = subprocess.Popen([sys.executable, "-P", "-c", _BOOT], env=env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError:
             self._broken = True

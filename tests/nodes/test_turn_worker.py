@@ -15,7 +15,7 @@ import pytest
 from nodes.batch import OFFLOADED
 from nodes.context import RunContext, call
 from nodes.extract.patterns import DEFAULT_PATTERNS
-from nodes.turn_worker import _package_root, serve
+from nodes.turn_worker import TurnWorker, _package_root, serve
 from stenographer.settings import Settings
 
 TURN = {"session": "s", "role": "assistant", "created_at": 1.7e9, "source_key": None,
@@ -62,3 +62,21 @@ def test_a_worker_whose_code_is_not_its_parents_answers_nothing(
     replies, _ = ask(str(tmp_path / "another-checkout"), tmp_path)
     assert replies == []
     assert "from outside" in capsys.readouterr().err
+
+
+def test_a_worker_started_in_another_checkout_runs_its_parents_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The working directory is not first on the worker's path: started from a
+    directory holding another ``nodes`` package, it still imports its parent's."""
+    other = tmp_path / "checkout" / "nodes"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    (other / "batch.py").write_text("raise ImportError('another checkout')\n")
+    monkeypatch.chdir(other.parent)
+    worker = TurnWorker()
+    run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
+    try:
+        assert worker.send(run, "nafe_flags", {}, [{"turn": TURN}])
+        assert worker.receive() == [call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]
+    finally:
+        worker.close()
