@@ -101,6 +101,7 @@ class Store:
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
+        self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -164,16 +165,20 @@ class Store:
     def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot, else None (FTS5 answers, with the same hits). Below
-        ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) nothing is
-        opened; past ``HOT_LIMIT`` queued turns the queue is moved into the index on a
-        thread of its own, and past ``BULK_QUEUE`` FTS5 answers until it is in: no
-        search waits for the index."""
+        ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
+        answers and the queue is left as it is: the index is written only once the
+        store reaches that size (the queue holds every turn until then), and FTS5's
+        segments are merged on a thread of their own when they are due
+        (``KeywordIndex.flush_later``). From that size, past ``HOT_LIMIT`` queued turns
+        the queue is moved into the index on that thread, and past ``BULK_QUEUE`` FTS5
+        answers until it is in: no search waits for the index."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
-        if queued <= HOT_LIMIT and largest < KeywordIndex.answers_from:
+        below = largest < KeywordIndex.answers_from
+        if below and (queued <= HOT_LIMIT or largest < self._merge_due):
             return None
         try:
             derived = self.keywords  # opened once per process (Tantivy imported then)
@@ -183,23 +188,32 @@ class Store:
             print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
             return None
-        if queued > BULK_QUEUE or largest < KeywordIndex.answers_from:
+        if queued > BULK_QUEUE or below:
             return None
         return derived
+
+    def merge_due_at(self, due: int) -> None:
+        """FTS5's segments are due for their next merge once the largest turn id reaches
+        ``due`` (``store.sqlite.search.keep_merged``): searches below the derived
+        index's size start no upkeep before then."""
+        self._merge_due = due
 
     def catch_up_keywords(self) -> int:
         """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
         leave to FTS5 until a thread had moved it in) is moved into the derived index
         now, by the writer that made it, so the store is whole when the write returns
         and the queue's rows are freed for the next batch. A shorter queue is left to
-        the searches (nothing is opened: a hook's pass of a few turns stays cheap)."""
-        from store.keyword_index import BULK_QUEUE, search_state
+        the searches (nothing is opened: a hook's pass of a few turns stays cheap), and
+        so is the queue of a store smaller than ``KeywordIndex.answers_from``: FTS5
+        answers all its searches, and the queue holds its turns until the write that
+        brings the store to that size moves them all in at once."""
+        from store.keyword_index import BULK_QUEUE, KeywordIndex, search_state
 
         if self.read_only:
             return 0
         with self.read() as conn:
-            _, queued = search_state(conn)
-        if queued <= BULK_QUEUE:
+            largest, queued = search_state(conn)
+        if queued <= BULK_QUEUE or largest < KeywordIndex.answers_from:
             return 0
         derived = self.keyword_index()
         return 0 if derived is None else derived.flush(self)

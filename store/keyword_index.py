@@ -76,6 +76,8 @@ class Store(Transactions, Protocol):
     path: Path
     read_only: bool
 
+    def merge_due_at(self, due: int) -> None: ...
+
 __all__ = [
     "BULK_QUEUE",
     "HOT_LIMIT",
@@ -142,6 +144,7 @@ META_KEY = "keyword_index"
 INSERT_PENDING = """
 INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated) VALUES (?, ?, ?)"""
 SELECT_PENDING_SEQS = "SELECT seq, exchange_id FROM keyword_pending"
+ANY_PENDING = "SELECT 1 FROM keyword_pending LIMIT 1"
 SELECT_PENDING_ROWS = """
 SELECT p.seq, p.exchange_id, e.session_id, e.content, p.context, p.dated
 FROM keyword_pending p LEFT JOIN exchanges e ON e.id = p.exchange_id
@@ -526,10 +529,11 @@ class KeywordIndex:
 
     def words(self, text: str) -> list[str]:
         """``text`` as FTS5 tokenizes it for the index."""
-        with self._tokenizer_lock:
-            return [str(t) for t in self._fts_tokenizer(
+        with self._tokenizer_lock:  # a list of str already (apsw): not copied
+            tokens = self._fts_tokenizer(
                 text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                include_offsets=False, include_colocated=False)]
+                include_offsets=False, include_colocated=False)
+        return tokens  # type: ignore[return-value]  # str tokens without offsets
 
     def _columns(self, content: str, context: str, dated: str
                  ) -> tuple[list[str], list[str], list[str]]:
@@ -552,35 +556,40 @@ class KeywordIndex:
 
     def flush(self, store: Store) -> int:
         """Move the queued turns into the index; how many (0 when another process is
-        writing it, or nothing was queued)."""
+        writing it, or nothing was queued). The queue is read as a stream in one
+        snapshot (a bulk store's first flush takes in 100,000 turns: their text is not
+        held at once) and taken in with one commit."""
         self.adopt_once(store)  # before the queue is first taken in: a new store's
         with store.read() as conn:
-            rows = all_rows(conn, SELECT_ALL_PENDING)
-        if not rows:
-            return 0
+            if first(conn, ANY_PENDING) is None:
+                return 0
         try:
             writing = self._writer(FLUSH_HEAP)
         except ValueError:
             return 0  # another process or thread is writing it: it takes the queue in
         beside = threading.current_thread() is self._flusher
+        seqs: list[int] = []
         with writing as writer:
             top = self._largest_id()
-            for _, exchange_id, session_id, content, context, dated in rows:
-                if beside:
-                    # Beside the searches of this process: a document takes ~40 µs of
-                    # the interpreter; without this, a search waiting for it would wait
-                    # out the interpreter's switch interval (5 ms) at every turn.
-                    time.sleep(0)
-                if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
-                    writer.delete_documents_by_query(self._id_query(int(exchange_id)))
-                if content is not None and context is not None:
-                    writer.add_document(self._document(
-                        (int(exchange_id), int(session_id), str(content), str(context),
-                         str(dated))))
+            with store.read() as conn:
+                for seq, exchange_id, session_id, content, context, dated in conn.execute(
+                        SELECT_ALL_PENDING):
+                    if beside:
+                        # Beside the searches of this process: a document takes ~40 µs
+                        # of the interpreter; without this, a search waiting for it would
+                        # wait out the interpreter's switch interval (5 ms) at every turn.
+                        time.sleep(0)
+                    seqs.append(int(seq))
+                    if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
+                        writer.delete_documents_by_query(self._id_query(int(exchange_id)))
+                    if content is not None and context is not None:
+                        writer.add_document(self._document(
+                            (int(exchange_id), int(session_id), str(content), str(context),
+                             str(dated))))
             writer.commit()
         with store.write() as conn:
-            conn.execute(DELETE_PENDING, (_ids([int(r[0]) for r in rows]),))
-        return len(rows)
+            conn.execute(DELETE_PENDING, (_ids(seqs),))
+        return len(seqs)
 
     def flush_later(self, store: Store) -> None:
         """``flush`` on a thread of its own (one at a time): the search that finds the
@@ -593,13 +602,21 @@ class KeywordIndex:
             self._flusher.start()
 
     def _flush_quietly(self, store: Store) -> None:
-        try:
-            self.flush(store)
-        except Exception as ex:  # the queue stays: the next search tries again
-            print(f"stenographer: the keyword index did not take its queue in: {ex}",
-                  file=sys.stderr)
+        with store.read() as conn:
+            largest, _ = search_state(conn)
+        if largest >= self.answers_from:  # below, the queue waits for the index's size
+            try:
+                self.flush(store)
+            except Exception as ex:  # the queue stays: the next search tries again
+                print(f"stenographer: the keyword index did not take its queue in: {ex}",
+                      file=sys.stderr)
         try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
             fts5_search.keep_merged(store, self._stopping.is_set, below=self.answers_from)
+            with store.read() as conn:
+                row = first(conn, fts5_search.MERGE_STATE, (fts5_search.MERGED_KEY,))
+            merged = int(row[1]) if row is not None and row[1] is not None else 0
+            store.merge_due_at(max(fts5_search.MERGE_FROM,
+                                   math.ceil(merged * fts5_search.MERGE_GROWTH)))
         except Exception as ex:  # left as it is: the next flush tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 

@@ -174,6 +174,37 @@ def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
     assert audit(app) == {}
 
 
+def test_below_its_size_the_queue_holds_the_turns_until_a_write_reaches_it(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """Below ``answers_from`` no index is written: bulk writes and searches leave the
+    turns queued (searches are FTS5's; the audit counts queued turns as held); the
+    batch that brings the store to that size moves the whole queue in at once."""
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    monkeypatch.setattr(keyword_index_module, "HOT_LIMIT", 5)
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 40)
+    turns = [{"role": "user", "content": f"note {n} about {WORDS[n % len(WORDS)]}",
+              "session_id": f"s{n % 2}"} for n in range(45)]
+    out, _ = app.run("ingest_batch", {"turns": turns[:30]})
+    stored = out["reply"]["exchange_ids"]
+    store = app.store
+    assert isinstance(store, Store)
+    assert queued(app) == 30 and store._keywords is None  # the bulk write opened nothing
+    out, _ = app.run("search", {"query": "alpha", "session_id": None, "cross_session": True,
+                                "limit": 10})
+    assert {h["exchange_id"] for h in out["hits"]} >= {stored[0], stored[8], stored[16],
+                                                       stored[24]}
+    store.keywords.wait()  # FTS5's upkeep only: the queue stays
+    assert queued(app) == 30 and held(app) == 0
+    upkeep = store.keywords._flusher
+    app.run("search", {"query": "bravo", "session_id": "s0", "limit": 10})
+    assert store.keywords._flusher is upkeep  # no merge is due before 1,000 turns: no thread
+    assert audit(app) == {}
+    out, _ = app.run("ingest_batch", {"turns": turns[30:]})  # 45 turns: past 40
+    assert queued(app) == 0 and held(app) == 45
+    assert sorted(found(app, "alpha", None)) == sorted(fts5(app, "alpha"))
+    assert audit(app) == {}
+
+
 def test_below_its_size_the_index_is_not_opened_by_a_search(
         app: App, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 100)
