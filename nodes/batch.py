@@ -226,7 +226,11 @@ def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
 def batch_keywords(*, run: RunContext) -> NoWrites:
     """The derived keyword index takes in the turns the batch queued, once the queue
     is longer than a search would use (store: ``catch_up_keywords``): a bulk write
-    leaves the store whole, with no queue for a later search to wait on or step around."""
+    leaves the store whole, with no queue for a later search to wait on or step around.
+    The batch that brings the store to the index's size builds it (``build_when_due``)."""
+    from nodes.publish.keyword_index import build_when_due
+
+    build_when_due(run.store, beside=False)
     run.store.catch_up_keywords()
     return {}
 

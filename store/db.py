@@ -144,45 +144,51 @@ class Store:
         return self._keywords
 
     def audited_keywords(self) -> KeywordIndex | None:
-        """The derived keyword index, for the contract audit (``keyword_index``)."""
+        """The derived keyword index, for the contract audit (``keyword_index``); None
+        while the store is smaller than ``KeywordIndex.answers_from`` and keeps none:
+        nothing is expected of it there."""
+        from store.keyword_index import build_due, keeps_index
+
+        if not self.read_only:
+            with self.read() as conn:
+                if not keeps_index(conn) and not build_due(conn):
+                    return None
         return self.keyword_index()
 
     def keyword_index(self) -> KeywordIndex | None:
-        """The derived keyword index (``keywords``), taken as a new store's own
-        (``KeywordIndex.adopt_once``); None for a read-only file, or when it cannot be
-        opened (every search is FTS5's then)."""
+        """The derived keyword index (``keywords``); None for a read-only file, or when
+        it cannot be opened (every search is FTS5's then)."""
         if self.read_only:
             return None
         try:
-            derived = self.keywords
-            derived.adopt_once(self)
+            return self.keywords
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
-            print(f"stenographer: the keyword index was not brought up to date: {ex}",
+            print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
-            return self._keywords  # None when it could not be opened: FTS5 answers
-        return derived
+            return None
 
     def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot, else None (FTS5 answers, with the same hits). Below
         ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
-        answers and the queue is left as it is: the index is written only once the
-        store reaches that size (the queue holds every turn until then), and FTS5's
+        answers: the index is built only once the store reaches that size (nothing is
+        queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
         segments are merged on a thread of their own when they are due
         (``KeywordIndex.flush_later``). From that size, past ``HOT_LIMIT`` queued turns
         the queue is moved into the index on that thread, and past ``BULK_QUEUE`` FTS5
         answers until it is in: no search waits for the index."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
+        from store.sqlite.search import MERGE_FROM
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
         below = largest < KeywordIndex.answers_from
-        if below and (queued <= HOT_LIMIT or largest < self._merge_due):
+        if below and largest < max(self._merge_due, MERGE_FROM):
             return None
         try:
             derived = self.keywords  # opened once per process (Tantivy imported then)
-            if queued > HOT_LIMIT:
+            if queued > HOT_LIMIT or below:  # below: FTS5's merge is due
                 derived.flush_later(self)
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the keyword index could not be opened: {ex}",
@@ -204,9 +210,10 @@ class Store:
         now, by the writer that made it, so the store is whole when the write returns
         and the queue's rows are freed for the next batch. A shorter queue is left to
         the searches (nothing is opened: a hook's pass of a few turns stays cheap), and
-        so is the queue of a store smaller than ``KeywordIndex.answers_from``: FTS5
-        answers all its searches, and the queue holds its turns until the write that
-        brings the store to that size moves them all in at once."""
+        so is a queue of a store smaller than ``KeywordIndex.answers_from`` (one that
+        kept its index from before: FTS5 answers its searches). The first build, when
+        a write brings the store to that size, is the caller's
+        (``nodes.publish.keyword_index.build_when_due``)."""
         from store.keyword_index import BULK_QUEUE, KeywordIndex, search_state
 
         if self.read_only:
