@@ -3,19 +3,18 @@
 The per-turn node functions of a batch that read no store (redaction, decisions and
 blockers, NAFE flags, the vector, the keyword fields: ``nodes.batch.OFFLOADED``) are
 pure Python over each turn's values, and in one process they take turns on one core
-with the batch's write. ``TurnWorker`` hands the second half of a stage's turns to a
-worker process (started on first use and kept for the process's later batches) while
-this process computes the first half, so a machine with two free cores computes both
-at once. The worker runs the same node functions on the same channel values, with the
-same settings and patterns, so each turn gets exactly what this process would give it;
-a worker that failed or cannot be reached leaves its half to this process.
+with the batch's write. ``TurnWorker`` hands most of a stage's turns
+(``nodes.batch.WORKER_SHARE``) to a worker process (started on first use and kept for
+the process's later batches) while this process computes the rest, so a machine with
+two free cores computes both at once. The worker runs the same node functions on the
+same channel values, with the same settings and patterns, so each turn gets exactly
+what this process would give it; a worker that failed or cannot be reached leaves its
+part to this process.
 
-The worker is a plain ``python -c`` child that reads pickled requests on stdin and
-writes pickled replies on stdout, as GraphRAG's prefetch worker
-(nodes.extract.graph_prefetch; ``multiprocessing`` would re-run the parent's main
-script in the child). It ignores Ctrl-C and ends when its stdin closes: when the
-parent closes it or exits (a parent killed by SIGKILL included). It never opens the
-store: what a batch stores is written by this process alone.
+The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
+writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin closes:
+when the parent closes it or exits (a parent killed by SIGKILL included). It never
+opens the store: what a batch stores is written by this process alone.
 
 Measured on bench/scale.py's generated turns (2,000 a batch, in process, a machine of
 two cores at load average 2-4, so CPU time, not wall time): this process 223-285 µs of
@@ -26,15 +25,15 @@ what is sent and the worker's start-up cost 10-65 µs a turn in all (an import o
 
 from __future__ import annotations
 
-import os
 import pickle
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from nodes import worker_process
 
 if TYPE_CHECKING:
     from nodes.context import RunContext
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["TurnWorker", "serve"]
 
 _BOOT = "from nodes.turn_worker import serve; serve()"
-_CLOSE_TIMEOUT_S = 10.0
 Channels = list[dict[str, Any]]
 
 
@@ -66,7 +64,7 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
     except ImportError as exc:
         print(f"stenographer: the batch worker cannot run this code: {exc}", file=sys.stderr)
         return
-    if foreign := _foreign_modules(root):
+    if foreign := worker_process.foreign_modules(root):
         print(f"stenographer: the batch worker imported {foreign[0]} from outside {root}; "
               "the batch is computed in one process", file=sys.stderr)
         return
@@ -143,64 +141,26 @@ class TurnWorker:
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:
-            _end(worker, kill=False)
+            worker_process.end(worker, kill=False)
 
     def _lose(self) -> None:
         """The worker cannot be used again: no half goes to it (called with the lock)."""
         self._broken = True
         worker, self._worker = self._worker, None
         if worker is not None:
-            _end(worker, kill=True)
+            worker_process.end(worker, kill=True)
 
     def _start(self, run: RunContext) -> subprocess.Popen[bytes] | None:
-        # The child imports this package from where the parent did (a checkout or not).
-        root = _package_root()
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=path)
-        try:
-            # -P: the working directory is not put first on the child's path (a process
-            # started in another checkout of this package would import that one's modules)
-            worker = subprocess.Popen([sys.executable, "-P", "-c", _BOOT], env=env,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        except OSError:
+        worker = worker_process.start(_BOOT)
+        if worker is None:
             self._broken = True
             return None
         self._worker = worker
         assert worker.stdin is not None
-        pickle.dump((run.settings, run.patterns, run.secret_patterns, root), worker.stdin,
+        pickle.dump((run.settings, run.patterns, run.secret_patterns,
+                     worker_process.package_root()), worker.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)  # a failure: send's, the worker lost
         return worker
-
-
-def _package_root() -> str:
-    """The directory this package was imported from."""
-    return str(Path(__file__).resolve().parents[1])
-
-
-def _foreign_modules(root: str) -> list[str]:
-    """This package's modules loaded from anywhere but ``root``."""
-    top = {"constants", "graphs", "nodes", "stenographer", "store"}
-    return [f"{name} ({module.__file__})" for name, module in list(sys.modules.items())
-            if name.split(".")[0] in top and getattr(module, "__file__", None)
-            and not Path(str(module.__file__)).resolve().is_relative_to(root)]
-
-
-def _end(worker: subprocess.Popen[bytes], *, kill: bool) -> None:
-    """Close the worker's pipes and wait for it to exit (killed first if ``kill``, or if
-    it does not exit in time)."""
-    if kill:
-        worker.kill()
-    for pipe in (worker.stdin, worker.stdout):
-        if pipe is not None:
-            try:
-                pipe.close()
-            except OSError:
-                pass
-    try:
-        worker.wait(timeout=_CLOSE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
 
 
 def reads(turns: Sequence[dict[str, Any]], channels: Sequence[str]) -> Channels:

@@ -15,7 +15,8 @@ import pytest
 from nodes.batch import OFFLOADED
 from nodes.context import RunContext, call
 from nodes.extract.patterns import DEFAULT_PATTERNS
-from nodes.turn_worker import TurnWorker, _package_root, serve
+from nodes.turn_worker import TurnWorker, serve
+from nodes.worker_process import package_root
 from stenographer.settings import Settings
 
 TURN = {"session": "s", "role": "assistant", "created_at": 1.7e9, "source_key": None,
@@ -49,7 +50,7 @@ def ask(root: str, tmp_path: Path) -> tuple[list[object], RunContext]:
 
 
 def test_the_worker_answers_what_the_node_functions_give_here(tmp_path: Path):
-    replies, run = ask(_package_root(), tmp_path)
+    replies, run = ask(package_root(), tmp_path)
     item = {"turn": TURN, "previous": ["what now?"]}
     expected = [("ok", [call(OFFLOADED[name], item, run, {})]) for name in
                 ("turn_signals", "nafe_flags", "turn_vector", "search_fields")]
