@@ -31,6 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import worker_cpu_s  # noqa: E402
 from stenographer.app import App, open_app  # noqa: E402
 from stenographer.capture import Capturer, discover  # noqa: E402
 from stenographer.settings import Settings  # noqa: E402
@@ -80,6 +81,7 @@ def throughput(turns: int, files: int) -> None:
             started, cpu = time.perf_counter(), time.process_time()
             report = capturer.run_pass(sources)
             first, first_cpu = time.perf_counter() - started, time.process_time() - cpu
+            first_worker_cpu = worker_cpu_s(app)  # started by this pass, if at all
             started = time.perf_counter()
             again = capturer.run_pass(sources)
             second = time.perf_counter() - started
@@ -97,8 +99,10 @@ def throughput(turns: int, files: int) -> None:
           f"({size / 1e6:.1f} MB of JSONL, {raw / 1e6:.2f} MB of turn text)")
     print(f"  first pass   {first:7.2f} s  {report.captured / first:8.0f} turns/s  "
           f"{size / 1e6 / first:6.2f} MB/s of transcript ({first_cpu:.2f} s of CPU: "
-          f"{report.captured / first_cpu:,.0f} turns per CPU second; load "
-          f"{os.getloadavg()[0]:.1f})")
+          f"{report.captured / first_cpu:,.0f} turns per CPU second; the per-turn "
+          f"stages' worker process {first_worker_cpu:.2f} s, "
+          f"{report.captured / (first_cpu + first_worker_cpu):,.0f} turns per CPU second "
+          f"of both; load {os.getloadavg()[0]:.1f})")
     print(f"  second pass  {second * 1e3:7.1f} ms (nothing new; {again.captured} captured)")
     print(f"  +1 turn in {third.captured} files: {incremental * 1e3:7.1f} ms")
 

@@ -57,6 +57,7 @@ __all__ = [
     "structured",
     "summarize",
     "wait_idle",
+    "worker_cpu_s",
 ]
 
 # A tool call should never take this long; a hung server fails the benchmark instead of
@@ -170,6 +171,14 @@ def process_cpu_s(pid: int | None) -> float | None:
     fields = stat[stat.rfind(")") + 2:].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def worker_cpu_s(app: Any) -> float:
+    """CPU seconds so far of an app's worker process of the bulk path's per-turn stages
+    (nodes.turn_worker; 0 before it starts, or for a checkout without one): a bulk
+    benchmark's CPU per turn is this process's plus the worker's."""
+    worker = getattr(app.ctx, "turn_worker", None)
+    return process_cpu_s(None if worker is None else worker.pid) or 0.0
 
 
 def wait_idle(pid: int | None, *, window_s: float = 1.0, share: float = 0.05,

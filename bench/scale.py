@@ -17,10 +17,11 @@ default). At each size one real stdio server (``python -m stenographer``, the MC
 client) answers ``query_history`` requests (bench/ingest_query.build_queries:
 questions, keywords, FTS syntax) scoped to a session and store-wide, each call followed
 by a call rejected by argument validation: the floor that every latency is also given
-as a ratio to. Figures: build time and rate, storage per 1,000 turns (SQLite: the file
-after a checkpoint and the derived keyword index's directory; PostgreSQL: every table
-with its indexes and TOAST data) and its largest parts, session
-search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
+as a ratio to. Figures: build time and rate (with the CPU per turn of this process
+and of the worker process that computes most of a batch's per-turn stages), storage
+per 1,000 turns (SQLite: the file after a checkpoint and the derived keyword index's
+directory; PostgreSQL: every table with its indexes and TOAST data) and its largest
+parts, session search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
 machine's load while it ran; on SQLite also the store-wide vector kNN's overlap@k with a
 scan of every stored vector (``store.vectors``), for the same query texts. The single
 ingest and its floor ratio are bench/ingest_query.py's.
@@ -62,6 +63,7 @@ from common import (
     print_table,
     spawn_server,
     structured,
+    worker_cpu_s,
 )
 from ingest_query import BRIEF, QUERY, Turn, build_queries, make_turns
 
@@ -107,6 +109,7 @@ class Built:
         self.backends, self.backend, self.batch = backends, backend, args.batch
         self.session_turns = args.session_turns
         self.loaded, self.build_s, self.build_cpu_s = 0, 0.0, 0.0
+        self.build_worker_cpu_s = 0.0  # the per-turn stages' worker process (nodes.turn_worker)
         self.recent: list[Turn] = []  # the newest QUERY_TURNS turns
         self.ids: dict[int, int] = {}  # their exchange ids
         self.build_machine: dict[str, float] = {}  # the load while it was built
@@ -138,6 +141,7 @@ class Built:
         self.loaded, self.build_s, self.build_cpu_s = (kept["loaded"], kept["build_s"],
                                                        kept["build_cpu_s"])
         self.build_machine = kept["build_machine"]
+        self.build_worker_cpu_s = kept.get("build_worker_cpu_s", 0.0)
         self.recent = list(generated(self.loaded, self.session_turns,
                                      max(0, self.loaded - QUERY_TURNS)))
         self.ids = {t.index: i for t, i in zip(self.recent, kept["recent_ids"], strict=True)}
@@ -147,6 +151,7 @@ class Built:
     def _save(self) -> None:
         (self.data_dir / MANIFEST).write_text(json.dumps({
             "loaded": self.loaded, "build_s": self.build_s, "build_cpu_s": self.build_cpu_s,
+            "build_worker_cpu_s": self.build_worker_cpu_s,
             "session_turns": self.session_turns, "build_machine": self.build_machine,
             "recent_ids": [self.ids[t.index] for t in self.recent]}))
 
@@ -159,6 +164,7 @@ class Built:
         if self.kept:
             (self.data_dir / MANIFEST).unlink(missing_ok=True)  # until the build finishes
         started, cpu, load = time.perf_counter(), time.process_time(), Load()
+        worker_cpu = worker_cpu_s(self.app)
         while self.loaded < size:
             batch = [next(self.source) for _ in range(min(self.batch, size - self.loaded))]
             out, _ = self.app.run("ingest_batch", {"turns": [ingest_request(t) for t in batch]})
@@ -174,6 +180,7 @@ class Built:
         self.ids = {t.index: self.ids[t.index] for t in self.recent}
         self.build_s += time.perf_counter() - started
         self.build_cpu_s += time.process_time() - cpu
+        self.build_worker_cpu_s += worker_cpu_s(self.app) - worker_cpu
         self.build_machine = load.stop()
         if self.kept:
             self._save()
@@ -185,9 +192,10 @@ class Built:
         if self.url is None:  # the file with the store closed (WAL checkpointed)
             from stenographer.app import open_app
             from store.db import Store
+            from store.keyword_index import KeywordIndex
 
-            if isinstance(self.app.store, Store):
-                self.app.store.keywords.flush(self.app.store)
+            if isinstance(self.app.store, Store) and self.loaded >= KeywordIndex.answers_from:
+                self.app.store.keywords.flush(self.app.store)  # a smaller store keeps none
             self.app.close()
             try:
                 out = self.backends.size(self.backend, self.data_dir, None)
@@ -306,6 +314,7 @@ def run_backend(backends: Backends, backend: str, sizes: list[int],
             row: dict[str, Any] = {
                 "backend": backend, "turns": built.loaded, "build_s": round(built.build_s, 1),
                 "build_cpu_s": round(built.build_cpu_s, 1),
+                "build_worker_cpu_s": round(built.build_worker_cpu_s, 1),
                 "build_turns_per_s": round(built.loaded / built.build_s),
                 "build_machine": built.build_machine, "store": built.storage()}
             load = Load()
@@ -340,6 +349,11 @@ def report(rows: list[dict[str, Any]]) -> None:
         title="\nStores built through the bulk path (ingest_batch); query_history over "
               "stdio, ms (ratio to a call rejected by validation)")
     for r in rows:
+        print(f"\n{r['backend']} build of {r['turns']:,} turns, CPU per turn: this process "
+              f"{r['build_cpu_s'] / r['turns'] * 1e6:.0f} us, the per-turn stages' worker "
+              f"process {r.get('build_worker_cpu_s', 0.0) / r['turns'] * 1e6:.0f} us (load "
+              f"{r['build_machine']['loadavg_1m_start']:.1f} -> "
+              f"{r['build_machine']['loadavg_1m_end']:.1f})")
         if r.get("vector_overlap"):
             o = r["vector_overlap"]
             print(f"\n{r['backend']} at {r['turns']:,} turns: store-wide vector overlap@{o['k']} "

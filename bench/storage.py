@@ -38,6 +38,7 @@ def build(data_dir: Path, turns: int, batch: int, session_turns: int) -> dict[st
     from stenographer.app import open_app
     from stenographer.settings import Settings
     from store.db import Store
+    from store.keyword_index import KeywordIndex
 
     app = open_app(Settings(data_dir=data_dir))
     source = generated(turns, session_turns)
@@ -51,8 +52,8 @@ def build(data_dir: Path, turns: int, batch: int, session_turns: int) -> dict[st
             loaded += len(chunk)
         ingest_s = time.perf_counter() - started
         flushed = time.perf_counter()
-        if isinstance(app.store, Store):
-            app.store.keywords.flush(app.store)
+        if isinstance(app.store, Store) and turns >= KeywordIndex.answers_from:
+            app.store.keywords.flush(app.store)  # at rest; a smaller store keeps no index
         flush_s = time.perf_counter() - flushed
     finally:
         app.close()

@@ -12,7 +12,8 @@ this process's application to a real ``stenographer serve --http`` process.
 
     python bench/sync.py [--turns 100000] [--push-turns 20000] [--batch 500] [--keep]
 
-Each step's rate is printed by the wall clock and per second of its process's CPU (the
+Each step's rate is printed by the wall clock and per second of its process's CPU (with
+the CPU of the worker process that computes most of an import's per-turn stages; the
 second is what a busy machine leaves comparable), with the load at its end.
 """
 
@@ -38,7 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.common import fmt_bytes, print_table  # noqa: E402
+from bench.common import fmt_bytes, print_table, worker_cpu_s  # noqa: E402
 
 SESSION_TURNS = 500
 TOKEN = "bench-sync-token-0123456789abcdef"
@@ -98,6 +99,7 @@ def step(kind: str, data_dir: Path, bundle: Path) -> None:
         else:
             out, _ = app.run("sync_import", {"path": str(bundle)})
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        cpu += worker_cpu_s(app)  # the import's per-turn stages' worker process, if started
     finally:
         app.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

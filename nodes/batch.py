@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from nodes.context import Cfg, NodeFn, NoWrites, RunContext, call, node
+from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.redaction import redacted_turn
@@ -37,18 +37,32 @@ from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.bus_events import shutdown_turn, unacknowledged
 from nodes.load_evidence.neighbours import PREVIOUS_TURNS
 from nodes.publish.wording import counted
+from nodes.turn_worker import reads
 from store.errors import InvalidInput
 from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["PER_TURN", "batch_items", "batch_keywords", "batch_previous", "batch_receipts",
-           "batch_reply", "batch_shutdowns", "each_turn", "per_turn", "turns_before"]
+__all__ = ["OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items", "batch_keywords",
+           "batch_previous", "batch_receipts", "batch_reply", "batch_shutdowns", "each_turn",
+           "per_turn", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     checked_turn, redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
 MAX_BATCH_TURNS = 100_000
+# Those that read no store, most of whose turns in a large batch the worker process
+# runs (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less
+# than it saves (a few microseconds a turn against tens).
+OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
+    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
+SPLIT_FROM = 256
+# The worker's part of such a stage's turns: this process also validates, stores and
+# compresses the batch, so the two processes spend about as much CPU when the worker
+# takes four fifths (bench/scale.py's turns, 20,000 in batches of 2,000: with half, this
+# process spent 286 µs a turn and the worker 170; with 0.65, 258 and 216; with 0.8,
+# 223-238 and 236-246).
+WORKER_SHARE = 0.8
 
 
 class BatchItemsWrites(TypedDict):
@@ -84,19 +98,44 @@ def per_turn(items: Any, *, run: RunContext, cfg: Cfg) -> PerTurnWrites:
 def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
               cfg: Mapping[str, Any] | None = None) -> None:
     """Run the per-turn node function ``name`` on each item still to be stored, the
-    item's values as its channels, adding what it writes to the item."""
+    item's values as its channels, adding what it writes to the item. From SPLIT_FROM
+    turns, a function that reads no store (``OFFLOADED``) is run on the last
+    WORKER_SHARE of them by the run's worker process (nodes.turn_worker) while this one
+    runs the others."""
     fn = PER_TURN[name]
-    validating = fn is checked_turn
-    for item in items:
-        if item.get("rejected") is not None or item.get("duplicate"):
-            continue
-        if validating:
+    todo = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
+    if fn is checked_turn:
+        for item in todo:
             try:
                 item.update(call(fn, item, run, cfg))
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
-        else:
-            item.update(call(fn, item, run, cfg))
+        return
+    worker = run.turn_worker
+    theirs = (todo[len(todo) - int(len(todo) * WORKER_SHARE):]
+              if len(todo) >= SPLIT_FROM and name in OFFLOADED else [])
+    sent = bool(theirs) and worker is not None and worker.send(
+        run, name, cfg, reads(theirs, _channels(fn)))
+    for item in todo[:len(todo) - len(theirs)] if sent else todo:
+        item.update(call(fn, item, run, cfg))
+    if sent:
+        assert worker is not None
+        writes = worker.receive()
+        if writes is None or len(writes) != len(theirs):  # the worker failed: here then
+            writes = [call(fn, item, run, cfg) for item in theirs]
+        for item, written in zip(theirs, writes, strict=True):
+            item.update(written)
+
+
+def _channels(fn: NodeFn) -> tuple[str, ...]:
+    """The channels a per-turn node function reads (what the worker is sent)."""
+    found = _READ_CHANNELS.get(fn)
+    if found is None:
+        found = _READ_CHANNELS[fn] = Reads(fn).channels
+    return found
+
+
+_READ_CHANNELS: dict[NodeFn, tuple[str, ...]] = {}
 
 
 class BatchShutdownsWrites(TypedDict):
@@ -187,7 +226,11 @@ def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
 def batch_keywords(*, run: RunContext) -> NoWrites:
     """The derived keyword index takes in the turns the batch queued, once the queue
     is longer than a search would use (store: ``catch_up_keywords``): a bulk write
-    leaves the store whole, with no queue for a later search to wait on or step around."""
+    leaves the store whole, with no queue for a later search to wait on or step around.
+    The batch that brings the store to the index's size builds it (``build_when_due``)."""
+    from nodes.publish.keyword_index import build_when_due
+
+    build_when_due(run.store, beside=False)
     run.store.catch_up_keywords()
     return {}
 

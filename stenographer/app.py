@@ -12,7 +12,7 @@ from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
 from nodes.extract.secrets import compile_extra
 from stenographer.scheduler import BACKOFF_CAP_S, BACKOFF_FIRST_S, BACKOFF_JITTER
-from stenographer.settings import Settings, reveal
+from stenographer.settings import USABLE_CORES, Settings, reveal
 from store.backend import Backend, open_store
 from store.bus import Bus
 from store.errors import StorageFailure, StoreError, partly_done
@@ -71,6 +71,8 @@ class App:
         reported on stderr: they never fail the shutdown."""
         if self.ctx.graph_prefetch is not None:
             self.ctx.graph_prefetch.close()
+        if self.ctx.turn_worker is not None:
+            self.ctx.turn_worker.close()
         try:
             self.store.close()
         except StoreError as ex:
@@ -96,9 +98,15 @@ def open_app(settings: Settings | None = None, *, compiled: Graphs | None = None
         from nodes.extract.graph_prefetch import BatchPrefetch
 
         prefetch = BatchPrefetch()  # no process yet
+    turn_worker = None
+    # not a hook's own small set (its passes are a few turns), nor a machine of one core
+    if compiled is None and USABLE_CORES > 1:
+        from nodes.turn_worker import TurnWorker
+
+        turn_worker = TurnWorker()  # no process yet: started by the first large batch
     ctx = RunContext(store=store, settings=settings, patterns=patterns,
                      secret_patterns=compile_extra(settings.secret_patterns), bus=bus,
-                     graph_prefetch=prefetch)
+                     graph_prefetch=prefetch, turn_worker=turn_worker)
     app = App(settings=settings, store=store, ctx=ctx, graphs=compiled or graphs())
     for graph, node in NETWORK.items():  # transient failures of a peer: the engine retries
         app.graphs.retry(graph, node, settings.sync_retries, BACKOFF_FIRST_S, BACKOFF_CAP_S,

@@ -93,9 +93,9 @@ DEFAULT_GRAPHRAG_RESOLUTION = 1.0  # Louvain resolution: above 1, smaller commun
 # The next extraction batch is extracted in a worker process while this one is written
 # when it has at least this many turns (smaller ones do not repay starting the worker);
 # 0: everything in one process, the default on a machine with one core.
-DEFAULT_GRAPHRAG_PREFETCH = 1_000 if (len(os.sched_getaffinity(0))  # Linux: usable cores
-                                     if hasattr(os, "sched_getaffinity")
-                                     else os.cpu_count() or 1) > 1 else 0
+USABLE_CORES = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # Linux
+                else os.cpu_count() or 1)
+DEFAULT_GRAPHRAG_PREFETCH = 1_000 if USABLE_CORES > 1 else 0
 # Automatic capture: where the hosts write their transcripts (CLAUDE_CONFIG_DIR and
 # CODEX_HOME move them, as they do for the hosts), and how often a watcher looks.
 DEFAULT_CLAUDE_PROJECTS = Path("~/.claude/projects")

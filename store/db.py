@@ -101,6 +101,7 @@ class Store:
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
+        self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -148,63 +149,83 @@ class Store:
         return self._keywords
 
     def audited_keywords(self) -> KeywordIndex | None:
-        """The derived keyword index, for the contract audit (``keyword_index``)."""
+        """The derived keyword index, for the contract audit (``keyword_index``); None
+        while the store is smaller than ``KeywordIndex.answers_from`` and keeps none:
+        nothing is expected of it there."""
+        from store.keyword_index import build_due, keeps_index
+
+        if not self.read_only:
+            with self.read() as conn:
+                if not keeps_index(conn) and not build_due(conn):
+                    return None
         return self.keyword_index()
 
     def keyword_index(self) -> KeywordIndex | None:
-        """The derived keyword index (``keywords``), taken as a new store's own
-        (``KeywordIndex.adopt_once``); None for a read-only file, or when it cannot be
-        opened (every search is FTS5's then)."""
+        """The derived keyword index (``keywords``); None for a read-only file, or when
+        it cannot be opened (every search is FTS5's then)."""
         if self.read_only:
             return None
         try:
-            derived = self.keywords
-            derived.adopt_once(self)
+            return self.keywords
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
-            print(f"stenographer: the keyword index was not brought up to date: {ex}",
+            print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
-            return self._keywords  # None when it could not be opened: FTS5 answers
-        return derived
+            return None
 
     def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot, else None (FTS5 answers, with the same hits). Below
-        ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) nothing is
-        opened; past ``HOT_LIMIT`` queued turns the queue is moved into the index on a
-        thread of its own, and past ``BULK_QUEUE`` FTS5 answers until it is in: no
-        search waits for the index."""
+        ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
+        answers: the index is built only once the store reaches that size (nothing is
+        queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
+        segments are merged on a thread of their own when they are due
+        (``KeywordIndex.flush_later``). From that size, past ``HOT_LIMIT`` queued turns
+        the queue is moved into the index on that thread, and past ``BULK_QUEUE`` FTS5
+        answers until it is in: no search waits for the index."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
+        from store.sqlite.search import MERGE_FROM
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
-        if queued <= HOT_LIMIT and largest < KeywordIndex.answers_from:
+        below = largest < KeywordIndex.answers_from
+        if below and largest < max(self._merge_due, MERGE_FROM):
             return None
         try:
             derived = self.keywords  # opened once per process (Tantivy imported then)
-            if queued > HOT_LIMIT:
+            if queued > HOT_LIMIT or below:  # below: FTS5's merge is due
                 derived.flush_later(self)
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
             return None
-        if queued > BULK_QUEUE or largest < KeywordIndex.answers_from:
+        if queued > BULK_QUEUE or below:
             return None
         return derived
+
+    def merge_due_at(self, due: int) -> None:
+        """FTS5's segments are due for their next merge once the largest turn id reaches
+        ``due`` (``store.sqlite.search.keep_merged``): searches below the derived
+        index's size start no upkeep before then."""
+        self._merge_due = due
 
     def catch_up_keywords(self) -> int:
         """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
         leave to FTS5 until a thread had moved it in) is moved into the derived index
         now, by the writer that made it, so the store is whole when the write returns
         and the queue's rows are freed for the next batch. A shorter queue is left to
-        the searches (nothing is opened: a hook's pass of a few turns stays cheap)."""
-        from store.keyword_index import BULK_QUEUE, search_state
+        the searches (nothing is opened: a hook's pass of a few turns stays cheap), and
+        so is a queue of a store smaller than ``KeywordIndex.answers_from`` (one that
+        kept its index from before: FTS5 answers its searches). The first build, when
+        a write brings the store to that size, is the caller's
+        (``nodes.publish.keyword_index.build_when_due``)."""
+        from store.keyword_index import BULK_QUEUE, KeywordIndex, search_state
 
         if self.read_only:
             return 0
         with self.read() as conn:
-            _, queued = search_state(conn)
-        if queued <= BULK_QUEUE:
+            largest, queued = search_state(conn)
+        if queued <= BULK_QUEUE or largest < KeywordIndex.answers_from:
             return 0
         derived = self.keyword_index()
         return 0 if derived is None else derived.flush(self)

@@ -15,11 +15,14 @@ is not known to be complete.
 
 How it stays right:
 
-* the one place a turn enters the keyword index (``store.exchanges.index_keywords``,
-  ``Dialect.index_keyword_page``) also queues it in ``keyword_pending`` (its context and
-  date words; the text is in ``exchanges``), in the same transaction: a turn is
-  durable, and searchable, when its ingest returns. A forgotten turn is queued too (no
-  row left behind it: its entry is deleted);
+* below ``KeywordIndex.answers_from`` turns a store keeps no index (FTS5 answers every
+  search there); the write that brings it to that size builds one from the turns
+  (``rebuild``: the store keeps it from the build's start on, ``meta`` ``keyword_index``);
+* from then the one place a turn enters the keyword index
+  (``store.exchanges.index_keywords``, ``Dialect.index_keyword_page``) also queues it in
+  ``keyword_pending`` (its context and date words; the text is in ``exchanges``), in the
+  same transaction: a turn is durable, and searchable, when its ingest returns. A
+  forgotten turn is queued too (no row left behind it: its entry is deleted);
 * searches read the index and, beside it, the queued turns (the hot tier); both are
   scored in this process as FTS5's bm25() scores them, with the index's statistics
   (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
@@ -32,14 +35,16 @@ How it stays right:
   writes at a time (Tantivy's writer lock; the others leave the queue to it);
 * the index is trusted only when the id written in its directory is the store's
   (``meta`` ``keyword_index``): a store copied, restored or migrated without the
-  directory, or a directory lost, is not, and ``rebuild`` (``stenographer index rebuild``,
-  or at start-up) writes it again from the turns;
+  directory, a directory lost, or a build killed before its end, is not, and
+  ``rebuild`` (``stenographer index rebuild``, or at start-up) writes it again from the
+  turns;
 * the contract audit compares it with the turns (``audit_ids``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import math
 import re
@@ -76,12 +81,16 @@ class Store(Transactions, Protocol):
     path: Path
     read_only: bool
 
+    def merge_due_at(self, due: int) -> None: ...
+
 __all__ = [
     "BULK_QUEUE",
     "HOT_LIMIT",
     "KeywordEntry",
     "KeywordIndex",
+    "build_due",
     "index_directory",
+    "keeps_index",
     "needs_rebuild",
     "plain_phrases",
     "queue_entries",
@@ -139,9 +148,15 @@ REBUILD_BATCH = 50_000
 MARK_FILE = "store-id-2"
 META_KEY = "keyword_index"
 
-INSERT_PENDING = """
-INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated) VALUES (?, ?, ?)"""
+# A turn is queued only while the store keeps the index (``meta`` holds its key: from
+# the moment its first build starts, ``KeywordIndex.rebuild``); below ``answers_from`` a
+# store keeps none and queues nothing, FTS5 holds its turns.
+KEEPS = "SELECT 1 FROM meta WHERE key = 'keyword_index'"
+INSERT_PENDING = f"""
+INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated)
+SELECT ?, ?, ? WHERE EXISTS ({KEEPS})"""
 SELECT_PENDING_SEQS = "SELECT seq, exchange_id FROM keyword_pending"
+ANY_PENDING = "SELECT 1 FROM keyword_pending LIMIT 1"
 SELECT_PENDING_ROWS = """
 SELECT p.seq, p.exchange_id, e.session_id, e.content, p.context, p.dated
 FROM keyword_pending p LEFT JOIN exchanges e ON e.id = p.exchange_id
@@ -160,6 +175,9 @@ SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
 MAX_PENDING = "SELECT coalesce(max(seq), 0) FROM keyword_pending"
 SELECT_MARK = "SELECT value FROM meta WHERE key = ?"
 SET_MARK = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
+# The key's value while a build that began the index has not ended: never a mark, so
+# the index is not trusted (FTS5 answers) until the build writes one.
+STARTED = "started"
 UNQUEUED_TURN = """
 SELECT 1 FROM exchanges e
 WHERE NOT EXISTS (SELECT 1 FROM keyword_pending p WHERE p.exchange_id = e.id) LIMIT 1"""
@@ -195,15 +213,30 @@ def search_state(conn: Conn) -> tuple[int, int]:
     return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
 
+def keeps_index(conn: Conn) -> bool:
+    """Whether the store keeps the derived index (turns are queued for it): once its
+    first build has started (``KeywordIndex.rebuild``)."""
+    return first(conn, KEEPS) is not None
+
+
+def build_due(conn: Conn) -> bool:
+    """Whether the derived index should be built now: the store has reached
+    ``KeywordIndex.answers_from`` turns (bounded by its largest id) and keeps none yet."""
+    largest, _ = search_state(conn)
+    return largest >= KeywordIndex.answers_from and not keeps_index(conn)
+
+
 def index_directory(db_path: Path) -> Path:
     """Where the derived keyword index of the store file ``db_path`` lives."""
     return db_path.with_name(db_path.name + ".keywords")
 
 
 def needs_rebuild(store: Store) -> bool:
-    """Whether the store's derived index must be written again from its turns: it was
-    not built for this store (a store created before it, or copied or restored without
-    its directory) and the queue does not hold every turn. Reads no index."""
+    """Whether the store's derived index must be written from its turns: the store has
+    reached ``KeywordIndex.answers_from`` turns and keeps none yet (a store created
+    before it, or one whose build did not start), or it keeps one not built for it (a
+    store copied or restored without its directory, a build killed before its end) and
+    the queue does not hold every turn. Reads no index."""
     if store.read_only:
         return False
     try:
@@ -212,7 +245,9 @@ def needs_rebuild(store: Store) -> bool:
         mark = None
     with store.read() as conn:
         row = first(conn, SELECT_MARK, (META_KEY,))
-        if row is not None and row[0] == mark:
+        if row is None:
+            return search_state(conn)[0] >= KeywordIndex.answers_from
+        if row[0] == mark:
             return False
         return first(conn, UNQUEUED_TURN) is not None
 
@@ -440,7 +475,6 @@ class KeywordIndex:
         # ``_averages`` (the index as this process last read it): (those, the counts).
         self._held: tuple[object, dict[Phrase, int]] = (None, {})
         self._trusted: str | None = None
-        self._adopted = False
         self._flusher: threading.Thread | None = None
         self._stopping = threading.Event()  # ends the FTS5 merge after a flush (``wait``)
 
@@ -467,24 +501,6 @@ class KeywordIndex:
             self._trusted = str(row[0])
             return True
         return False
-
-    def adopt_once(self, store: Store) -> None:
-        """Once per process: a store every turn of which is still queued (a new store)
-        takes this index, emptied, as its own: the queue holds all of it. Any other
-        store waits for ``rebuild``."""
-        if self._adopted:
-            return
-        self._adopted = True
-        with store.read() as conn:
-            if self.trusted(conn) or first(conn, UNQUEUED_TURN) is not None:
-                return
-        try:
-            with self._writer(FLUSH_HEAP) as writer:
-                writer.delete_all_documents()
-                writer.commit()
-        except ValueError:
-            return  # another process is writing it: it adopts it, or a later process will
-        self._set_mark(store)
 
     def _set_mark(self, store: Store) -> None:
         mark = uuid.uuid4().hex
@@ -526,10 +542,11 @@ class KeywordIndex:
 
     def words(self, text: str) -> list[str]:
         """``text`` as FTS5 tokenizes it for the index."""
-        with self._tokenizer_lock:
-            return [str(t) for t in self._fts_tokenizer(
+        with self._tokenizer_lock:  # a list of str already (apsw): not copied
+            tokens = self._fts_tokenizer(
                 text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                include_offsets=False, include_colocated=False)]
+                include_offsets=False, include_colocated=False)
+        return tokens  # type: ignore[return-value]  # str tokens without offsets
 
     def _columns(self, content: str, context: str, dated: str
                  ) -> tuple[list[str], list[str], list[str]]:
@@ -552,54 +569,69 @@ class KeywordIndex:
 
     def flush(self, store: Store) -> int:
         """Move the queued turns into the index; how many (0 when another process is
-        writing it, or nothing was queued)."""
-        self.adopt_once(store)  # before the queue is first taken in: a new store's
+        writing it, or nothing was queued). The queue is read as a stream in one
+        snapshot (a bulk store's first flush takes in 100,000 turns: their text is not
+        held at once) and taken in with one commit."""
         with store.read() as conn:
-            rows = all_rows(conn, SELECT_ALL_PENDING)
-        if not rows:
-            return 0
+            if first(conn, ANY_PENDING) is None:
+                return 0
         try:
             writing = self._writer(FLUSH_HEAP)
         except ValueError:
             return 0  # another process or thread is writing it: it takes the queue in
         beside = threading.current_thread() is self._flusher
+        seqs: list[int] = []
         with writing as writer:
             top = self._largest_id()
-            for _, exchange_id, session_id, content, context, dated in rows:
-                if beside:
-                    # Beside the searches of this process: a document takes ~40 µs of
-                    # the interpreter; without this, a search waiting for it would wait
-                    # out the interpreter's switch interval (5 ms) at every turn.
-                    time.sleep(0)
-                if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
-                    writer.delete_documents_by_query(self._id_query(int(exchange_id)))
-                if content is not None and context is not None:
-                    writer.add_document(self._document(
-                        (int(exchange_id), int(session_id), str(content), str(context),
-                         str(dated))))
+            with store.read() as conn:
+                for seq, exchange_id, session_id, content, context, dated in conn.execute(
+                        SELECT_ALL_PENDING):
+                    if beside:
+                        # Beside the searches of this process: a document takes ~40 µs
+                        # of the interpreter; without this, a search waiting for it would
+                        # wait out the interpreter's switch interval (5 ms) at every turn.
+                        time.sleep(0)
+                    seqs.append(int(seq))
+                    if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
+                        writer.delete_documents_by_query(self._id_query(int(exchange_id)))
+                    if content is not None and context is not None:
+                        writer.add_document(self._document(
+                            (int(exchange_id), int(session_id), str(content), str(context),
+                             str(dated))))
             writer.commit()
         with store.write() as conn:
-            conn.execute(DELETE_PENDING, (_ids([int(r[0]) for r in rows]),))
-        return len(rows)
+            conn.execute(DELETE_PENDING, (_ids(seqs),))
+        return len(seqs)
 
     def flush_later(self, store: Store) -> None:
         """``flush`` on a thread of its own (one at a time): the search that finds the
         queue full does not wait for the commit; the queue is searched until it ends."""
+        self._beside(functools.partial(self._flush_quietly, store), "keyword-index-flush")
+
+    def _beside(self, work: Callable[[], None], name: str) -> None:
+        """``work`` on this index's thread, unless one is running (``wait`` ends it)."""
         with self._lock:
             if self._flusher is not None and self._flusher.is_alive():
                 return
-            self._flusher = threading.Thread(target=self._flush_quietly, args=(store,),
-                                             name="keyword-index-flush", daemon=True)
+            self._flusher = threading.Thread(target=work, name=name, daemon=True)
             self._flusher.start()
 
     def _flush_quietly(self, store: Store) -> None:
-        try:
-            self.flush(store)
-        except Exception as ex:  # the queue stays: the next search tries again
-            print(f"stenographer: the keyword index did not take its queue in: {ex}",
-                  file=sys.stderr)
+        with store.read() as conn:
+            largest, _ = search_state(conn)
+        if largest >= self.answers_from:  # below, the queue waits for the index's size
+            try:
+                self.flush(store)
+            except Exception as ex:  # the queue stays: the next search tries again
+                print(f"stenographer: the keyword index did not take its queue in: {ex}",
+                      file=sys.stderr)
         try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
             fts5_search.keep_merged(store, self._stopping.is_set, below=self.answers_from)
+            with store.read() as conn:
+                row = first(conn, fts5_search.MERGE_STATE, (fts5_search.MERGED_KEY,))
+            merged = int(row[1]) if row is not None and row[1] is not None else 0
+            store.merge_due_at(max(fts5_search.MERGE_FROM,
+                                   math.ceil(merged * fts5_search.MERGE_GROWTH)))
         except Exception as ex:  # left as it is: the next flush tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 
@@ -612,12 +644,15 @@ class KeywordIndex:
             flusher.join()
             self._stopping.clear()
 
-    def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
-                ) -> int:
+    def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]],
+                *, first_build: bool = False) -> int:
         """Write the index again from ``entries_of(conn)`` (every stored turn's entry,
         read in the snapshot in which the queue is read); the queue up to then is
-        dropped, what is queued later stays queued. Raises ``StoreBusy`` when another
-        process is writing the index."""
+        dropped, what is queued later stays queued. A store that keeps no index starts
+        keeping it first (``meta``, before that snapshot: a turn stored while this runs
+        is queued); ``first_build``: only that, none when the store keeps one already
+        (its build started elsewhere: 0). Raises ``StoreError`` when another process is
+        writing the index."""
         count = 0
         try:
             writing = self._writer(REBUILD_HEAP)
@@ -625,6 +660,12 @@ class KeywordIndex:
             raise StoreError("another process is writing the derived keyword index "
                              f"({self.directory}); try again when it is done") from ex
         with writing as writer:
+            with store.write() as conn:
+                if keeps_index(conn):
+                    if first_build:
+                        return 0
+                else:
+                    conn.execute(SET_MARK, (META_KEY, STARTED))
             writer.delete_all_documents()
             with store.read() as conn:
                 row = first(conn, MAX_PENDING)
@@ -637,6 +678,20 @@ class KeywordIndex:
             conn.execute(DELETE_PENDING_UPTO, (upto,))
         self._set_mark(store)
         return count
+
+    def build_later(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
+                    ) -> None:
+        """The first build (``rebuild``, ``first_build``) on the thread of ``flush_later``
+        (one at a time): the write that brought the store to ``answers_from`` does not
+        wait for it; FTS5 answers until it ends."""
+        def build() -> None:
+            try:
+                self.rebuild(store, entries_of, first_build=True)
+            except Exception as ex:  # untrusted: rebuilt at the next start (needs_rebuild)
+                print(f"stenographer: the keyword index was not built: {ex}",
+                      file=sys.stderr)
+
+        self._beside(build, "keyword-index-build")
 
     # --- reading ----------------------------------------------------------------------------
 

@@ -10,15 +10,13 @@ same turn before each session's first): a turn ingested or forgotten in between 
 it extract in process instead, as does a worker that failed. The records are the same
 either way: ``batch_records`` is a pure function of the turns.
 
-The worker is a plain ``python -c`` child that reads pickled batches on stdin and writes
-pickled records on stdout. (``multiprocessing`` would re-run the parent's main script in
-the child, which scripts that embed the app do not expect.) It ignores Ctrl-C and ends
-when its stdin closes: when the parent closes it or exits.
+The worker (started by ``nodes.worker_process``) reads pickled batches on stdin and
+writes pickled records on stdout. It ignores Ctrl-C and ends when its stdin closes: when
+the parent closes it or exits.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 import signal
 import subprocess
@@ -26,9 +24,9 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from nodes import worker_process
 from nodes.context import bulk_allocations
 
 if TYPE_CHECKING:  # a server makes a prefetcher at start: the batches' module loads with
@@ -40,7 +38,6 @@ __all__ = ["BatchPrefetch", "serve"]
 _Window = Mapping[int, "PendingTurn | None"]
 _Key = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
 _BOOT = "from nodes.extract.graph_prefetch import serve; serve()"
-_CLOSE_TIMEOUT_S = 10.0
 
 
 def _key(turns: Sequence[PendingTurn], window: _Window) -> _Key:
@@ -135,26 +132,18 @@ class BatchPrefetch:
             except OSError:
                 pass
         try:
-            worker.wait(timeout=_CLOSE_TIMEOUT_S)
+            worker.wait(timeout=worker_process.CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
         if exchange is not None:  # its read ends at the worker's exit
-            exchange.join(timeout=_CLOSE_TIMEOUT_S)
+            exchange.join(timeout=worker_process.CLOSE_TIMEOUT_S)
         if worker.stdout is not None:
             worker.stdout.close()
 
     def _start(self) -> subprocess.Popen[bytes] | None:
-        # The child imports this package from where the parent did (a checkout or not).
-        root = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=path)
-        try:
-            self._worker = subprocess.Popen([sys.executable, "-c", _BOOT], env=env,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        except OSError:
-            self._broken = True
-            return None
+        self._worker = worker_process.start(_BOOT)
+        self._broken = self._worker is None
         return self._worker
 
     @staticmethod

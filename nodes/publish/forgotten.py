@@ -96,14 +96,19 @@ def forgotten_turns(forget: Any, *, run: RunContext) -> ForgottenTurnsWrites:
 def rewritten_keyword_index(store: Backend) -> bool | None:
     """The derived keyword index written again from the remaining turns: a deleted entry
     stays in its segment's files until a merge, the rewrite leaves none. None: there is
-    none (PostgreSQL); False: another process was writing it (the next forget, or
-    `stenographer index rebuild`, rewrites it)."""
+    none (PostgreSQL, a SQLite store below its size); False: another process was
+    writing it (the next forget, or `stenographer index rebuild`, rewrites it)."""
     from nodes.publish.keyword_index import stored_entries
     from store.db import Store
 
     if not isinstance(store, Store):  # PostgreSQL's derived index, if it holds the turns
         store.catch_up_keywords()
         return None
+    from store.keyword_index import build_due, keeps_index
+
+    with store.read() as conn:  # a store below the index's size keeps none
+        if not keeps_index(conn) and not build_due(conn):
+            return None
     derived = store.keyword_index()
     if derived is None:
         return None

@@ -8,6 +8,7 @@ month and year; the turns are read a session at a time, oldest first, in one sna
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any, TypedDict
@@ -16,14 +17,15 @@ from nodes.context import RunContext, node
 from nodes.extract.search_fields import CONTEXT_TURNS
 from nodes.extract.terms import context_terms
 from nodes.publish.wording import counted
+from store.backend import Backend
 from store.db import Store
 from store.errors import StoreError
-from store.keyword_index import KeywordEntry, stored_turns
+from store.keyword_index import KeywordEntry, build_due, stored_turns
 from store.neighbours import NEIGHBOUR_CHARS
 from store.search import dated_terms
 from store.sql import Conn
 
-__all__ = ["rebuilt_keyword_index", "stored_entries"]
+__all__ = ["build_when_due", "rebuilt_keyword_index", "stored_entries"]
 
 
 def stored_entries(conn: Conn) -> Iterator[KeywordEntry]:
@@ -36,6 +38,30 @@ def stored_entries(conn: Conn) -> Iterator[KeywordEntry]:
         yield (exchange_id, session_id, content,
                context_terms(content, previous[:CONTEXT_TURNS]), dated_terms(created_at))
         previous = [content[:NEIGHBOUR_CHARS], *previous][:CONTEXT_TURNS]
+
+
+def build_when_due(store: Backend, *, beside: bool) -> None:
+    """After a write: a SQLite store that has reached ``KeywordIndex.answers_from``
+    turns and keeps no derived index yet has it built from its turns, as
+    ``stenographer index rebuild`` builds it: on a thread of its own (``beside``: a
+    single ingest does not wait for it) or now (a bulk write). Until it ends FTS5
+    answers; a turn stored meanwhile is queued; a process killed during it leaves an
+    untrusted index, rebuilt at the next start (``store.keyword_index.needs_rebuild``)."""
+    if not isinstance(store, Store) or store.read_only:
+        return
+    with store.read() as conn:
+        if not build_due(conn):
+            return
+    derived = store.keyword_index()
+    if derived is None:
+        return
+    if beside:
+        derived.build_later(store, stored_entries)
+        return
+    try:
+        derived.rebuild(store, stored_entries, first_build=True)
+    except StoreError as ex:  # another process is writing it: FTS5 answers meanwhile
+        print(f"stenographer: the keyword index was not built: {ex}", file=sys.stderr)
 
 
 class RebuiltKeywordIndexWrites(TypedDict):

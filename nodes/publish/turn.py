@@ -17,6 +17,7 @@ from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace
 from store.errors import StoreError
 from store.exchanges import NewTurn, count_live, record_turn, record_turns, source_key_turn
+from store.keyword_index import KeywordIndex
 from store.milestones import mark_milestone
 from store.signal_flags import StoredFlag, record_batch_flags, record_flags
 from store.sql import Conn
@@ -93,6 +94,11 @@ def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any,
               "decisions": decisions, "blockers": blockers}
     with run.store.write() as conn:
         recorded = recorded_turn(conn, values.get)
+    # ids only grow: below the index's size there is nothing to build
+    if recorded["exchange_id"] >= KeywordIndex.answers_from:
+        from nodes.publish.keyword_index import build_when_due
+
+        build_when_due(run.store, beside=True)
     due = not recorded["duplicate"] and recorded["live_turns"] >= run.settings.turn_limit
     return {"recorded": recorded, "compression_due": due,
             "session_row": recorded["session_row"]}

@@ -6,12 +6,13 @@ briefs over the same turns, and the contract audit finds nothing wrong in either
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import nodes.batch as batch_module
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from tests.busfile import emit, make_bus, receipts
@@ -113,6 +114,32 @@ def audit_failures(app: App) -> list[str]:
 
 @pytest.mark.parametrize("size", [7, 25, 1000])
 def test_a_batch_stores_what_single_ingests_store(stores: tuple[App, App], size: int):
+    stored_alike(stores, size)
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
+        stores: tuple[App, App], monkeypatch: pytest.MonkeyPatch, lost: bool):
+    """The per-turn stages that read no store run partly in the worker process
+    (nodes.turn_worker); a worker that dies leaves its part to this process."""
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 4)
+    worker = stores[1].ctx.turn_worker
+    assert worker is not None
+
+    def kill_worker() -> None:
+        if lost and worker._worker is not None:
+            worker._worker.kill()
+            worker._worker.wait()
+
+    stored_alike(stores, 25, between=kill_worker)
+    assert worker._broken is lost  # it took its part of each batch, or was found dead
+    assert (worker._worker is not None) is not lost
+
+
+def stored_alike(stores: tuple[App, App], size: int,
+                 between: Callable[[], None] = lambda: None) -> None:
+    """Single ingests in one store, batches of ``size`` in the other (``between`` each):
+    the same rows, briefs and replies, and a clean audit."""
     one, batched = stores
     reqs = requests()
     replies = []
@@ -121,8 +148,10 @@ def test_a_batch_stores_what_single_ingests_store(stores: tuple[App, App], size:
             replies.append(one.run("ingest", req)[0]["reply"])
         except Exception as ex:  # the refused turn
             replies.append({"refused": str(ex)})
-    outs = [batched.run("ingest_batch", {"turns": reqs[i:i + size]})[0]["reply"]
-            for i in range(0, len(reqs), size)]
+    outs = []
+    for i in range(0, len(reqs), size):
+        outs.append(batched.run("ingest_batch", {"turns": reqs[i:i + size]})[0]["reply"])
+        between()
     expected = rows(one)
     got = rows(batched)
     for table in expected:

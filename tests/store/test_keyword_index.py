@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +23,10 @@ import store.keyword_index as keyword_index_module
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.db import Store
-from store.keyword_index import HOT_LIMIT, needs_rebuild, plain_phrases
+from store.keyword_index import HOT_LIMIT, KeywordEntry, needs_rebuild, plain_phrases
 from store.search import HitFilter, keyword_hits
+from store.sql import Conn
+from store.sqlite import search as fts5_search
 from tests.conftest import REPO_ROOT
 
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
@@ -163,26 +166,178 @@ def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
     assert queued(app) == 0 and held(app) == 12  # moved in by the batch, not a search
     with app.store.read() as conn:
         assert app.store.searched_keywords(conn) is app.store.keyword_index()
-    # A batch that leaves a short queue opens nothing: it is left to the searches.
+    # A batch that leaves a short queue leaves it to the searches.
     small = open_app(_settings(Path(app.store.location).parent / "small"))
     try:
         small.run("ingest_batch", {"turns": turns[:3]})
-        assert isinstance(small.store, Store) and small.store._keywords is None
-        assert queued(small) == 3
+        assert queued(small) == 3 and held(small) == 0
     finally:
         small.close()
     assert audit(app) == {}
 
 
-def test_below_its_size_the_index_is_not_opened_by_a_search(
-        app: App, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 100)
-    ingest(app, "s", "the parser drops tabs")
-    out, _ = app.run("search", {"query": "parser", "session_id": "s", "limit": 10})
-    assert out["hits"]
-    store = app.store
-    assert isinstance(store, Store)
-    assert store._keywords is None  # FTS5 answered; the queue is short: left for later
+def _opened_at_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> App:
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", size)
+    return open_app(_settings(tmp_path / "sized"))
+
+
+def kept(app: App) -> str | None:
+    with app.store.read() as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'keyword_index'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_below_its_size_nothing_is_queued_and_the_batch_that_reaches_it_builds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Below ``answers_from`` the store keeps no index and queues nothing (FTS5 answers;
+    the audit expects nothing of the index); the batch that brings the store to that
+    size builds it from the turns, and it then answers with FTS5's hits."""
+    monkeypatch.setattr(keyword_index_module, "BULK_QUEUE", 10)
+    monkeypatch.setattr(keyword_index_module, "HOT_LIMIT", 5)
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    app = _opened_at_size(tmp_path, monkeypatch, 40)
+    try:
+        turns = [{"role": "user", "content": f"note {n} about {WORDS[n % len(WORDS)]}",
+                  "session_id": f"s{n % 2}"} for n in range(45)]
+        out, _ = app.run("ingest_batch", {"turns": turns[:30]})
+        stored = out["reply"]["exchange_ids"]
+        store = app.store
+        assert isinstance(store, Store)
+        assert queued(app) == 0 and kept(app) is None and store._keywords is None
+        out, _ = app.run("search", {"query": "alpha", "session_id": None,
+                                    "cross_session": True, "limit": 10})
+        assert {h["exchange_id"] for h in out["hits"]} >= {stored[0], stored[8], stored[16],
+                                                           stored[24]}
+        store.keywords.wait()  # the search started FTS5's upkeep (its merge was due)
+        with store.read() as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key = 'fts_merged_at'"
+                                ).fetchone()[0] == "30"
+        assert audit(app) == {} and queued(app) == 0 and held(app) == 0
+        out, _ = app.run("ingest_batch", {"turns": turns[30:]})  # 45 turns: past 40
+        assert queued(app) == 0 and held(app) == 45
+        assert sorted(found(app, "alpha", None)) == sorted(fts5(app, "alpha"))
+        with store.read() as conn:
+            assert store.searched_keywords(conn) is store.keywords  # it answers now
+        later = ingest(app, "s0", "a later note about kilo")
+        assert queued(app) == 1 and found(app, "kilo", None) == [later]
+        assert audit(app) == {}
+    finally:
+        app.close()
+
+
+def test_single_ingests_that_reach_its_size_build_it_beside_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    app = _opened_at_size(tmp_path, monkeypatch, 12)
+    try:
+        ids = [ingest(app, f"s{n % 2}", f"turn {n} about {WORDS[n % len(WORDS)]}")
+               for n in range(11)]
+        store = app.store
+        assert isinstance(store, Store)
+        assert queued(app) == 0 and store._keywords is None
+        ids.append(ingest(app, "s0", f"turn 11 about {WORDS[3]}"))  # the 12th: built beside
+        store.keywords.wait()
+        assert held(app) == 12 and queued(app) == 0 and kept(app) != "started"
+        for word in WORDS:
+            assert sorted(found(app, word, None)) == sorted(fts5(app, word)), word
+        assert audit(app) == {}
+    finally:
+        app.close()
+
+
+def test_a_turn_stored_while_it_is_built_is_queued_and_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The build reads the turns in one snapshot, taken after the store began keeping the
+    index: a turn stored after that snapshot is queued (and so found), not lost."""
+    from nodes.publish.keyword_index import stored_entries
+
+    app = _opened_at_size(tmp_path, monkeypatch, 8)
+    try:
+        for n in range(7):
+            ingest(app, "s", f"turn {n} about {WORDS[n % len(WORDS)]}")
+        store = app.store
+        assert isinstance(store, Store)
+        during: list[int] = []
+
+        def entries(conn: Conn) -> Iterator[KeywordEntry]:
+            for n, entry in enumerate(stored_entries(conn)):
+                if n == 3:  # mid-build: another thread (its own connection) stores a turn
+                    writer = threading.Thread(target=lambda: during.append(
+                        ingest(app, "t", "stored during the build about zulu")))
+                    writer.start()
+                    writer.join()
+                yield entry
+
+        with store.read() as conn:
+            assert not keyword_index_module.build_due(conn)  # 7 turns: below 8
+        # The first build, as the write that reaches the size runs it; the turn stored
+        # during it is the eighth, whose ingest finds the build started and leaves it.
+        assert store.keywords.rebuild(store, entries, first_build=True) == 7
+        assert queued(app) == 1 and held(app) == 7 and kept(app) != "started"
+        assert found(app, "zulu", None) == during
+        assert audit(app) == {}
+        store.keywords.flush(store)
+        assert found(app, "zulu", None) == during and held(app) == 8 and queued(app) == 0
+        assert store.keywords.rebuild(store, entries, first_build=True) == 0  # kept: none
+    finally:
+        app.close()
+
+
+BUILDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    import store.keyword_index as k
+    from nodes.publish.keyword_index import stored_entries
+    from store.db import Store
+    k.KeywordIndex.answers_from = 5
+    store = Store(Path({path!r}))
+
+    def slow(conn):
+        for n, entry in enumerate(stored_entries(conn)):
+            if n == 3:
+                print("building", flush=True)
+                time.sleep(600)
+            yield entry
+
+    store.keyword_index().rebuild(store, slow, first_build=True)
+""")
+
+
+def test_a_process_killed_while_it_builds_leaves_an_index_rebuilt_at_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    app = _opened_at_size(tmp_path, monkeypatch, 1_000)  # below: nothing built yet
+    ids = [ingest(app, "s", f"turn {n} about {WORDS[n]}") for n in range(6)]
+    data = app.settings.data_dir
+    app.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUILDER.format(root=str(REPO_ROOT), path=str(data / "steno.db"))],
+        stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "building"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 5)
+    bare = Store(data / "steno.db")  # the store alone: no graph runs the rebuild
+    try:
+        assert needs_rebuild(bare)
+        derived = bare.keyword_index()
+        assert derived is not None
+        with bare.read() as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key = 'keyword_index'"
+                                ).fetchone()[0] == "started"
+            assert not derived.trusted(conn)  # FTS5 answers
+            hits = keyword_hits(conn, '"charlie"', HitFilter(), 10, derived=derived)
+        assert [i for i, _ in hits][:1] == [ids[2]]
+    finally:
+        bare.close()
+    later = open_app(_settings(data))  # a server or a command: rebuilt before it serves
+    try:
+        assert isinstance(later.store, Store) and not needs_rebuild(later.store)
+        assert audit(later) == {} and held(later) == 6
+        assert found(later, "charlie", "s")[0] == ids[2]
+    finally:
+        later.close()
 
 
 def test_a_forgotten_turn_is_never_found(app: App):
@@ -262,8 +417,10 @@ WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
+    import store.keyword_index as k
     from stenographer.app import open_app
     from stenographer.settings import Settings
+    k.KeywordIndex.answers_from = 0  # the index kept from the first turn
     app = open_app(Settings(data_dir=Path({data!r}), turn_limit=1_000))
     for n in range(10_000):
         out, _ = app.run("ingest", {{"role": "user", "session_id": "s{{}}".format(n % 4),
@@ -378,7 +535,6 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
 
 def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
         app: App, monkeypatch: pytest.MonkeyPatch):
-    from store.sqlite import search as fts5_search
 
     monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
     monkeypatch.setattr(fts5_search, "MERGE_PAGES", 1)  # several steps
@@ -419,7 +575,6 @@ def test_queries_in_fts5_syntax_are_answered_as_fts5_answers_them(tmp_path: Path
     import random
 
     from store.search_filter import FtsSyntaxError
-    from store.sqlite import search as fts5_search
 
     rng = random.Random(11)
     vocabulary = [f"{a}{b}" for a in ("kel", "mar", "tor", "vin", "sal", "dob")

@@ -1,0 +1,66 @@
+"""Starting and ending the worker processes of a bulk run (nodes.turn_worker,
+nodes.extract.graph_prefetch).
+
+A worker is a plain ``python -P -c`` child that reads pickled requests on stdin and
+writes pickled replies on stdout. (``multiprocessing`` would re-run the parent's main
+script in the child, which scripts that embed the app do not expect.) It imports this
+package from the directory the parent imported it from: that directory goes first on
+its ``PYTHONPATH``, and ``-P`` keeps the working directory off its path (a parent
+started inside another checkout of this package would otherwise give the child that
+checkout's modules).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["CLOSE_TIMEOUT_S", "end", "foreign_modules", "package_root", "start"]
+
+CLOSE_TIMEOUT_S = 10.0
+_TOP = ("constants", "graphs", "nodes", "stenographer", "store")
+
+
+def package_root() -> str:
+    """The directory this package was imported from."""
+    return str(Path(__file__).resolve().parents[1])
+
+
+def start(boot: str) -> subprocess.Popen[bytes] | None:
+    """A worker running the Python statement ``boot`` with this package's code, or None
+    when it cannot be started."""
+    path = os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH")) if p)
+    try:
+        return subprocess.Popen([sys.executable, "-P", "-c", boot],
+                                env=dict(os.environ, PYTHONPATH=path),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    except OSError:
+        return None
+
+
+def foreign_modules(root: str) -> list[str]:
+    """This package's modules loaded from anywhere but ``root`` (in a worker: code that
+    is not its parent's)."""
+    return [f"{name} ({module.__file__})" for name, module in list(sys.modules.items())
+            if name.split(".")[0] in _TOP and getattr(module, "__file__", None)
+            and not Path(str(module.__file__)).resolve().is_relative_to(root)]
+
+
+def end(worker: subprocess.Popen[bytes], *, kill: bool) -> None:
+    """Close the worker's pipes and wait for it to exit (killed first if ``kill``, or if
+    it does not exit in time)."""
+    if kill:
+        worker.kill()
+    for pipe in (worker.stdin, worker.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+    try:
+        worker.wait(timeout=CLOSE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
