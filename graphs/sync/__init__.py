@@ -51,8 +51,9 @@ EXPORT = linear(
     reply="export_reply",
 )
 
-# An import compresses the sessions it filled after the whole bundle, in one stage (the
-# batch path's compression); a session left overdue before is the recover graph's.
+# An import brings the derived keyword index up to date and compresses the sessions it
+# filled after the whole bundle, each in one stage (the batch path's); a session left
+# overdue before is the recover graph's.
 IMPORT = linear(
     "sync_import",
     channels("request", "incoming", "bundle", "applied", "due", "after_session",
@@ -60,6 +61,7 @@ IMPORT = linear(
     validate="checked_import",
     verify="verified_bundle",
     apply="applied_bundle",
+    keywords="batch_keywords",
     compress="compressed_sessions",
     reply="import_reply",
 )

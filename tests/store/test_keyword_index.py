@@ -225,6 +225,31 @@ def test_below_its_size_nothing_is_queued_and_the_batch_that_reaches_it_builds_i
         app.close()
 
 
+def test_an_import_that_reaches_its_size_builds_it(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch):
+    """An import is a bulk write too: the one that brings the store to ``answers_from``
+    builds the index, which then answers with FTS5's hits."""
+    bundle = tmp_path / "bundle.zst"
+    source = open_app(_settings(tmp_path / "source"))
+    try:
+        source.run("ingest_batch", {"turns": [
+            {"role": "user", "content": f"note {n} about {WORDS[n % len(WORDS)]}",
+             "session_id": f"s{n % 3}"} for n in range(30)]})
+        source.run("sync_export", {"path": str(bundle)})
+    finally:
+        source.close()
+    app = _opened_at_size(tmp_path, monkeypatch, 20)
+    try:
+        assert kept(app) is None
+        out, _ = app.run("sync_import", {"path": str(bundle)})
+        assert out["reply"]["applied"] == 30
+        assert kept(app) is not None and queued(app) == 0 and held(app) == 30
+        assert sorted(found(app, "bravo", None)) == sorted(fts5(app, "bravo"))
+        assert audit(app) == {}
+    finally:
+        app.close()
+
+
 def test_single_ingests_that_reach_its_size_build_it_beside_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     app = _opened_at_size(tmp_path, monkeypatch, 12)
