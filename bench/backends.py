@@ -271,7 +271,7 @@ def new_turns(turns: Sequence[Turn], dim: int) -> Iterator[Any]:
     from nodes.load_evidence.neighbours import PREVIOUS_TURNS
     from store.exchanges import NewTurn
     from store.neighbours import NEIGHBOUR_CHARS
-    from store.search import dated_terms
+    from store.search_filter import dated_terms
 
     recent: dict[str, list[str]] = {}
     for t in turns:

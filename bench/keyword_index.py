@@ -72,7 +72,7 @@ def entries(turns: list[Turn]) -> list[tuple[int, int, str, float, str, str, str
     from nodes.extract.terms import context_terms
     from nodes.load_evidence.neighbours import PREVIOUS_TURNS
     from store.neighbours import NEIGHBOUR_CHARS
-    from store.search import dated_terms
+    from store.search_filter import dated_terms
 
     recent: dict[str, list[str]] = {}
     out = []

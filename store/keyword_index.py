@@ -64,7 +64,7 @@ import apsw
 from store import keyword_syntax
 from store.errors import StoreError
 from store.keyword_syntax import Expression, Node, Phrase
-from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, POOL
+from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, KEYWORD_FIELDS, MONTHS, POOL
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 
@@ -455,16 +455,13 @@ class KeywordIndex:
         name, *args = FTS_TOKENIZE.split()
         self._fts_tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, args)
         self._tokenizer_lock = threading.Lock()
-        from store.migrations import CREATE_FTS_WITH_FIELDS
-        from store.search import dated_terms
+        from store.sqlite.schema import render
 
         # A caller's expression is checked by FTS5 on an empty table of the store's columns.
         self._syntax_check = apsw.Connection(":memory:")
-        self._syntax_check.execute(CREATE_FTS_WITH_FIELDS)
+        self._syntax_check.execute(render(KEYWORD_FIELDS))
         # The words the ``dated`` column holds besides a year's digits: the months'.
-        self._months = frozenset(
-            w for month in range(12) for w in self.words(dated_terms(2_629_746 * month + 1_296_000))
-            if not w.isdigit())
+        self._months = frozenset(w for month in MONTHS for w in self.words(month))
         self.analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
         self.index.register_tokenizer("steno", self.analyzer)
         self.index.config_reader(reload_policy="Manual")

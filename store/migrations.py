@@ -54,7 +54,7 @@ from store.schema_version import (
     SELECT_APPLIED,
     pending_migrations,
 )
-from store.search_filter import FTS_TOKENIZE
+from store.search_filter import KEYWORD_FIELDS
 from store.sql import Conn
 from store.sqlite import schema as sqlite
 
@@ -140,8 +140,6 @@ INITIAL: tuple[Operation, ...] = (
 
 # --- search fields and compact hashed vectors -----------------------------------
 
-KEYWORD_FIELDS = KeywordTable("exchanges_fts", ("body", "context", "dated", "scope"),
-                              FTS_TOKENIZE)
 CREATE_FTS_WITH_FIELDS = sqlite.render(KEYWORD_FIELDS)
 INSERT_FTS_ROW = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
@@ -151,7 +149,7 @@ SELECT_TURNS_TO_INDEX = "SELECT id, session_id, created_at, content FROM exchang
 def reindex_with_dates(conn: Conn) -> None:
     """Turns recorded before the keyword index had its fields are indexed again with
     their dates and an empty context (context words are extracted at ingest)."""
-    from store.search import dated_terms
+    from store.search_filter import dated_terms
     from store.sqlite.search import scope_token
 
     for exchange_id, session_id, created_at, content in list(

@@ -9,7 +9,6 @@ its session (ranked below its own) and its month and year (``dated_terms``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,26 +24,15 @@ if TYPE_CHECKING:
 __all__ = [
     "FtsSyntaxError",
     "HitFilter",
-    "dated_terms",
     "fts_phrase",
     "ids_matching",
     "keyword_hits",
     "syntax_notes",
 ]
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
-
-
 def fts_phrase(text: str) -> str:
     """Quote any text as one FTS5 string (the one quoting helper for FTS queries)."""
     return '"' + text.replace('"', '""') + '"'
-
-
-def dated_terms(seconds: float) -> str:
-    """What the ``dated`` column holds for a turn: its UTC month and year, "May 2023"."""
-    moment = time.gmtime(seconds)
-    return f"{_MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
 
 
 def keyword_hits(

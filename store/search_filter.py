@@ -9,15 +9,21 @@ Queries reach the store in FTS5 syntax on both dialects: SQLite runs it
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+
+from store.schema import KeywordTable
 
 __all__ = [
     "ANY_FLAG",
     "BM25_WEIGHTS",
     "FTS_TOKENIZE",
+    "KEYWORD_FIELDS",
+    "MONTHS",
     "POOL",
     "FtsSyntaxError",
     "HitFilter",
+    "dated_terms",
     "flag_condition",
     "live_sql",
 ]
@@ -30,6 +36,18 @@ __all__ = [
 # queries for it.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 BM25_WEIGHTS = (1.0, 0.5, 1.0, 0.0)
+# The keyword table with those columns, as the migrations declare it.
+KEYWORD_FIELDS = KeywordTable("exchanges_fts", ("body", "context", "dated", "scope"),
+                              FTS_TOKENIZE)
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+
+
+def dated_terms(seconds: float) -> str:
+    """What the ``dated`` column holds for a turn: its UTC month and year, "May 2023"."""
+    moment = time.gmtime(seconds)
+    return f"{MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
+
 
 # The ranking's length term is applied to the best POOL x LIMIT matches only.
 POOL = 2

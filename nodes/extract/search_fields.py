@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 from nodes.context import node
 from nodes.extract.terms import context_terms
-from store.search import dated_terms
+from store.search_filter import dated_terms
 
 __all__ = ["CONTEXT_TURNS", "search_fields"]
 

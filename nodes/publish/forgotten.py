@@ -36,7 +36,7 @@ from store.forget import (
 )
 from store.neighbours import NEIGHBOUR_CHARS
 from store.rewrite import mark_rewrite_pending
-from store.search import dated_terms
+from store.search_filter import dated_terms
 from store.sql import Conn
 
 __all__ = ["MAX_LISTED", "forgotten_turns", "scrubbed_store"]

@@ -22,7 +22,7 @@ from store.db import Store
 from store.errors import StoreError
 from store.keyword_index import KeywordEntry, build_due, stored_turns
 from store.neighbours import NEIGHBOUR_CHARS
-from store.search import dated_terms
+from store.search_filter import dated_terms
 from store.sql import Conn
 
 __all__ = ["build_when_due", "rebuilt_keyword_index", "stored_entries"]

@@ -15,7 +15,7 @@ from nodes.load_evidence.answers import _with_lent
 from nodes.load_evidence.session_view import _settled
 from stenographer.app import App, open_app
 from stenographer.settings import DEFAULT_VECTOR_DIM, Settings
-from store.search import dated_terms
+from store.search_filter import dated_terms
 from tests.retrieval.conftest import ids, ingest, search
 
 
