@@ -18,6 +18,7 @@ __all__ = [
     "TurnIndex",
     "brief_ids",
     "count_live",
+    "due_sessions",
     "exchange_from_row",
     "exchanges_by_ids",
     "index_keyword_page",
@@ -87,6 +88,10 @@ INSERT INTO exchanges(session_id, role, created_at, content, content_hash, signa
                       source_key, trace_id, chain_hash)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"""
 COUNT_LIVE = "SELECT count(*) FROM exchanges WHERE session_id = ? AND brief_id IS NULL"
+# {ints}: the dialect's table of the session ids bound as ?1.
+DUE_SESSIONS = """
+SELECT value FROM {ints}
+WHERE (SELECT count(*) FROM exchanges WHERE session_id = value AND brief_id IS NULL) >= ?2"""
 SESSION_ROW_ID = "SELECT id FROM sessions WHERE name = ?"
 SELECT_EXCHANGE = f"""
 SELECT e.id, s.name, e.role, e.created_at, e.content, e.content_hash, e.brief_id,
@@ -331,6 +336,18 @@ def count_live(conn: Conn, session_id: int) -> int:
     """Uncompressed turns of a session (an index-only count over at most a batch or so)."""
     count: int = one(conn, COUNT_LIVE, (session_id,))[0]
     return count
+
+
+def due_sessions(conn: Conn, session_ids: Sequence[int], limit: int) -> list[int]:
+    """Those of ``session_ids`` holding ``limit`` uncompressed turns or more, in the
+    same order (one statement for them all)."""
+    if not session_ids:
+        return []
+    sql_dialect = dialect(conn)
+    rows = all_rows(conn, DUE_SESSIONS.replace("{ints}", sql_dialect.int_table),
+                    (sql_dialect.int_array(list(session_ids)), limit))
+    due = {int(r[0]) for r in rows}
+    return [s for s in session_ids if s in due]
 
 
 def session_row_id(conn: Conn, session: str) -> int | None:

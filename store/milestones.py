@@ -25,6 +25,9 @@ class Milestone:
 UPSERT_MILESTONE = """
 INSERT INTO milestones(exchange_id, session_id, label, created_at) VALUES (?, ?, ?, ?)
 ON CONFLICT(exchange_id) DO UPDATE SET label = excluded.label"""
+# {ints}: the dialect's table of the turn ids bound as ?1.
+SELECT_LABELS = """
+SELECT exchange_id, label FROM milestones WHERE exchange_id IN (SELECT value FROM {ints})"""
 SELECT_BRIEF_OF = "SELECT brief_id FROM exchanges WHERE id = ?"
 SELECT_EXCHANGE_SESSION = "SELECT session_id FROM exchanges WHERE id = ?"
 SELECT_SESSION_MILESTONES = """
@@ -68,6 +71,7 @@ def milestone_ids(conn: Conn, exchange_ids: list[int]) -> dict[int, str]:
     """Labels of those of ``exchange_ids`` that are milestones."""
     if not exchange_ids:
         return {}
-    sql = (f"SELECT exchange_id, label FROM milestones WHERE exchange_id IN "
-           f"({','.join('?' * len(exchange_ids))})")
-    return {int(r[0]): str(r[1]) for r in all_rows(conn, sql, exchange_ids)}
+    sql_dialect = dialect(conn)  # the ids bound as one array: one plan whatever their number
+    sql = SELECT_LABELS.replace("{ints}", sql_dialect.int_table)
+    return {int(r[0]): str(r[1])
+            for r in all_rows(conn, sql, (sql_dialect.int_array(list(exchange_ids)),))}

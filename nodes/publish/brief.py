@@ -12,7 +12,7 @@ from typing import Any, NotRequired, TypedDict
 from nodes.context import RunContext, node
 from nodes.extract.brief import brief_text
 from nodes.load_evidence.compression import batch_records
-from store.briefs import BriefDraft, ClaimLost, claim_brief
+from store.briefs import BriefDraft, ClaimLost, claim_briefs
 from store.exchanges import count_live, live_turns
 from store.forget import brief_sources_of, delete_brief, rewrite_brief
 from store.milestones import milestone_ids
@@ -21,6 +21,7 @@ from store.sql import Conn
 __all__ = ["MAX_ROUNDS", "claimed_brief", "compressed_sessions", "rebuilt_brief"]
 
 MAX_ROUNDS = 64  # one compression run never loops longer than this
+READ_PAGE = 2_000  # uncompressed turns of a session read (and claimed) at once, at most
 
 
 def rebuilt_brief(conn: Conn, brief_id: int) -> str | None:
@@ -36,26 +37,30 @@ def rebuilt_brief(conn: Conn, brief_id: int) -> str | None:
     return tier
 
 
-def _claimed(conn: Conn, session_row: int, batch: list[dict[str, Any]],
-             draft: dict[str, Any]) -> dict[str, Any]:
-    """Claim ``batch`` for a brief of ``draft`` inside the caller's write (ClaimLost:
-    another writer compressed some of its turns first)."""
-    new = BriefDraft(
+def _claimed(conn: Conn, session_row: int,
+             batches: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Claim each batch for a brief of its draft, in order, inside the caller's write
+    (ClaimLost: another writer compressed some of their turns first)."""
+    now = time.time()
+    ids = claim_briefs(conn, [BriefDraft(
         session_id=session_row,
         tier=draft["tier"],
         body=draft["body"],
-        created_at=time.time(),
+        created_at=now,
         sources=tuple((t["id"], bytes.fromhex(t["hash"])) for t in batch),
-    )
-    brief_id = claim_brief(conn, new)
-    tier = draft["tier"]
-    # A milestone marked since the batch was read is seen here: the claim holds
+    ) for batch, draft in batches])
+    # A milestone marked since the batches were read is seen here: the claim holds
     # the turns (their rows, on PostgreSQL), and marking reads a turn's brief
     # under the same lock (store.milestones.mark_milestone).
-    labels = milestone_ids(conn, [t["id"] for t in batch])
-    if labels != {t["id"]: t["milestone"] for t in batch if t["milestone"]}:
-        tier = rebuilt_brief(conn, brief_id) or tier
-    return {"id": brief_id, "tier": tier, "turns": len(batch), "session_row": session_row}
+    labels = milestone_ids(conn, [t["id"] for batch, _ in batches for t in batch])
+    made = []
+    for brief_id, (batch, draft) in zip(ids, batches, strict=True):
+        tier = draft["tier"]
+        if any(labels.get(t["id"]) != t["milestone"] for t in batch):
+            tier = rebuilt_brief(conn, brief_id) or tier
+        made.append({"id": brief_id, "tier": tier, "turns": len(batch),
+                     "session_row": session_row})
+    return made
 
 
 class ClaimedBriefWrites(TypedDict):
@@ -75,7 +80,7 @@ def claimed_brief(batch: Any, draft: Any, rounds: Any, session_row: Any, *,
     made: list[dict[str, Any]] = []
     try:
         with run.store.write() as conn:
-            made.append(_claimed(conn, session_row, batch, draft))
+            made += _claimed(conn, session_row, [(batch, draft)])
             more = count_live(conn, session_row) >= limit
     except ClaimLost:
         more = True  # someone else compressed; look again at what is left
@@ -95,19 +100,26 @@ def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrite
     than a batch are left. A session whose claim is lost to another writer keeps what
     is left for the next ingest or recovery."""
     limit = run.settings.turn_limit
+    page = max(1, READ_PAGE // limit) * limit  # whole batches of turns read at once
     made: list[dict[str, Any]] = []
     for session_row in due or ():
         try:
             with run.store.write() as conn:
                 session_made = []
                 while True:
-                    turns = live_turns(conn, session_row, limit)
-                    if len(turns) < limit:
+                    turns = live_turns(conn, session_row, page)
+                    whole = turns[:len(turns) // limit * limit]
+                    if not whole:
                         break
-                    batch = batch_records(turns, milestone_ids(conn, [t.id for t in turns]))
-                    tier, body = brief_text(batch)
-                    session_made.append(_claimed(conn, session_row, batch,
-                                                 {"tier": tier, "body": body}))
+                    labels = milestone_ids(conn, [t.id for t in whole])
+                    batches = []
+                    for start in range(0, len(whole), limit):
+                        batch = batch_records(whole[start:start + limit], labels)
+                        tier, body = brief_text(batch)
+                        batches.append((batch, {"tier": tier, "body": body}))
+                    session_made += _claimed(conn, session_row, batches)
+                    if len(turns) < page:
+                        break  # fewer than a batch are left
         except ClaimLost:
             continue
         made += session_made

@@ -25,7 +25,7 @@ from nodes.batch import each_turn, turns_before
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
-from store.exchanges import NewTurn, count_live, record_turns, stored_source_keys
+from store.exchanges import NewTurn, due_sessions, record_turns, stored_source_keys
 from store.signal_flags import StoredFlag, record_batch_flags
 from store.sql import Conn
 from store.sync import known_origin, known_origins, record_origin, record_tombstone
@@ -158,6 +158,6 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
         _apply(run, batch, incoming["peer"], counts, touched)
     limit = run.settings.turn_limit
     with run.store.read() as conn:
-        due = [s for s in touched if count_live(conn, s) >= limit]
+        due = due_sessions(conn, list(touched), limit)
     return {"applied": {**counts, "seconds": round(time.perf_counter() - started, 3)},
             "after_session": 0, "rounds": 0, "due": due}

@@ -16,7 +16,7 @@ from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace
 from store.errors import StoreError
-from store.exchanges import NewTurn, count_live, record_turn, record_turns, source_key_turn
+from store.exchanges import NewTurn, due_sessions, record_turn, record_turns, source_key_turn
 from store.keyword_index import KeywordIndex
 from store.milestones import mark_milestone
 from store.signal_flags import StoredFlag, record_batch_flags, record_flags
@@ -138,5 +138,5 @@ def stored_turns(items: Any, *, run: RunContext) -> StoredTurnsWrites:
             if item.get("rejected") is None and item.get("duplicate"):
                 item["recorded"] = _duplicate(conn, item["turn"]["source_key"])
         sessions = dict.fromkeys(r.session_id for r in recs if not r.duplicate)
-        due = [s for s in sessions if count_live(conn, s) >= limit]
+        due = due_sessions(conn, list(sessions), limit)
     return {"items": items, "due": due}

@@ -117,6 +117,16 @@ def test_a_batch_stores_what_single_ingests_store(stores: tuple[App, App], size:
     stored_alike(stores, size)
 
 
+def test_a_session_compressed_a_page_at_a_time_stores_the_same(
+        stores: tuple[App, App], monkeypatch: pytest.MonkeyPatch):
+    """Compression after a batch reads and claims a session's turns a page of whole
+    batches at a time: pages of two briefs make the same briefs as single ingests."""
+    import nodes.publish.brief
+
+    monkeypatch.setattr(nodes.publish.brief, "READ_PAGE", 2 * TURN_LIMIT)
+    stored_alike(stores, 1000)
+
+
 @pytest.mark.parametrize("lost", [False, True])
 def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
         stores: tuple[App, App], monkeypatch: pytest.MonkeyPatch, lost: bool):
