@@ -57,12 +57,15 @@ MAX_BATCH_TURNS = 100_000
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
 SPLIT_FROM = 256
-# The worker's part of such a stage's turns: this process also validates, stores and
-# compresses the batch, so the two processes spend about as much CPU when the worker
-# takes four fifths (bench/scale.py's turns, 20,000 in batches of 2,000: with half, this
-# process spent 286 µs a turn and the worker 170; with 0.65, 258 and 216; with 0.8,
-# 223-238 and 236-246).
-WORKER_SHARE = 0.8
+# The worker's part of such a stage's turns. The two processes work at once only inside
+# a stage (the next stage waits for both), so a stage ends soonest when they finish
+# their parts together: about half each, the worker's part costing it a little more
+# (its turns are sent and answered). Balancing their CPU instead (the worker taking
+# four fifths, since this process alone also validates, stores and compresses) leaves
+# this process waiting in every stage. bench/scale.py, 20,000 turns in batches of
+# 2,000 on a quiet machine of two cores: 2,192-2,261 turns/s with 0.8; 2,619-2,906
+# with 0.4, 0.5 or 0.6.
+WORKER_SHARE = 0.5
 
 
 class BatchItemsWrites(TypedDict):

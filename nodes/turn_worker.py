@@ -16,11 +16,12 @@ writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin clos
 when the parent closes it or exits (a parent killed by SIGKILL included). It never
 opens the store: what a batch stores is written by this process alone.
 
-Measured on bench/scale.py's generated turns (2,000 a batch, in process, a machine of
-two cores at load average 2-4, so CPU time, not wall time): this process 223-285 µs of
-CPU a turn and the worker 205-246, against 447-515 µs in one process (20,000 turns);
-what is sent and the worker's start-up cost 10-65 µs a turn in all (an import of
-20,000 turns, bench/sync.py: 456 µs a turn of both processes against 391 in one).
+Measured on bench/scale.py's generated turns (20,000, 2,000 a batch, in process, a
+quiet machine of two cores): 2,619-2,906 turns/s with the worker taking half of each
+stage's turns, against 1,975 in one process; this process spends 255-330 µs of CPU a
+turn and the worker 120-170. What is sent and the worker's start-up cost 10-65 µs a
+turn in all (an import of 20,000 turns, bench/sync.py, at load 2-4: 456 µs a turn of
+both processes against 391 in one).
 """
 
 from __future__ import annotations
