@@ -102,6 +102,7 @@ class Store:
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
         self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
+        self._keeps_keywords = False  # seen keeping the derived keyword index
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -152,13 +153,33 @@ class Store:
         """The derived keyword index, for the contract audit (``keyword_index``); None
         while the store is smaller than ``KeywordIndex.answers_from`` and keeps none:
         nothing is expected of it there."""
-        from store.keyword_index import build_due, keeps_index
-
-        if not self.read_only:
-            with self.read() as conn:
-                if not keeps_index(conn) and not build_due(conn):
-                    return None
+        if not self.read_only and not self.expects_keywords():
+            return None
         return self.keyword_index()
+
+    def keeps_keywords(self) -> bool:
+        """Whether the store keeps the derived keyword index
+        (``store.keyword_index.keeps_index``): read until it does, then known without a
+        read (a store never stops keeping it), so a write past the index's size does
+        not read it again."""
+        if not self._keeps_keywords:
+            from store.keyword_index import keeps_index
+
+            with self.read() as conn:
+                self._keeps_keywords = keeps_index(conn)
+        return self._keeps_keywords
+
+    def expects_keywords(self) -> bool:
+        """Whether the derived keyword index should hold the store's turns: the store
+        keeps it, or has reached ``KeywordIndex.answers_from`` turns (its first build is
+        due)."""
+        if self.keeps_keywords():
+            return True
+        from store.keyword_index import KeywordIndex, search_state
+
+        with self.read() as conn:
+            largest, _ = search_state(conn)
+        return largest >= KeywordIndex.answers_from
 
     def keyword_index(self) -> KeywordIndex | None:
         """The derived keyword index (``keywords``); None for a read-only file, or when

@@ -104,11 +104,8 @@ def rewritten_keyword_index(store: Backend) -> bool | None:
     if not isinstance(store, Store):  # PostgreSQL's derived index, if it holds the turns
         store.catch_up_keywords()
         return None
-    from store.keyword_index import build_due, keeps_index
-
-    with store.read() as conn:  # a store below the index's size keeps none
-        if not keeps_index(conn) and not build_due(conn):
-            return None
+    if not store.expects_keywords():  # a store below the index's size keeps none
+        return None
     derived = store.keyword_index()
     if derived is None:
         return None

@@ -47,7 +47,7 @@ def build_when_due(store: Backend, *, beside: bool) -> None:
     single ingest does not wait for it) or now (a bulk write). Until it ends FTS5
     answers; a turn stored meanwhile is queued; a process killed during it leaves an
     untrusted index, rebuilt at the next start (``store.keyword_index.needs_rebuild``)."""
-    if not isinstance(store, Store) or store.read_only:
+    if not isinstance(store, Store) or store.read_only or store.keeps_keywords():
         return
     with store.read() as conn:
         if not build_due(conn):
