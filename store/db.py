@@ -37,6 +37,7 @@ from store.errors import (
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.schema_version import SCHEMA_VERSION, pending_migrations
+from store.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from store.keyword_index import KeywordIndex
@@ -102,6 +103,7 @@ class Store:
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
         self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
+        self.upkeep = Upkeep()  # FTS5's merge, the derived keyword index's flush and build
         self._keeps_keywords = False  # seen keeping the derived keyword index
         self.synchronous = synchronous
         self._local = threading.local()
@@ -146,7 +148,7 @@ class Store:
 
             with self._all_lock:
                 if self._keywords is None:
-                    self._keywords = KeywordIndex(index_directory(self.path))
+                    self._keywords = KeywordIndex(index_directory(self.path), self.upkeep)
         return self._keywords
 
     def audited_keywords(self) -> KeywordIndex | None:
@@ -199,36 +201,53 @@ class Store:
         ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
         answers: the index is built only once the store reaches that size (nothing is
         queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
-        segments are merged on a thread of their own when they are due
-        (``KeywordIndex.flush_later``). From that size, past ``HOT_LIMIT`` queued turns
-        the queue is moved into the index on that thread, and past ``BULK_QUEUE`` FTS5
-        answers until it is in: no search waits for the index."""
+        segments are merged on the store's upkeep thread when they are due
+        (``_keep_merged``: Tantivy is neither imported nor opened). From that size, past
+        ``HOT_LIMIT`` queued turns the queue is moved into the index on that thread, and
+        past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
         from store.sqlite.search import MERGE_FROM
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
-        below = largest < KeywordIndex.answers_from
-        if below and largest < max(self._merge_due, MERGE_FROM):
+        if largest < KeywordIndex.answers_from:
+            if largest >= max(self._merge_due, MERGE_FROM):
+                self.upkeep.start(self._keep_merged, "fts5-merge")
             return None
         try:
             derived = self.keywords  # opened once per process (Tantivy imported then)
-            if queued > HOT_LIMIT or below:  # below: FTS5's merge is due
+            if queued > HOT_LIMIT:
                 derived.flush_later(self)
         except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
             return None
-        if queued > BULK_QUEUE or below:
-            return None
-        return derived
+        return None if queued > BULK_QUEUE else derived
 
-    def merge_due_at(self, due: int) -> None:
-        """FTS5's segments are due for their next merge once the largest turn id reaches
-        ``due`` (``store.sqlite.search.keep_merged``): searches below the derived
-        index's size start no upkeep before then."""
-        self._merge_due = due
+    def _keep_merged(self) -> None:
+        """FTS5's merge (``store.sqlite.search.keep_merged``), on the upkeep thread; the
+        searches start no other before the store has grown to its next due size."""
+        import math
+
+        from store.keyword_index import KeywordIndex
+        from store.sql import first
+        from store.sqlite.search import (
+            MERGE_FROM,
+            MERGE_GROWTH,
+            MERGE_STATE,
+            MERGED_KEY,
+            keep_merged,
+        )
+
+        try:
+            keep_merged(self, self.upkeep.stopping, below=KeywordIndex.answers_from)
+            with self.read() as conn:
+                row = first(conn, MERGE_STATE, (MERGED_KEY,))
+            merged = int(row[1]) if row is not None and row[1] is not None else 0
+            self._merge_due = max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH))
+        except Exception as ex:  # left as it is: a later search tries again
+            print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 
     def catch_up_keywords(self) -> int:
         """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
@@ -419,8 +438,7 @@ class Store:
         """Close every connection; the stage traces still buffered are written first
         (a StoreError if they cannot be, once the connections are closed)."""
         self.file_rewrite.close()
-        if self._keywords is not None:
-            self._keywords.wait()  # a flush in flight ends with its own connection open
+        self.upkeep.stop()  # a merge or flush in flight ends with its own connection open
         try:
             self.traces.close()
         finally:

@@ -67,6 +67,7 @@ from store.keyword_syntax import Expression, Node, Phrase
 from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, KEYWORD_FIELDS, MONTHS, POOL
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
+from store.upkeep import Upkeep
 
 
 def _ids(values: list[int]) -> object:
@@ -80,8 +81,6 @@ class Store(Transactions, Protocol):
 
     path: Path
     read_only: bool
-
-    def merge_due_at(self, due: int) -> None: ...
 
 __all__ = [
     "BULK_QUEUE",
@@ -428,7 +427,7 @@ class KeywordIndex:
     # 4.9 vs 5.8 ms, store-wide 40 vs 13.5 ms; 1,000,000: 26 vs 8.4, 447 vs 29 ms).
     answers_from = 100_000
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, upkeep: Upkeep | None = None) -> None:
         import tantivy
 
         self._tv = tantivy
@@ -472,8 +471,7 @@ class KeywordIndex:
         # ``_averages`` (the index as this process last read it): (those, the counts).
         self._held: tuple[object, dict[Phrase, int]] = (None, {})
         self._trusted: str | None = None
-        self._flusher: threading.Thread | None = None
-        self._stopping = threading.Event()  # ends the FTS5 merge after a flush (``wait``)
+        self._upkeep = upkeep or Upkeep()
 
     # --- trust ----------------------------------------------------------------------------
 
@@ -576,7 +574,7 @@ class KeywordIndex:
             writing = self._writer(FLUSH_HEAP)
         except ValueError:
             return 0  # another process or thread is writing it: it takes the queue in
-        beside = threading.current_thread() is self._flusher
+        beside = self._upkeep.current()
         seqs: list[int] = []
         with writing as writer:
             top = self._largest_id()
@@ -601,45 +599,22 @@ class KeywordIndex:
         return len(seqs)
 
     def flush_later(self, store: Store) -> None:
-        """``flush`` on a thread of its own (one at a time): the search that finds the
-        queue full does not wait for the commit; the queue is searched until it ends."""
-        self._beside(functools.partial(self._flush_quietly, store), "keyword-index-flush")
-
-    def _beside(self, work: Callable[[], None], name: str) -> None:
-        """``work`` on this index's thread, unless one is running (``wait`` ends it)."""
-        with self._lock:
-            if self._flusher is not None and self._flusher.is_alive():
-                return
-            self._flusher = threading.Thread(target=work, name=name, daemon=True)
-            self._flusher.start()
+        """``flush`` on the store's upkeep thread (``store.upkeep``: one at a time): the
+        search that finds the queue full does not wait for the commit; the queue is
+        searched until it ends."""
+        self._upkeep.start(functools.partial(self._flush_quietly, store),
+                           "keyword-index-flush")
 
     def _flush_quietly(self, store: Store) -> None:
-        with store.read() as conn:
-            largest, _ = search_state(conn)
-        if largest >= self.answers_from:  # below, the queue waits for the index's size
-            try:
-                self.flush(store)
-            except Exception as ex:  # the queue stays: the next search tries again
-                print(f"stenographer: the keyword index did not take its queue in: {ex}",
-                      file=sys.stderr)
-        try:  # FTS5's upkeep, on the same thread: it answers most searches below answers_from
-            fts5_search.keep_merged(store, self._stopping.is_set, below=self.answers_from)
-            with store.read() as conn:
-                row = first(conn, fts5_search.MERGE_STATE, (fts5_search.MERGED_KEY,))
-            merged = int(row[1]) if row is not None and row[1] is not None else 0
-            store.merge_due_at(max(fts5_search.MERGE_FROM,
-                                   math.ceil(merged * fts5_search.MERGE_GROWTH)))
-        except Exception as ex:  # left as it is: the next flush tries again
-            print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
+        try:
+            self.flush(store)
+        except Exception as ex:  # the queue stays: the next search tries again
+            print(f"stenographer: the keyword index did not take its queue in: {ex}",
+                  file=sys.stderr)
 
     def wait(self) -> None:
-        """Until a flush started by ``flush_later`` has ended (before the store closes);
-        the FTS5 merge after it stops at its next step."""
-        flusher = self._flusher
-        if flusher is not None:
-            self._stopping.set()
-            flusher.join()
-            self._stopping.clear()
+        """Until the work on the store's upkeep thread has ended (a flush, a build)."""
+        self._upkeep.wait()
 
     def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]],
                 *, first_build: bool = False) -> int:
@@ -678,7 +653,7 @@ class KeywordIndex:
 
     def build_later(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
                     ) -> None:
-        """The first build (``rebuild``, ``first_build``) on the thread of ``flush_later``
+        """The first build (``rebuild``, ``first_build``) on the store's upkeep thread
         (one at a time): the write that brought the store to ``answers_from`` does not
         wait for it; FTS5 answers until it ends."""
         def build() -> None:
@@ -688,7 +663,7 @@ class KeywordIndex:
                 print(f"stenographer: the keyword index was not built: {ex}",
                       file=sys.stderr)
 
-        self._beside(build, "keyword-index-build")
+        self._upkeep.start(build, "keyword-index-build")
 
     # --- reading ----------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *
                 below: int | None = None) -> int:
     """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
     since they were last merged; how many steps it took (0: not due). Runs beside the
-    searches (the keyword index's upkeep thread): every step is a write of its own, and
+    searches (the store's upkeep thread, ``store.upkeep``): every step is a write of its own, and
     ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
     only while the store has fewer turns (from there the derived keyword index answers
     the plain searches, and a rewrite of the whole FTS5 index would cost more than it

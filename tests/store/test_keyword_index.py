@@ -23,7 +23,13 @@ import store.keyword_index as keyword_index_module
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.db import Store
-from store.keyword_index import HOT_LIMIT, KeywordEntry, needs_rebuild, plain_phrases
+from store.keyword_index import (
+    HOT_LIMIT,
+    KeywordEntry,
+    index_directory,
+    needs_rebuild,
+    plain_phrases,
+)
 from store.search import HitFilter, keyword_hits
 from store.sql import Conn
 from store.sqlite import search as fts5_search
@@ -208,7 +214,9 @@ def test_below_its_size_nothing_is_queued_and_the_batch_that_reaches_it_builds_i
                                     "cross_session": True, "limit": 10})
         assert {h["exchange_id"] for h in out["hits"]} >= {stored[0], stored[8], stored[16],
                                                            stored[24]}
-        store.keywords.wait()  # the search started FTS5's upkeep (its merge was due)
+        store.upkeep.wait()  # the search started FTS5's upkeep (its merge was due)
+        # without opening the derived index (nor making its directory)
+        assert store._keywords is None and not index_directory(store.path).exists()
         with store.read() as conn:
             assert conn.execute("SELECT value FROM meta WHERE key = 'fts_merged_at'"
                                 ).fetchone()[0] == "30"
