@@ -215,14 +215,11 @@ class Store:
             if largest >= max(self._merge_due, MERGE_FROM):
                 self.upkeep.start(self._keep_merged, "fts5-merge")
             return None
-        try:
-            derived = self.keywords  # opened once per process (Tantivy imported then)
-            if queued > HOT_LIMIT:
-                derived.flush_later(self)
-        except (StoreError, OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
-            print(f"stenographer: the keyword index could not be opened: {ex}",
-                  file=sys.stderr)
+        derived = self.keyword_index()  # opened once per process (Tantivy imported then)
+        if derived is None:
             return None
+        if queued > HOT_LIMIT:
+            derived.flush_later(self)
         return None if queued > BULK_QUEUE else derived
 
     def _keep_merged(self) -> None:
