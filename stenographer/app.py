@@ -120,12 +120,7 @@ def _rebuild_keyword_index(app: App) -> None:
     """A SQLite store whose derived keyword index was not built for it (created before
     it, copied without it) has it written again now, by a process that runs every graph
     (a server, a command): until then its searches would use FTS5."""
-    if app.store.dialect != "sqlite" or app.store.read_only:
-        return
-    from store.db import Store
-    from store.keyword_index import needs_rebuild
-
-    if isinstance(app.store, Store) and needs_rebuild(app.store):
+    if app.store.keywords_need_rebuild():
         try:
             app.run("keyword_index_rebuild", {})
         except StoreError as ex:  # another process is writing it: FTS5 answers meanwhile

@@ -29,6 +29,7 @@ class Backend(Protocol):
     dialect: str  # "sqlite" | "postgresql"
     location: str  # the file path, or the database URL without its password
     data_dir: Path  # where the process keeps its own files (capture locks, the bus)
+    file: Path | None  # the SQLite file; None for PostgreSQL (its files are the server's)
     read_only: bool  # opened read-only: every read works, write() and exclusive() refuse
     traces: TraceBuffer
     file_rewrite: FileRewrite  # finishes the rewrite after a forget (store.rewrite)
@@ -46,6 +47,11 @@ class Backend(Protocol):
     def keyword_index(self) -> KeywordIndex | None:
         """The derived keyword index beside a writable SQLite file; None otherwise
         (PostgreSQL's is ``audited_keywords``). Call outside a transaction."""
+    def keywords_need_rebuild(self) -> bool:
+        """Whether the derived keyword index must be written again from the turns
+        (``stenographer index rebuild``) before searches use it: a SQLite store that
+        reached its size without one, or whose index was not built for it. Reads no
+        index; False for PostgreSQL, whose index catches up by itself."""
     def audited_keywords(self) -> AuditedKeywords | None:
         """The derived keyword index as the contract audit checks it (either backend's);
         None when the store has none. Call outside a transaction."""

@@ -95,6 +95,7 @@ class Store:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = Path(path)
+        self.file: Path | None = self.path
         self.busy_timeout_ms = busy_timeout_ms
         self.location = str(self.path)
         self.data_dir = self.path.parent
@@ -194,6 +195,11 @@ class Store:
             print(f"stenographer: the keyword index could not be opened: {ex}",
                   file=sys.stderr)
             return None
+
+    def keywords_need_rebuild(self) -> bool:
+        from store.keyword_index import needs_rebuild
+
+        return needs_rebuild(self)
 
     def searched_keywords(self, conn: Conn) -> KeywordIndex | None:
         """The derived keyword index when it should answer a search in ``conn``'s

@@ -36,7 +36,7 @@ def store_stats(*, run: RunContext) -> StoreStatsWrites:
         applied = applied_migrations(conn)
     version = max((m.version for m in applied), default=0)
     known = RECORDED[store.dialect]
-    files = Path(store.location) if store.dialect == "sqlite" else None
+    files = store.file
     stats = {
         "path": store.location,
         "counts": {k: v for k, v in counts.items() if k != "database_bytes"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
@@ -25,21 +26,21 @@ def _graph_part(graph: Mapping[str, Any]) -> str:
             "cleared until the next `graphrag extract`")
 
 
-def _rewrite_part(scrubbed: Mapping[str, Any], dialect: str, vacuum: bool) -> str:
+def _rewrite_part(scrubbed: Mapping[str, Any], file: Path | None, vacuum: bool) -> str:
     """Where the forgotten bytes are now: rewritten away, or still in the file and its
     log until the rewrite finishes."""
     if not vacuum:
         return ("file not rewritten (vacuum=false): freed pages are zeroed, the "
                 "write-ahead log keeps old pages until its next checkpoint")
-    if dialect == "postgresql":
+    if file is None:  # PostgreSQL: the store has no file of its own
         return ("tables vacuumed (PostgreSQL reclaims the deleted rows; its own files and "
                 "write-ahead log are the server's to recycle)")
     if scrubbed["rewrite_pending"]:
         return ("file rewrite pending: another connection holds a read snapshot (or a "
-                "write) that still needs the old pages, so steno.db and its write-ahead "
-                "log keep them until it lets go; the rewrite is retried in the background "
-                "(by this process, or by any server on the store) until it completes "
-                "(stenographer status shows when)")
+                f"write) that still needs the old pages, so {file.name} and its "
+                "write-ahead log keep them until it lets go; the rewrite is retried in "
+                "the background (by this process, or by any server on the store) until "
+                "it completes (stenographer status shows when)")
     return "file rewritten (VACUUM) and its write-ahead log emptied"
 
 
@@ -72,7 +73,7 @@ def forget_reply(forgotten: Any, scrubbed: Any, forget: Any, *,
         if graph_part := _graph_part(gone["graph"]):
             parts.append(graph_part)
         parts.append("tombstones record their ids and hashes")
-        parts.append(_rewrite_part(scrubbed, run.store.dialect,
+        parts.append(_rewrite_part(scrubbed, run.store.file,
                                    forget["vacuum"]))
         text += " | " + "; ".join(parts)
     return {"reply": {"text": text, **gone, **scrubbed}}

@@ -67,6 +67,7 @@ class PgStore:
 
     dialect = "postgresql"
     read_only = False
+    file: Path | None = None
 
     def __init__(self, url: str, *, data_dir: Path, vector_dim: int = 256,
                  pool_max: int = POOL_MAX) -> None:
@@ -181,6 +182,10 @@ class PgStore:
     def keyword_index(self) -> None:
         """None: no SQLite-style derived index (PostgreSQL's is ``keywords``)."""
         return None
+
+    def keywords_need_rebuild(self) -> bool:
+        """False: the derived index takes in what it lacks at its next search."""
+        return False
 
     def audited_keywords(self) -> LexemeIndex | None:
         """The derived keyword index (``keywords``) once the store has one."""
