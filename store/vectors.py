@@ -50,6 +50,7 @@ backends.
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -204,8 +205,14 @@ class MatrixCache:
         used = np.flatnonzero(query)
         weights = query[used]
         if rows is not None:
-            scores: npt.NDArray[np.float32] = np.einsum(
-                "ji,j->i", self._cols[np.ix_(used, rows)], weights, dtype=np.float32)
+            # the rows' values of each used component, one ``take`` a component: the
+            # same matrix as a 2-D fancy index (``np.ix_``), which costs three times as
+            # much (a session of 1,000 rows: 50 against 170 microseconds)
+            picked = np.empty((len(used), len(rows)), dtype=np.int8)
+            for at, component in enumerate(used.tolist()):
+                self._cols[component].take(rows, out=picked[at])
+            scores: npt.NDArray[np.float32] = np.einsum("ji,j->i", picked, weights,
+                                                        dtype=np.float32)
             return scores
         out = np.empty(self._n, dtype=np.float32)
         for at in range(0, self._n, _BLOCK):
@@ -230,8 +237,11 @@ class MatrixCache:
         query: npt.NDArray[np.float32],
         k: int,
         session_id: int | None = None,
+        leave_out: Collection[int] = (),
     ) -> list[tuple[int, float]]:
-        """The ``k`` most similar turns as (exchange id, cosine similarity), best first."""
+        """The ``k`` most similar turns as (exchange id, cosine similarity), best first,
+        none of ``leave_out`` (with a session: a few of its turns, e.g. the live ones when
+        only compressed turns are asked for)."""
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
             self._refresh(conn)
@@ -239,6 +249,11 @@ class MatrixCache:
                 raise StoreError(f"a {len(query)}-component query against {self.dim}-component "
                                  "stored vectors")
             rows = None if session_id is None else self._session_rows(session_id)
+            if leave_out:
+                if rows is None:
+                    rows = np.arange(self._n)
+                left = np.fromiter(leave_out, dtype=np.int64, count=len(leave_out))
+                rows = rows[~np.isin(self._ids[rows], left)]  # ascending still
             count = self._n if rows is None else len(rows)
             if not count or k <= 0 or not query.any():
                 return []

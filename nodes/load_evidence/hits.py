@@ -19,6 +19,8 @@ from store.search import (
     keyword_hits,
     syntax_notes,
 )
+from store.search_filter import live_sql
+from store.sql import all_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,7 +86,13 @@ def keyword_candidates(query: Any, fts: Any, *, run: RunContext,
 def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
              flt: HitFilter) -> list[list[Any]]:
     """KNN within the session, then the other filters (role, time, compressed, trace id,
-    flag)."""
+    flag). A session's compressed turns are all but its few live ones: those are left
+    out of the KNN itself, which then looks no further than CANDIDATES."""
+    if flt.compressed_only and flt.session_id is not None and not flt.reads_rows:
+        with store.read() as conn:
+            live = {int(r[0]) for r in all_rows(conn, live_sql("?"), (flt.session_id,))}
+            hits = cache.knn(conn, vec, CANDIDATES, flt.session_id, leave_out=live)
+        return [[i, round(s, 6)] for i, s in hits]
     filtered = flt.reads_rows or flt.compressed_only
     wide = CANDIDATES * _FILTERED_WIDTH if filtered else CANDIDATES
     with store.read() as conn:

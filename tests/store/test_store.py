@@ -475,6 +475,39 @@ def test_the_two_pass_search_returns_the_exact_top_k_with_the_exact_scores(
                     assert all(exact[i] == s for i, s in got)
 
 
+def test_a_knn_leaves_out_the_turns_it_is_given_and_stays_exact(db: Store):
+    # A session's compressed turns are all but its live ones: the KNN leaves those out
+    # itself. Its hits are the exact best k of the other rows, bit for bit, and, while
+    # few are left out, what a wider KNN with them filtered out afterwards gave.
+    vocab = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls",
+             "deploy", "cache", "index", "timeout", "retry", "schema", "migration"]
+    turns = [new_turn(" ".join(vocab[(i * 5 + j * j) % len(vocab)] for j in range(i % 7 + 2))
+                      + f" item {i % 40}", session=f"s{i % 3}") for i in range(1_800)]
+    record(db, *turns)
+    cache = store.vectors.VectorCache(DIM)
+    with db.read() as conn:
+        sessions = [session_row_id(conn, f"s{i}") for i in range(3)]
+        cache.knn(conn, text_vector("warm", DIM), 1)
+    for text in ("postgres vacuum", "why does the kafka consumer lag", "item 7"):
+        query = text_vector(text, DIM)
+        for session in sessions:
+            assert session is not None
+            rows = cache._session_rows(session)
+            ids = cache._ids[rows]
+            for left in (set(), set(ids[::37].tolist()), set(ids[:450].tolist())):
+                kept = rows[~np.isin(ids, list(left))]
+                for k in (10, 100, 400):
+                    with db.read() as conn:
+                        got = cache.knn(conn, query, k, session, leave_out=left)
+                        wide = cache.knn(conn, query, 4 * k, session)
+                    assert not {i for i, _ in got} & left
+                    want = _exact_scan(cache, query, k, kept)
+                    assert [s for _, s in got] == [s for _, s in want], (text, k, len(left))
+                    after = [h for h in wide if h[0] not in left]
+                    if len(after) >= k or len(wide) < 4 * k:
+                        assert got == after[:k]
+
+
 def test_the_first_pass_candidates_cover_the_exact_top_k():
     rng = np.random.default_rng(5)
     for n, k in ((10, 20), (1_000, 10), (300_000, 100), (300_000, 400)):
