@@ -29,6 +29,7 @@ from typing import Any, TypedDict
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
+from nodes.extract.brief import brief_draft
 from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_flags import nafe_flags
@@ -43,9 +44,9 @@ from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items", "batch_keywords",
-           "batch_previous", "batch_receipts", "batch_reply", "batch_shutdowns", "each_turn",
-           "per_turn", "turns_before"]
+__all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
+           "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -55,8 +56,12 @@ MAX_BATCH_TURNS = 100_000
 # runs (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less
 # than it saves (a few microseconds a turn against tens).
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
-    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
+    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, brief_draft)}
 SPLIT_FROM = 256
+# A brief's text (nodes.extract.brief) costs this process tens of times what one turn's
+# stage does, and its few source turns cost little to send: the worker takes its part
+# of a compression from this many briefs (nodes.publish.brief.compressed_sessions).
+BRIEFS_SPLIT_FROM = 8
 # The worker's part of such a stage's turns. The two processes work at once only inside
 # a stage (the next stage waits for both), so a stage ends soonest when they finish
 # their parts together: about half each, the worker's part costing it a little more
@@ -114,12 +119,27 @@ def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
         return
+    if name in OFFLOADED:
+        each_split(run, todo, name, cfg)
+        return
+    for item in todo:
+        item.update(call(fn, item, run, cfg))
+
+
+def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
+               cfg: Mapping[str, Any] | None = None) -> None:
+    """Run the node function ``OFFLOADED[name]`` (it reads no store) on each item, the
+    item's values as its channels, adding what it writes to the item: from
+    SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of them in the
+    run's worker process while this one runs the others."""
+    fn = OFFLOADED[name]
+    split_from = BRIEFS_SPLIT_FROM if fn is brief_draft else SPLIT_FROM
     worker = run.turn_worker
-    theirs = (todo[len(todo) - int(len(todo) * WORKER_SHARE):]
-              if len(todo) >= SPLIT_FROM and name in OFFLOADED else [])
+    theirs = items[len(items) - int(len(items) * WORKER_SHARE):] \
+        if len(items) >= split_from else []
     sent = bool(theirs) and worker is not None and worker.send(
         run, name, cfg, reads(theirs, _channels(fn)))
-    for item in todo[:len(todo) - len(theirs)] if sent else todo:
+    for item in items[:len(items) - len(theirs)] if sent else items:
         item.update(call(fn, item, run, cfg))
     if sent:
         assert worker is not None

@@ -130,11 +130,21 @@ def test_a_session_compressed_a_page_at_a_time_stores_the_same(
 @pytest.mark.parametrize("lost", [False, True])
 def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
         stores: tuple[App, App], monkeypatch: pytest.MonkeyPatch, lost: bool):
-    """The per-turn stages that read no store run partly in the worker process
-    (nodes.turn_worker); a worker that dies leaves its part to this process."""
+    """The per-turn stages that read no store, and the text of the briefs the batch
+    makes, run partly in the worker process (nodes.turn_worker); a worker that dies
+    leaves its part to this process."""
     monkeypatch.setattr(batch_module, "SPLIT_FROM", 4)
+    monkeypatch.setattr(batch_module, "BRIEFS_SPLIT_FROM", 2)
     worker = stores[1].ctx.turn_worker
     assert worker is not None
+    asked: list[str] = []
+    send = worker.send
+
+    def sent(run: Any, name: str, cfg: Any, turns: Any) -> bool:
+        asked.append(name)
+        return send(run, name, cfg, turns)
+
+    monkeypatch.setattr(worker, "send", sent)
 
     def kill_worker() -> None:
         if lost and worker._worker is not None:
@@ -144,6 +154,7 @@ def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
     stored_alike(stores, 25, between=kill_worker)
     assert worker._broken is lost  # it took its part of each batch, or was found dead
     assert (worker._worker is not None) is not lost
+    assert {"redacted_turn", "search_fields", "brief_draft"} <= set(asked)
 
 
 def stored_alike(stores: tuple[App, App], size: int,
