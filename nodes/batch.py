@@ -24,7 +24,7 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
@@ -38,7 +38,7 @@ from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.bus_events import shutdown_turn, unacknowledged
 from nodes.load_evidence.neighbours import PREVIOUS_TURNS
 from nodes.publish.wording import counted
-from nodes.turn_worker import reads
+from nodes.turn_worker import chained, reads
 from store.errors import InvalidInput
 from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
@@ -46,7 +46,8 @@ from store.sql import Conn
 
 __all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
            "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_split", "each_turn", "per_turn", "turns_before"]
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_finish",
+           "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -119,11 +120,7 @@ def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
         return
-    if name in OFFLOADED:
-        each_split(run, todo, name, cfg)
-        return
-    for item in todo:
-        item.update(call(fn, item, run, cfg))
+    each_split(run, todo, name, cfg)  # every other per-turn function reads no store
 
 
 def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
@@ -132,22 +129,55 @@ def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
     item's values as its channels, adding what it writes to the item: from
     SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of them in the
     run's worker process while this one runs the others."""
-    fn = OFFLOADED[name]
-    split_from = BRIEFS_SPLIT_FROM if fn is brief_draft else SPLIT_FROM
+    split_from = BRIEFS_SPLIT_FROM if OFFLOADED[name] is brief_draft else SPLIT_FROM
+    share = WORKER_SHARE if len(items) >= split_from else 0.0
+    split_finish(run, split_start(run, items, (name,), share, cfg))
+
+
+class Split(NamedTuple):
+    """Items being computed: ``theirs`` by the worker process (``sent``), ``mine`` by
+    this one once ``split_finish`` is called."""
+
+    names: tuple[str, ...]
+    cfg: Mapping[str, Any] | None
+    mine: list[dict[str, Any]]
+    theirs: list[dict[str, Any]]
+    sent: bool
+
+
+def split_start(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
+                share: float, cfg: Mapping[str, Any] | None = None) -> Split:
+    """Hand the last ``share`` of ``items`` to the run's worker process, which runs the
+    node functions ``names`` (of ``OFFLOADED``: they read no store) in turn on each,
+    and return at once: this process computes the rest in ``split_finish``, which must
+    follow (the worker answers one request at a time)."""
+    theirs = items[len(items) - int(len(items) * share):] if share else []
     worker = run.turn_worker
-    theirs = items[len(items) - int(len(items) * WORKER_SHARE):] \
-        if len(items) >= split_from else []
     sent = bool(theirs) and worker is not None and worker.send(
-        run, name, cfg, reads(theirs, _channels(fn)))
-    for item in items[:len(items) - len(theirs)] if sent else items:
-        item.update(call(fn, item, run, cfg))
-    if sent:
-        assert worker is not None
-        writes = worker.receive()
-        if writes is None or len(writes) != len(theirs):  # the worker failed: here then
-            writes = [call(fn, item, run, cfg) for item in theirs]
-        for item, written in zip(theirs, writes, strict=True):
+        run, names if len(names) > 1 else names[0], cfg, reads(theirs, _chain_reads(names)))
+    mine = items[:len(items) - len(theirs)] if sent else items
+    return Split(names, cfg, mine, theirs if sent else [], sent)
+
+
+def split_finish(run: RunContext, split: Split) -> None:
+    """Compute this process's items of ``split``, then add the worker's writes to its
+    items (computed here when the worker failed)."""
+    fns = [OFFLOADED[n] for n in split.names]
+    for item in split.mine:
+        item.update(chained(call, fns, item, run, split.cfg))
+    if split.sent:
+        assert run.turn_worker is not None
+        writes = run.turn_worker.receive()
+        if writes is None or len(writes) != len(split.theirs):  # the worker failed
+            writes = [chained(call, fns, item, run, split.cfg) for item in split.theirs]
+        for item, written in zip(split.theirs, writes, strict=True):
             item.update(written)
+
+
+def _chain_reads(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The channels node functions ``names`` read (a channel one of them writes for a
+    later one is sent as it is now, then replaced in the worker)."""
+    return tuple(dict.fromkeys(c for name in names for c in _channels(OFFLOADED[name])))
 
 
 def _channels(fn: NodeFn) -> tuple[str, ...]:

@@ -115,8 +115,9 @@ def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrite
                     if not whole:
                         break
                     labels = milestone_ids(conn, [t.id for t in whole])
-                    drafts = [{"batch": batch_records(whole[start:start + limit], labels)}
-                              for start in range(0, len(whole), limit)]
+                    drafts: list[dict[str, Any]] = [
+                        {"batch": batch_records(whole[start:start + limit], labels)}
+                        for start in range(0, len(whole), limit)]
                     each_split(run, drafts, "brief_draft")
                     session_made += _claimed(conn, session_row,
                                              [(d["batch"], d["draft"]) for d in drafts])

@@ -272,6 +272,77 @@ def test_an_import_stores_what_single_ingests_store(stores: tuple[App, App], tmp
     assert rows(imported) == got
 
 
+@pytest.mark.parametrize("forgotten", [False, True])
+def test_an_import_in_overlapped_batches_stores_what_one_batch_after_another_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgotten: bool):
+    """An import computes each batch while it writes the one before
+    (nodes.publish.bundle_apply), most of its turns in the worker process. In small
+    batches of three interleaved sessions it stores the same rows as an import that
+    reads and computes each batch only after the write before it, and (with nothing
+    forgotten) as the single ingests it came from. A forgotten turn at the sender (a
+    tombstone in the bundle) makes the batch after it be read and computed again."""
+    import nodes.publish.bundle_apply as bundle_apply
+
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    monkeypatch.setattr(bundle_apply, "BATCH", 7)
+    one = open_store(tmp_path / "single", None)
+    overlapped = open_store(tmp_path / "overlapped", None)
+    serial = open_store(tmp_path / "serial", None)
+    try:
+        for req in requests():
+            try:
+                one.run("ingest", req)
+            except Exception:  # the refused turn
+                pass
+        if forgotten:
+            one.run("forget", {"text": "flaky runner disk", "confirm": True})
+        bundle = tmp_path / "bundle.zst"
+        one.run("sync_export", {"path": str(bundle)})
+        worker = overlapped.ctx.turn_worker
+        assert worker is not None
+        asked: list[Any] = []
+        send, plan, write = worker.send, bundle_apply._planned, bundle_apply._write
+        planned: list[int] = []
+
+        def sent(run: Any, name: Any, cfg: Any, turns: Any) -> bool:
+            asked.append(name)
+            return send(run, name, cfg, turns)
+
+        def counted_plan(*args: Any) -> Any:
+            planned.append(1)
+            return plan(*args)
+
+        monkeypatch.setattr(worker, "send", sent)
+        monkeypatch.setattr(bundle_apply, "_planned", counted_plan)
+        reply = overlapped.run("sync_import", {"path": str(bundle)})[0]["reply"]
+        plans = len(planned)
+        # the reference: every batch read and computed again after the write before it
+        monkeypatch.setattr(bundle_apply, "_write", lambda *a: write(*a) and False)
+        again = serial.run("sync_import", {"path": str(bundle)})[0]["reply"]
+        counts = ("applied", "duplicates", "relinked", "tombstones", "sessions_compressed")
+        assert [again[k] for k in counts] == [reply[k] for k in counts]
+        batches = (len(planned) - plans + 1) // 2
+        assert bundle_apply.EXTRACT in asked  # the worker computed part of the batches
+        assert batches > 3 and (plans > batches) is forgotten
+        assert bool(reply["tombstones"]) is forgotten
+        expected, got = rows(one), rows(overlapped)
+        reference = rows(serial)
+        # a session a tombstone opens starts when it arrived (each import's own time)
+        for rows_ in (got, reference):
+            rows_["sessions"] = [(r[0], *r[3:]) for r in rows_["sessions"]]
+        assert got == reference
+        assert reply["applied"] == len(expected["exchanges"])
+        if not forgotten:
+            assert [r[:8] + r[9:] for r in got["exchanges"]] == [
+                r[:8] + r[9:] for r in expected["exchanges"]]
+            for table in ("flags", "keywords", "vectors", "briefs", "compressed"):
+                assert got[table] == expected[table], table
+        assert audit_failures(overlapped) == [] and audit_failures(serial) == []
+    finally:
+        for app in (one, overlapped, serial):
+            app.close()
+
+
 def traces(app: App) -> list[tuple[int, str | None]]:
     from store.exchanges import turn_trace_sql
 
