@@ -73,6 +73,7 @@ def throughput(turns: int, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         raw = write_transcripts(root, turns, files)
+        raw_turns = turns // files // 2 * 2 * files
         size = sum(p.stat().st_size for p in root.rglob("*.jsonl"))
         app = open_app(Settings(data_dir=root / "data"))
         try:
@@ -82,6 +83,8 @@ def throughput(turns: int, files: int) -> None:
             report = capturer.run_pass(sources)
             first, first_cpu = time.perf_counter() - started, time.process_time() - cpu
             first_worker_cpu = worker_cpu_s(app)  # started by this pass, if at all
+            # every turn written is captured (a record refused would be a lost turn)
+            assert report.captured == raw_turns, (report.captured, raw_turns)
             started = time.perf_counter()
             again = capturer.run_pass(sources)
             second = time.perf_counter() - started

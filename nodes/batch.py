@@ -24,11 +24,12 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
+from nodes.extract.brief import brief_draft
 from nodes.extract.redaction import redacted_turn
 from nodes.extract.search_fields import search_fields
 from nodes.extract.turn_flags import nafe_flags
@@ -37,15 +38,16 @@ from nodes.extract.vectors import turn_vector
 from nodes.load_evidence.bus_events import shutdown_turn, unacknowledged
 from nodes.load_evidence.neighbours import PREVIOUS_TURNS
 from nodes.publish.wording import counted
-from nodes.turn_worker import reads
+from nodes.turn_worker import chained, reads
 from store.errors import InvalidInput
 from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items", "batch_keywords",
-           "batch_previous", "batch_receipts", "batch_reply", "batch_shutdowns", "each_turn",
-           "per_turn", "turns_before"]
+__all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
+           "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_finish",
+           "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -55,8 +57,12 @@ MAX_BATCH_TURNS = 100_000
 # runs (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less
 # than it saves (a few microseconds a turn against tens).
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
-    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields)}
+    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, brief_draft)}
 SPLIT_FROM = 256
+# A brief's text (nodes.extract.brief) costs this process tens of times what one turn's
+# stage does, and its few source turns cost little to send: the worker takes its part
+# of a compression from this many briefs (nodes.publish.brief.compressed_sessions).
+BRIEFS_SPLIT_FROM = 8
 # The worker's part of such a stage's turns. The two processes work at once only inside
 # a stage (the next stage waits for both), so a stage ends soonest when they finish
 # their parts together: about half each, the worker's part costing it a little more
@@ -114,20 +120,64 @@ def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
         return
+    each_split(run, todo, name, cfg)  # every other per-turn function reads no store
+
+
+def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
+               cfg: Mapping[str, Any] | None = None) -> None:
+    """Run the node function ``OFFLOADED[name]`` (it reads no store) on each item, the
+    item's values as its channels, adding what it writes to the item: from
+    SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of them in the
+    run's worker process while this one runs the others."""
+    split_from = BRIEFS_SPLIT_FROM if OFFLOADED[name] is brief_draft else SPLIT_FROM
+    share = WORKER_SHARE if len(items) >= split_from else 0.0
+    split_finish(run, split_start(run, items, (name,), share, cfg))
+
+
+class Split(NamedTuple):
+    """Items being computed: ``theirs`` by the worker process (``sent``), ``mine`` by
+    this one once ``split_finish`` is called."""
+
+    names: tuple[str, ...]
+    cfg: Mapping[str, Any] | None
+    mine: list[dict[str, Any]]
+    theirs: list[dict[str, Any]]
+    sent: bool
+
+
+def split_start(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
+                share: float, cfg: Mapping[str, Any] | None = None) -> Split:
+    """Hand the last ``share`` of ``items`` to the run's worker process, which runs the
+    node functions ``names`` (of ``OFFLOADED``: they read no store) in turn on each,
+    and return at once: this process computes the rest in ``split_finish``, which must
+    follow (the worker answers one request at a time)."""
+    theirs = items[len(items) - int(len(items) * share):] if share else []
     worker = run.turn_worker
-    theirs = (todo[len(todo) - int(len(todo) * WORKER_SHARE):]
-              if len(todo) >= SPLIT_FROM and name in OFFLOADED else [])
     sent = bool(theirs) and worker is not None and worker.send(
-        run, name, cfg, reads(theirs, _channels(fn)))
-    for item in todo[:len(todo) - len(theirs)] if sent else todo:
-        item.update(call(fn, item, run, cfg))
-    if sent:
-        assert worker is not None
-        writes = worker.receive()
-        if writes is None or len(writes) != len(theirs):  # the worker failed: here then
-            writes = [call(fn, item, run, cfg) for item in theirs]
-        for item, written in zip(theirs, writes, strict=True):
+        run, names if len(names) > 1 else names[0], cfg, reads(theirs, _chain_reads(names)))
+    mine = items[:len(items) - len(theirs)] if sent else items
+    return Split(names, cfg, mine, theirs if sent else [], sent)
+
+
+def split_finish(run: RunContext, split: Split) -> None:
+    """Compute this process's items of ``split``, then add the worker's writes to its
+    items (computed here when the worker failed)."""
+    fns = [OFFLOADED[n] for n in split.names]
+    for item in split.mine:
+        item.update(chained(call, fns, item, run, split.cfg))
+    if split.sent:
+        assert run.turn_worker is not None
+        writes = run.turn_worker.receive()
+        if writes is None or len(writes) != len(split.theirs):  # the worker failed
+            writes = [chained(call, fns, item, run, split.cfg) for item in split.theirs]
+        for item, written in zip(split.theirs, writes, strict=True):
             item.update(written)
+
+
+def _chain_reads(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The channels node functions ``names`` read (a channel one of them writes for a
+    later one is sent as it is now, then replaced in the worker)."""
+    return tuple(dict.fromkeys(c for name in names for c in _channels(OFFLOADED[name])))
 
 
 def _channels(fn: NodeFn) -> tuple[str, ...]:

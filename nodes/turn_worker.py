@@ -11,6 +11,10 @@ same channel values, with the same settings and patterns, so each turn gets exac
 what this process would give it; a worker that failed or cannot be reached leaves its
 part to this process.
 
+An import hands the worker most of a batch's per-turn functions in one request (a
+chain of them, nodes.publish.bundle_apply) while it writes the batch before; a bulk
+batch's compression hands it part of its briefs' text (``brief_draft``).
+
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
 writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin closes:
 when the parent closes it or exits (a parent killed by SIGKILL included). It never
@@ -39,7 +43,7 @@ from nodes import worker_process
 if TYPE_CHECKING:
     from nodes.context import RunContext
 
-__all__ = ["TurnWorker", "serve"]
+__all__ = ["TurnWorker", "chained", "reads", "serve"]
 
 _BOOT = "from nodes.turn_worker import serve; serve()"
 Channels = list[dict[str, Any]]
@@ -50,6 +54,8 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
     and the directory the parent's package was imported from; each later one
     ``(node name, cfg, [channels of a turn, ...])``, answered by
     ``("ok", [writes of each turn, ...])`` or ``("error", text)``, until the input ends.
+    A tuple of names runs those node functions in turn on each turn, each reading what
+    those before it wrote; the turn's writes are all of theirs.
     A worker whose code is not the parent's (imported from another directory) ends at
     once: the parent computes every turn itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
@@ -78,9 +84,10 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
         except EOFError:
             return
         try:
-            fn = OFFLOADED[name]
+            fns = [OFFLOADED[n] for n in ((name,) if isinstance(name, str) else name)]
             with bulk_allocations():
-                reply: tuple[str, Any] = ("ok", [call(fn, t, run, cfg) for t in turns])
+                reply: tuple[str, Any] = ("ok", [chained(call, fns, t, run, cfg)
+                                                 for t in turns])
         except Exception as exc:  # reported; the parent computes the half itself
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
@@ -102,9 +109,10 @@ class TurnWorker:
         worker = self._worker
         return None if worker is None else worker.pid
 
-    def send(self, run: RunContext, name: str, cfg: Mapping[str, Any] | None,
-             turns: Channels) -> bool:
-        """Hand ``turns`` (each the channels node ``name`` reads) to the worker; False
+    def send(self, run: RunContext, name: str | tuple[str, ...],
+             cfg: Mapping[str, Any] | None, turns: Channels) -> bool:
+        """Hand ``turns`` (each the channels node ``name`` reads, or the nodes of a tuple
+        of names, run in turn) to the worker; False
         when it cannot take them (compute them here then). Every ``send`` that returned
         True is followed by one ``receive``, with the lock held in between."""
         self._lock.acquire()
@@ -162,6 +170,20 @@ class TurnWorker:
                      worker_process.package_root()), worker.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)  # a failure: send's, the worker lost
         return worker
+
+
+def chained(call: Any, fns: Sequence[Any], turn: dict[str, Any], run: Any, cfg: Any
+            ) -> dict[str, Any]:
+    """What the node functions ``fns`` write, run with ``call`` (nodes.context.call) in
+    turn on one turn's channels, each reading what those before it wrote."""
+    if len(fns) == 1:
+        return dict(call(fns[0], turn, run, cfg))
+    state, writes = dict(turn), {}
+    for fn in fns:
+        out = call(fn, state, run, cfg)
+        state.update(out)
+        writes.update(out)
+    return writes
 
 
 def reads(turns: Sequence[dict[str, Any]], channels: Sequence[str]) -> Channels:

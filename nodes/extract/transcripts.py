@@ -34,6 +34,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -69,7 +70,14 @@ MAX_CWD_CHARS = 4_096
 
 def _cwd(value: Any) -> str | None:
     """A record's working directory: an absolute path (POSIX or Windows), else nothing."""
-    if not isinstance(value, str) or not 0 < len(value) <= MAX_CWD_CHARS:
+    return _absolute(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=256)
+def _absolute(value: str) -> str | None:
+    """``value`` if it is an absolute path (cached: a host names the same directory in
+    record after record, and parsing a path costs more than the rest of the record)."""
+    if not 0 < len(value) <= MAX_CWD_CHARS:
         return None
     if PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute():
         return value

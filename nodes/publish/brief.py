@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, NotRequired, TypedDict
 
+from nodes.batch import each_split
 from nodes.context import RunContext, node
 from nodes.extract.brief import brief_text
 from nodes.load_evidence.compression import batch_records
@@ -98,7 +99,9 @@ def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrite
     of uncompressed turns (``due``) is compressed in one write, brief after brief as the
     compress graph makes them (its oldest turns, the same text and claim), until fewer
     than a batch are left. A session whose claim is lost to another writer keeps what
-    is left for the next ingest or recovery."""
+    is left for the next ingest or recovery. From BRIEFS_SPLIT_FROM briefs a page, the
+    run's worker process writes part of their text (nodes.batch.each_split) while this
+    one writes the rest."""
     limit = run.settings.turn_limit
     page = max(1, READ_PAGE // limit) * limit  # whole batches of turns read at once
     made: list[dict[str, Any]] = []
@@ -112,12 +115,12 @@ def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrite
                     if not whole:
                         break
                     labels = milestone_ids(conn, [t.id for t in whole])
-                    batches = []
-                    for start in range(0, len(whole), limit):
-                        batch = batch_records(whole[start:start + limit], labels)
-                        tier, body = brief_text(batch)
-                        batches.append((batch, {"tier": tier, "body": body}))
-                    session_made += _claimed(conn, session_row, batches)
+                    drafts: list[dict[str, Any]] = [
+                        {"batch": batch_records(whole[start:start + limit], labels)}
+                        for start in range(0, len(whole), limit)]
+                    each_split(run, drafts, "brief_draft")
+                    session_made += _claimed(conn, session_row,
+                                             [(d["batch"], d["draft"]) for d in drafts])
                     if len(turns) < page:
                         break  # fewer than a batch are left
         except ClaimLost:

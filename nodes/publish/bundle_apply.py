@@ -13,15 +13,28 @@ Turns go in transactions of ``BATCH``, through the batch writer an ingest's batc
 crash part-way leaves whole batches, and applying the bundle again completes it without
 storing anything twice. ``due``: the sessions that received turns
 and now hold a full batch of uncompressed ones (compressed after the import).
+
+A batch's computation overlaps the write of the batch before it: the batch is read
+against the store (which does not hold the batch before it yet) and the turns planned
+before it (their origins, source keys and contents: ``_Seen``), most of its turns go to
+the worker process (nodes.turn_worker), and this process writes the batch before,
+then computes the rest. The writes, their order and their transactions are those of
+one batch after another, so what a crash leaves is unchanged; what is computed is
+the same too, as long as the batch before was stored as planned. When it was not (it
+held a tombstone, or a turn became a duplicate in its write), the batch is read and
+computed again after that write.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from nodes.batch import each_turn, turns_before
+import nodes.batch as batch_module
+from nodes.batch import WORKER_SHARE, Split, split_finish, split_start, turns_before
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
@@ -45,17 +58,34 @@ def _new_turn(rec: dict[str, Any], item: dict[str, Any]) -> NewTurn:
         context=item["fields"]["context"], dated=item["fields"]["dated"])
 
 
-def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One item a record (nodes.batch), the turns to store computed as an ingest
-    computes them: the turns before each (a session's first from the store, then the
-    batch's), decisions and blockers, NAFE flags, vector and search fields. A turn whose
-    origin or source key is known here, or came earlier in the batch, is a duplicate."""
+# The per-turn node functions an import computes (after the turns before each), in turn.
+EXTRACT = ("turn_signals", "nafe_flags", "turn_vector", "search_fields")
+# The worker's part of a batch whose computation overlaps the write of the batch before
+# it: this process writes, then computes the rest, while the worker computes its part.
+OVERLAP_SHARE = 0.65
+
+
+@dataclass
+class _Seen:
+    """The turns planned for storing in this import's batches so far, not all stored
+    yet: each session's latest contents (``turns_before``), their origins (hex) and
+    source keys."""
+
+    running: dict[str, list[str]] = field(default_factory=dict)
+    origins: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+
+
+def _planned(run: RunContext, batch: list[dict[str, Any]], seen: _Seen
+             ) -> list[dict[str, Any]]:
+    """One item a record (nodes.batch), with the turns before each (a session's first
+    from the store, unless planned earlier in ``seen``, then the batch's). A turn whose
+    origin or source key is known here or in ``seen``, or came earlier in the batch, is
+    a duplicate; the others join ``seen``."""
     items: list[dict[str, Any]] = []
-    running: dict[str, list[str]] = {}
-    origins: set[str] = set()
     with run.store.read() as conn:
-        keys = stored_source_keys(conn, [r["source_key"] for r in batch
-                                         if r["t"] != "gone" and r.get("source_key")])
+        keys = seen.keys | stored_source_keys(conn, [
+            r["source_key"] for r in batch if r["t"] != "gone" and r.get("source_key")])
         known = known_origins(conn, [bytes.fromhex(r["origin"]) for r in batch
                                      if r["t"] != "gone"])
         for rec in batch:
@@ -65,32 +95,42 @@ def _extracted(run: RunContext, batch: list[dict[str, Any]]) -> list[dict[str, A
                 item["duplicate"] = True  # nothing to compute
                 continue
             key = rec.get("source_key")
-            if rec["origin"] in origins or (key and key in keys) or bytes.fromhex(
+            if rec["origin"] in seen.origins or (key and key in keys) or bytes.fromhex(
                     rec["origin"]) in known:
                 item["duplicate"] = True
                 continue
-            origins.add(rec["origin"])
+            seen.origins.add(rec["origin"])
             if key:
                 keys.add(key)
+                seen.keys.add(key)
             item["turn"] = {"session": rec["session"], "role": rec["role"],
                             "content": rec["content"], "created_at": float(rec["created_at"])}
-            item["previous"] = turns_before(conn, running, item["turn"])
-    for name in ("turn_signals", "nafe_flags", "turn_vector", "search_fields"):
-        each_turn(run, items, name)
+            item["previous"] = turns_before(conn, seen.running, item["turn"])
     return items
 
 
-def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict[str, int],
-           touched: dict[int, None]) -> None:
+def _computing(run: RunContext, items: list[dict[str, Any]], share: float) -> Split:
+    """The batch's turns to store handed ``share`` to the worker (from SPLIT_FROM)."""
+    todo = [i for i in items if not i.get("duplicate")]
+    return split_start(run, todo, EXTRACT, share if len(todo) >= batch_module.SPLIT_FROM
+                       else 0.0)
+
+
+def _write(run: RunContext, items: list[dict[str, Any]], peer: str, counts: dict[str, int],
+           touched: dict[int, None]) -> bool:
     """One batch in one write: its turns through the batch writer a run at a time (a
-    tombstone, which links into its session's chain where it stands, ends a run)."""
+    tombstone, which links into its session's chain where it stands, ends a run).
+    True when it was stored as planned: no tombstone, every turn planned stored."""
     now = time.time()
-    items = _extracted(run, batch)
+    applied = counts["applied"]
+    planned = sum(1 for i in items if not i.get("duplicate"))
+    gone = False
     with run.store.write() as conn:
         turns: list[dict[str, Any]] = []
         for item in items:
             rec = item["record"]
             if rec["t"] == "gone":
+                gone = True
                 _stored(conn, turns, peer, now, counts, touched)
                 turns = []
                 # A turn forgotten at the sender: held here, it stays (forgetting is
@@ -105,6 +145,7 @@ def _apply(run: RunContext, batch: list[dict[str, Any]], peer: str, counts: dict
             else:
                 turns.append(item)
         _stored(conn, turns, peer, now, counts, touched)
+    return not gone and counts["applied"] - applied == planned
 
 
 def _stored(conn: Conn, items: list[dict[str, Any]], peer: str, now: float,
@@ -135,6 +176,17 @@ def _stored(conn: Conn, items: list[dict[str, Any]], peer: str, now: float,
     record_batch_flags(conn, flags)
 
 
+def _batches(recs: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for rec in recs:
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 class AppliedBundleWrites(TypedDict):
     applied: Any
     after_session: Any
@@ -147,15 +199,25 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
     started = time.perf_counter()
     counts = {"applied": 0, "duplicates": 0, "relinked": 0, "tombstones": 0}
     touched: dict[int, None] = {}  # session rows that received turns, in order
-    batch: list[dict[str, Any]] = []
     size = int(cfg.get("batch", BATCH))
-    for rec in records(Path(incoming["path"]), max_line=max_record_bytes(run)):
-        batch.append(rec)
-        if len(batch) >= size:
-            _apply(run, batch, incoming["peer"], counts, touched)
-            batch = []
-    if batch:
-        _apply(run, batch, incoming["peer"], counts, touched)
+    seen = _Seen()
+    pending: list[dict[str, Any]] | None = None  # computed, its write not yet done
+    for batch in _batches(records(Path(incoming["path"]), max_line=max_record_bytes(run)),
+                          size):
+        items = _planned(run, batch, seen)
+        if pending is None:
+            split_finish(run, _computing(run, items, WORKER_SHARE))
+        else:
+            split = _computing(run, items, OVERLAP_SHARE)
+            as_planned = _write(run, pending, incoming["peer"], counts, touched)
+            split_finish(run, split)
+            if not as_planned:  # read and compute the batch again against the store
+                seen = _Seen()
+                items = _planned(run, batch, seen)
+                split_finish(run, _computing(run, items, WORKER_SHARE))
+        pending = items
+    if pending is not None:
+        _write(run, pending, incoming["peer"], counts, touched)
     limit = run.settings.turn_limit
     with run.store.read() as conn:
         due = due_sessions(conn, list(touched), limit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,10 @@ CODEX_SESSION = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
 
 
 def ts(n: int) -> str:
-    return f"2026-11-30T10:{n // 60:02d}:{n % 60:02d}.123Z"
+    """The ``n``-th second after 2026-11-30 10:00:00 UTC, as the hosts write it (a valid
+    time for any ``n``: a long transcript runs on into the next hours and days)."""
+    moment = datetime(2026, 11, 30, 10, tzinfo=UTC) + timedelta(seconds=n)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.123Z")
 
 
 def line(record: dict[str, Any]) -> str:

@@ -130,11 +130,21 @@ def test_a_session_compressed_a_page_at_a_time_stores_the_same(
 @pytest.mark.parametrize("lost", [False, True])
 def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
         stores: tuple[App, App], monkeypatch: pytest.MonkeyPatch, lost: bool):
-    """The per-turn stages that read no store run partly in the worker process
-    (nodes.turn_worker); a worker that dies leaves its part to this process."""
+    """The per-turn stages that read no store, and the text of the briefs the batch
+    makes, run partly in the worker process (nodes.turn_worker); a worker that dies
+    leaves its part to this process."""
     monkeypatch.setattr(batch_module, "SPLIT_FROM", 4)
+    monkeypatch.setattr(batch_module, "BRIEFS_SPLIT_FROM", 2)
     worker = stores[1].ctx.turn_worker
     assert worker is not None
+    asked: list[str] = []
+    send = worker.send
+
+    def sent(run: Any, name: str, cfg: Any, turns: Any) -> bool:
+        asked.append(name)
+        return send(run, name, cfg, turns)
+
+    monkeypatch.setattr(worker, "send", sent)
 
     def kill_worker() -> None:
         if lost and worker._worker is not None:
@@ -144,6 +154,7 @@ def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
     stored_alike(stores, 25, between=kill_worker)
     assert worker._broken is lost  # it took its part of each batch, or was found dead
     assert (worker._worker is not None) is not lost
+    assert {"redacted_turn", "search_fields", "brief_draft"} <= set(asked)
 
 
 def stored_alike(stores: tuple[App, App], size: int,
@@ -259,6 +270,77 @@ def test_an_import_stores_what_single_ingests_store(stores: tuple[App, App], tmp
     again = imported.run("sync_import", {"path": str(bundle)})[0]["reply"]
     assert (again["applied"], again["duplicates"]) == (0, len(expected["exchanges"]))
     assert rows(imported) == got
+
+
+@pytest.mark.parametrize("forgotten", [False, True])
+def test_an_import_in_overlapped_batches_stores_what_one_batch_after_another_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgotten: bool):
+    """An import computes each batch while it writes the one before
+    (nodes.publish.bundle_apply), most of its turns in the worker process. In small
+    batches of three interleaved sessions it stores the same rows as an import that
+    reads and computes each batch only after the write before it, and (with nothing
+    forgotten) as the single ingests it came from. A forgotten turn at the sender (a
+    tombstone in the bundle) makes the batch after it be read and computed again."""
+    import nodes.publish.bundle_apply as bundle_apply
+
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    monkeypatch.setattr(bundle_apply, "BATCH", 7)
+    one = open_store(tmp_path / "single", None)
+    overlapped = open_store(tmp_path / "overlapped", None)
+    serial = open_store(tmp_path / "serial", None)
+    try:
+        for req in requests():
+            try:
+                one.run("ingest", req)
+            except Exception:  # the refused turn
+                pass
+        if forgotten:
+            one.run("forget", {"text": "flaky runner disk", "confirm": True})
+        bundle = tmp_path / "bundle.zst"
+        one.run("sync_export", {"path": str(bundle)})
+        worker = overlapped.ctx.turn_worker
+        assert worker is not None
+        asked: list[Any] = []
+        send, plan, write = worker.send, bundle_apply._planned, bundle_apply._write
+        planned: list[int] = []
+
+        def sent(run: Any, name: Any, cfg: Any, turns: Any) -> bool:
+            asked.append(name)
+            return send(run, name, cfg, turns)
+
+        def counted_plan(*args: Any) -> Any:
+            planned.append(1)
+            return plan(*args)
+
+        monkeypatch.setattr(worker, "send", sent)
+        monkeypatch.setattr(bundle_apply, "_planned", counted_plan)
+        reply = overlapped.run("sync_import", {"path": str(bundle)})[0]["reply"]
+        plans = len(planned)
+        # the reference: every batch read and computed again after the write before it
+        monkeypatch.setattr(bundle_apply, "_write", lambda *a: write(*a) and False)
+        again = serial.run("sync_import", {"path": str(bundle)})[0]["reply"]
+        counts = ("applied", "duplicates", "relinked", "tombstones", "sessions_compressed")
+        assert [again[k] for k in counts] == [reply[k] for k in counts]
+        batches = (len(planned) - plans + 1) // 2
+        assert bundle_apply.EXTRACT in asked  # the worker computed part of the batches
+        assert batches > 3 and (plans > batches) is forgotten
+        assert bool(reply["tombstones"]) is forgotten
+        expected, got = rows(one), rows(overlapped)
+        reference = rows(serial)
+        # a session a tombstone opens starts when it arrived (each import's own time)
+        for rows_ in (got, reference):
+            rows_["sessions"] = [(r[0], *r[3:]) for r in rows_["sessions"]]
+        assert got == reference
+        assert reply["applied"] == len(expected["exchanges"])
+        if not forgotten:
+            assert [r[:8] + r[9:] for r in got["exchanges"]] == [
+                r[:8] + r[9:] for r in expected["exchanges"]]
+            for table in ("flags", "keywords", "vectors", "briefs", "compressed"):
+                assert got[table] == expected[table], table
+        assert audit_failures(overlapped) == [] and audit_failures(serial) == []
+    finally:
+        for app in (one, overlapped, serial):
+            app.close()
 
 
 def traces(app: App) -> list[tuple[int, str | None]]:

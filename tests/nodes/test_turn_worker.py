@@ -81,3 +81,22 @@ def test_a_worker_started_in_another_checkout_runs_its_parents_code(
         assert worker.receive() == [call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]
     finally:
         worker.close()
+
+
+def test_a_chain_of_node_functions_is_answered_with_all_their_writes(tmp_path: Path):
+    """A tuple of names runs those functions in turn on each turn (an import's batch:
+    nodes.publish.bundle_apply): each turn's writes are all of theirs, as here."""
+    names = ("turn_signals", "nafe_flags", "turn_vector", "search_fields")
+    worker = TurnWorker()
+    run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
+    turns = [{"turn": TURN, "previous": ["what now?"]}, {"turn": TURN, "previous": []}]
+    try:
+        assert worker.send(run, names, {}, turns)
+        got = worker.receive()
+    finally:
+        worker.close()
+    expected = [{k: v for name in names for k, v in call(OFFLOADED[name], t, run, {}).items()}
+                for t in turns]
+    assert got == expected
+    assert got is not None and set(got[0]) == {"decisions", "blockers", "flags", "vector",
+                                               "fields"}
