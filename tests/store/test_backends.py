@@ -169,3 +169,58 @@ def test_a_phrase_held_by_more_turns_than_the_bound_is_counted_in_a_sample(
         assert idfs[1] == pytest.approx(math.log((90 - 30 + 0.5) / 30.5))
     finally:
         app.close()
+
+
+def test_a_store_wide_query_in_fts_syntax_is_ranked_through_the_gin_index_alike(
+        tmp_path: Path, postgres_server: Any, monkeypatch: pytest.MonkeyPatch):
+    """A store-wide query whose words the planner cannot estimate (a word of the turn's
+    own words, a phrase, a prefix, a NEAR group) is ranked through the GIN index, never
+    by reading every row: the same hits, in the same order, with the same scores as the
+    sequential scan the planner chose before; the setting is put back after it."""
+    import random
+
+    import store.postgres.search as pg_search
+    from store.search_filter import HitFilter
+
+    rng = random.Random(5)
+    words = ("token cache invoice migration migrate migrated checksum billing api redis "
+             "search indexer prometheus the a we deploy failed retry queue").split()
+    turns = [{"session_id": f"s{i // 50}", "role": ("user", "assistant")[i % 2],
+              "content": " ".join(rng.choice(words) for _ in range(rng.randint(4, 30)))}
+             for i in range(1_200)]
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+    plans: list[str] = []
+    real = pg_search.all_rows
+
+    def explained(conn: Any, sql: str, params: Any = ()) -> Any:
+        if sql.startswith("WITH units"):
+            plans.append("\n".join(str(r[0]) for r in real(conn, "EXPLAIN " + sql, params)))
+        return real(conn, sql, params)
+
+    monkeypatch.setattr(pg_search, "all_rows", explained)
+    expressions = ['"billing API" OR Redis', "migrat* invoice", "NEAR(token cache, 5)",
+                   '"search indexer" OR Prometheus', "migrat* checksum",
+                   "NEAR(invoice cache, 5)", "token AND cache", '"redis"']
+    try:
+        assert app.run("ingest_batch", {"turns": turns})[0]["reply"]["stored"] == 1_200
+        for expression in expressions:
+            with app.store.read() as conn:
+                conn.keywords = None  # type: ignore[attr-defined]
+                pg_search.one(conn, "SELECT set_config('enable_bitmapscan', 'off', true),"
+                                    " set_config('enable_indexscan', 'off', true)")
+                plans.clear()
+                before = pg_search.keyword_hits(conn, expression, HitFilter(), 20,
+                                                own_words=True)
+                assert "Seq Scan on exchanges_fts" in plans[-1], plans[-1]
+            with app.store.read() as conn:
+                conn.keywords = None  # type: ignore[attr-defined]
+                plans.clear()
+                after = pg_search.keyword_hits(conn, expression, HitFilter(), 20,
+                                               own_words=True)
+                assert "Seq Scan on exchanges_fts" not in plans[-1], plans[-1]
+                assert "exchanges_fts_doc" in plans[-1], plans[-1]
+                assert pg_search.one(conn, "SHOW enable_seqscan")[0] == "on"
+            assert before, expression
+            assert after == before, expression
+    finally:
+        app.close()
