@@ -96,17 +96,6 @@ SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid = ANY(?::bigint[])
 UNION ALL SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid > ?"""
 UNITS = """
 SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
-# The planner has no statistics for a word's column (``'token':A``), a phrase's order,
-# a prefix or a NEAR group (an OR of phrases): it expects most of the table to match
-# and reads every row of it, matching each (100,000 turns, ``NEAR(token cache, 5)``:
-# 82,000 rows matched for 1,789 hits, 506 ms), where the GIN index gives only the turns
-# holding the words (23,000 rows rechecked, 260 ms; ``migrat* invoice`` 183 -> 110 ms).
-# For such a store-wide query its ranking is planned without a sequential scan (the
-# same rows, matched and ranked alike: the same hits); the setting is the
-# transaction's, put back after the statement.
-NO_SEQSCAN = ("SELECT current_setting('enable_seqscan'),"
-              " set_config('enable_seqscan', 'off', true)")
-RESTORE_SEQSCAN = "SELECT set_config('enable_seqscan', ?, true)"
 
 # A common word's count reads up to N / 2 index entries: at 1,000,000 turns, seconds per
 # word, on every request. Counts of at least DF_CACHE_MIN turns are kept per database,
@@ -233,16 +222,8 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
         if hits is not None:
             return hits
 
-    indexed = flt.session_id is None and not all(_PLAIN.match(u) for u in units)
-
     def ranked(text: str) -> list[tuple[int, float]]:
-        args = (units, idfs, RANK_WEIGHTS, text, *params, limit, limit)
-        if not indexed:
-            found = all_rows(conn, sql, args)
-        else:  # (a failed statement rolls the transaction and its setting back)
-            seqscan = one(conn, NO_SEQSCAN)[0]
-            found = all_rows(conn, sql, args)
-            conn.execute(RESTORE_SEQSCAN, (seqscan,))
+        found = all_rows(conn, sql, (units, idfs, RANK_WEIGHTS, text, *params, limit, limit))
         return [(int(r[0]), float(r[1])) for r in found]
 
     rarer = [u for u, idf in zip(units, idfs, strict=True) if idf > MIN_IDF]
