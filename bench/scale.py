@@ -31,7 +31,10 @@ kept after the run with a manifest of what it holds (``scale.json``): a later ru
 the same ``--keep`` reuses it instead of building it again, growing it when a size asks
 for more turns (so a million turns are built once while the search is iterated on; the
 build figures are then those of the run that built it). PostgreSQL 18 with pgvector is started on
-127.0.0.1 by ``tests/pg_server.PostgresServer`` (``fsync=off``, as in the tests).
+127.0.0.1 by ``tests/pg_server.PostgresServer`` (``fsync=off``, as in the tests), or
+``--pg-url`` names a running server; with ``--keep`` (which needs ``--pg-url``) the
+PostgreSQL store is kept in that server's database ``steno_scale_kept``, its manifest
+and derived keyword index in ``DIR/postgresql``.
 """
 
 from __future__ import annotations
@@ -95,6 +98,32 @@ def ingest_request(t: Turn) -> dict[str, Any]:
 
 
 MANIFEST = "scale.json"  # in a kept store's data directory
+KEPT_DATABASE = "steno_scale_kept"  # a kept PostgreSQL store's database (--pg-url's server)
+
+
+def kept_database(backends: Backends) -> str:
+    """The URL of the database a kept PostgreSQL store lives in, on the server of
+    ``--pg-url`` (created when missing); its data directory holds the manifest and the
+    derived keyword index."""
+    import psycopg
+
+    if backends.pg is not None:
+        raise SystemExit("--keep with postgresql needs --pg-url (a server that outlives "
+                         "the run)")
+    assert backends.pg_url is not None
+    with psycopg.connect(backends.pg_url, autocommit=True) as conn:
+        if conn.execute(b"SELECT 1 FROM pg_database WHERE datname = %s",
+                        (KEPT_DATABASE,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{KEPT_DATABASE}"'.encode())
+    return f"{backends.pg_url.rsplit('/', 1)[0]}/{KEPT_DATABASE}"
+
+
+def empty(url: str) -> bool:
+    """Whether the database at ``url`` holds no store yet."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(b"SELECT to_regclass('exchanges') IS NULL").fetchone() == (True,)
 
 
 class Built:
@@ -115,10 +144,10 @@ class Built:
         self.build_machine: dict[str, float] = {}  # the load while it was built
         self.kept = args.keep is not None
         if self.kept:
-            if backend != "sqlite":
-                raise SystemExit(f"--keep keeps SQLite stores only, not {backend}")
             self.data_dir, self.url = Path(args.keep) / backend, None
             self.data_dir.mkdir(parents=True, exist_ok=True)
+            if backend == "postgresql":
+                self.url = kept_database(backends)
             self._resume()
         else:
             self.data_dir, self.url = backends.fresh(backend, "scale")
@@ -130,7 +159,7 @@ class Built:
         """Take up a kept store where its manifest says it stopped."""
         path = self.data_dir / MANIFEST
         if not path.exists():
-            if (self.data_dir / "steno.db").exists():
+            if (self.data_dir / "steno.db").exists() or (self.url and not empty(self.url)):
                 raise SystemExit(f"{self.data_dir} holds a store without {MANIFEST} (a build "
                                  "that did not finish?): remove it or keep elsewhere")
             return
@@ -378,7 +407,9 @@ def main() -> int:
     ap.add_argument("--server-repo", type=Path, default=REPO_ROOT,
                     help="serve the searches from this checkout (A/B on a kept store)")
     ap.add_argument("--keep", metavar="DIR",
-                    help="keep the SQLite store in DIR/sqlite and reuse one kept there")
+                    help="keep each store in DIR/<backend> and reuse one kept there "
+                         "(PostgreSQL: in the database steno_scale_kept of --pg-url's "
+                         "server, the manifest and derived index in DIR/postgresql)")
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
     names = args.backends.split(",")

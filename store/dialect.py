@@ -79,6 +79,11 @@ class Dialect(Protocol):
                     rows: Sequence[Sequence[Any]]) -> None:
         """Insert many rows (``table`` and ``columns`` from the store's own lists)."""
 
+    def insert_exchanges(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]
+                         ) -> list[int]:
+        """Insert a batch's turns (``sql``: ``store.exchanges.INSERT_EXCHANGE``, its
+        columns in ``rows``); their ids, in the rows' order."""
+
     # --- bulk statements over a list of integers (GraphRAG provenance) ----------------------
 
     int_table: str  # a table of the integers bound as ?1, one column named ``value``

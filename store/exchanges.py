@@ -276,7 +276,7 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
         rows.append((s.id, t.role, t.created_at, t.content, t.content_hash,
                      encode_signals(t.decisions, t.blockers), t.source_key, stored_trace,
                      s.head))
-    ids = [int(r[0]) for r in conn.executemany(INSERT_EXCHANGE, rows)]
+    ids = dialect(conn).insert_exchanges(conn, INSERT_EXCHANGE, rows)
     conn.executemany(UPDATE_SESSION, [(s.id, s.last_at, s.turns, s.head, s.trace)
                                       for s in sessions.values() if s.turns])
     index = TurnIndex()

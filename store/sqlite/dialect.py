@@ -104,6 +104,10 @@ class SqliteDialect:
                       blob: bytes) -> None:
         conn.execute(INSERT_VECTOR, (exchange_id, session_id, blob))
 
+    def insert_exchanges(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]
+                         ) -> list[int]:
+        return [int(r[0]) for r in conn.executemany(sql, rows)]
+
     def insert_vectors(self, conn: Conn, rows: Sequence[tuple[int, int, bytes]]) -> None:
         if rows:
             conn.executemany(INSERT_VECTOR, rows)
