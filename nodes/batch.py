@@ -46,7 +46,7 @@ from store.sql import Conn
 
 __all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
            "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_finish",
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_drop", "split_finish",
            "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
@@ -163,15 +163,30 @@ def split_finish(run: RunContext, split: Split) -> None:
     """Compute this process's items of ``split``, then add the worker's writes to its
     items (computed here when the worker failed)."""
     fns = [OFFLOADED[n] for n in split.names]
-    for item in split.mine:
-        item.update(chained(call, fns, item, run, split.cfg))
+    try:
+        for item in split.mine:
+            item.update(chained(call, fns, item, run, split.cfg))
+    except BaseException:
+        split_drop(run, split)
+        raise
     if split.sent:
-        assert run.turn_worker is not None
-        writes = run.turn_worker.receive()
+        writes = _received(run)
         if writes is None or len(writes) != len(split.theirs):  # the worker failed
             writes = [chained(call, fns, item, run, split.cfg) for item in split.theirs]
         for item, written in zip(split.theirs, writes, strict=True):
             item.update(written)
+
+
+def split_drop(run: RunContext, split: Split) -> None:
+    """Wait for the worker's part of ``split`` and drop it, when what it was for failed:
+    the worker takes the process's next request only once this one is answered."""
+    if split.sent:
+        _received(run)
+
+
+def _received(run: RunContext) -> list[dict[str, Any]] | None:
+    assert run.turn_worker is not None
+    return run.turn_worker.receive()
 
 
 def _chain_reads(names: tuple[str, ...]) -> tuple[str, ...]:

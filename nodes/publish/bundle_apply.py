@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import nodes.batch as batch_module
-from nodes.batch import WORKER_SHARE, Split, split_finish, split_start, turns_before
+from nodes.batch import (
+    WORKER_SHARE,
+    Split,
+    split_drop,
+    split_finish,
+    split_start,
+    turns_before,
+)
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
@@ -209,7 +216,11 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
             split_finish(run, _computing(run, items, WORKER_SHARE))
         else:
             split = _computing(run, items, OVERLAP_SHARE)
-            as_planned = _write(run, pending, incoming["peer"], counts, touched)
+            try:
+                as_planned = _write(run, pending, incoming["peer"], counts, touched)
+            except BaseException:
+                split_drop(run, split)
+                raise
             split_finish(run, split)
             if not as_planned:  # read and compute the batch again against the store
                 seen = _Seen()

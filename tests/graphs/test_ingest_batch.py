@@ -350,3 +350,69 @@ def traces(app: App) -> list[tuple[int, str | None]]:
         return [(int(r[0]), r[1]) for r in conn.execute(
             f"SELECT e.id, {turn_trace_sql('e', 's')} FROM exchanges e "
             "JOIN sessions s ON s.id = e.session_id ORDER BY e.id")]
+
+
+def test_a_batch_that_fails_beside_the_worker_leaves_it_free_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The worker process answers one request at a time: a batch whose own part of a
+    stage fails, or an import whose write fails while the worker computes the next
+    batch, takes the worker's answer before the error goes up, so the process's next
+    batch is computed with the worker (instead of waiting for it for ever)."""
+    import nodes.publish.bundle_apply as bundle_apply
+
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    monkeypatch.setattr(bundle_apply, "BATCH", 7)
+    source = open_store(tmp_path / "source", None)
+    app = open_store(tmp_path / "app", None)
+    try:
+        for req in requests():
+            try:
+                source.run("ingest", req)
+            except Exception:  # the refused turn
+                pass
+        bundle = tmp_path / "bundle.zst"
+        source.run("sync_export", {"path": str(bundle)})
+        worker = app.ctx.turn_worker
+        assert worker is not None
+        turns = [{"session_id": "s", "role": "user", "content": f"note {n} on the cache"}
+                 for n in range(12)]
+
+        def boom(**_: Any) -> Any:
+            raise RuntimeError("this process's part failed")
+
+        # this process's part of a stage fails (the worker runs its own functions)
+        with monkeypatch.context() as m:
+            m.setitem(batch_module.OFFLOADED, "turn_vector", boom)
+            with pytest.raises(Exception, match="this process's part failed"):
+                app.run("ingest_batch", {"turns": turns})
+        assert not held(worker) and not worker._broken
+        write, writes = bundle_apply._write, []
+
+        def failing(*args: Any) -> bool:
+            writes.append(1)
+            if len(writes) == 2:  # the worker is computing the third batch meanwhile
+                raise RuntimeError("the write failed")
+            return write(*args)
+
+        with monkeypatch.context() as m:
+            m.setattr(bundle_apply, "_write", failing)
+            with pytest.raises(Exception, match="the write failed"):
+                app.run("sync_import", {"path": str(bundle)})
+        assert not held(worker) and not worker._broken
+        reply = app.run("sync_import", {"path": str(bundle)})[0]["reply"]
+        assert reply["applied"] + reply["duplicates"] == len(rows(source)["exchanges"])
+        assert app.run("ingest_batch", {"turns": turns})[0]["reply"]["stored"] == 12
+        assert worker._worker is not None and not worker._broken
+        assert audit_failures(app) == []
+    finally:
+        source.close()
+        app.close()
+
+
+def held(worker: Any) -> bool:
+    """Whether the worker is still held for an answer nobody takes (then freed: closing
+    the store would wait for it for ever)."""
+    if not worker._lock.locked():
+        return False
+    worker._lock.release()
+    return True
