@@ -58,6 +58,21 @@ def open_store(path: Path, url: str | None) -> App:
     return open_app(Settings(data_dir=path, turn_limit=TURN_LIMIT, database_url=url))
 
 
+def exported(app: App, tmp_path: Path, *, forget: str | None = None) -> Path:
+    """``requests()`` ingested one at a time into ``app`` (the refused turn refused),
+    the turns holding ``forget`` then forgotten, and the store exported as a bundle."""
+    for req in requests():
+        try:
+            app.run("ingest", req)
+        except Exception:  # the refused turn
+            pass
+    if forget is not None:
+        app.run("forget", {"text": forget, "confirm": True})
+    bundle = tmp_path / "bundle.zst"
+    app.run("sync_export", {"path": str(bundle)})
+    return bundle
+
+
 @pytest.fixture(params=BACKENDS)
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[App, App]]:
     """Two empty stores of one backend."""
@@ -247,13 +262,7 @@ def test_an_import_stores_what_single_ingests_store(stores: tuple[App, App], tmp
     store built one ingest a turn holds the same turns, hashes and chains, session rows,
     flags, keyword entries, vectors and briefs; its audit is clean."""
     one, imported = stores
-    for req in requests():
-        try:
-            one.run("ingest", req)
-        except Exception:  # the refused turn
-            pass
-    bundle = tmp_path / "bundle.zst"
-    one.run("sync_export", {"path": str(bundle)})
+    bundle = exported(one, tmp_path)
     got_reply = imported.run("sync_import", {"path": str(bundle)})[0]["reply"]
     expected, got = rows(one), rows(imported)
     assert (got_reply["applied"], got_reply["duplicates"], got_reply["relinked"]) == (
@@ -289,15 +298,7 @@ def test_an_import_in_overlapped_batches_stores_what_one_batch_after_another_doe
     overlapped = open_store(tmp_path / "overlapped", None)
     serial = open_store(tmp_path / "serial", None)
     try:
-        for req in requests():
-            try:
-                one.run("ingest", req)
-            except Exception:  # the refused turn
-                pass
-        if forgotten:
-            one.run("forget", {"text": "flaky runner disk", "confirm": True})
-        bundle = tmp_path / "bundle.zst"
-        one.run("sync_export", {"path": str(bundle)})
+        bundle = exported(one, tmp_path, forget="flaky runner disk" if forgotten else None)
         worker = overlapped.ctx.turn_worker
         assert worker is not None
         asked: list[Any] = []
@@ -365,13 +366,7 @@ def test_a_batch_that_fails_beside_the_worker_leaves_it_free_for_the_next(
     source = open_store(tmp_path / "source", None)
     app = open_store(tmp_path / "app", None)
     try:
-        for req in requests():
-            try:
-                source.run("ingest", req)
-            except Exception:  # the refused turn
-                pass
-        bundle = tmp_path / "bundle.zst"
-        source.run("sync_export", {"path": str(bundle)})
+        bundle = exported(source, tmp_path)
         worker = app.ctx.turn_worker
         assert worker is not None
         turns = [{"session_id": "s", "role": "user", "content": f"note {n} on the cache"}

@@ -443,13 +443,16 @@ def _exact_scan(cache: store.vectors.MatrixCache, query: np.ndarray, k: int,
                     strict=True))
 
 
+# the words of the generated turns of the KNN tests
+VOCAB = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls", "deploy",
+         "cache", "index", "timeout", "retry", "schema", "migration"]
+
+
 def test_the_two_pass_search_returns_the_exact_top_k_with_the_exact_scores(
         db: Store, monkeypatch: pytest.MonkeyPatch):
     # A real store of 2,400 turns in 4 sessions; the sample that sets the first pass's
     # threshold made small, so that a store this size takes the path a million rows do.
-    vocab = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls",
-             "deploy", "cache", "index", "timeout", "retry", "schema", "migration"]
-    turns = [new_turn(" ".join(vocab[(i * 7 + j * j) % len(vocab)] for j in range(i % 9 + 3))
+    turns = [new_turn(" ".join(VOCAB[(i * 7 + j * j) % len(VOCAB)] for j in range(i % 9 + 3))
                       + f" item {i % 50}", session=f"s{i % 4}") for i in range(2_400)]
     record(db, *turns)
     cache = store.vectors.VectorCache(DIM)
@@ -479,9 +482,7 @@ def test_a_knn_leaves_out_the_turns_it_is_given_and_stays_exact(db: Store):
     # A session's compressed turns are all but its live ones: the KNN leaves those out
     # itself. Its hits are the exact best k of the other rows, bit for bit, and, while
     # few are left out, what a wider KNN with them filtered out afterwards gave.
-    vocab = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls",
-             "deploy", "cache", "index", "timeout", "retry", "schema", "migration"]
-    turns = [new_turn(" ".join(vocab[(i * 5 + j * j) % len(vocab)] for j in range(i % 7 + 2))
+    turns = [new_turn(" ".join(VOCAB[(i * 5 + j * j) % len(VOCAB)] for j in range(i % 7 + 2))
                       + f" item {i % 40}", session=f"s{i % 3}") for i in range(1_800)]
     record(db, *turns)
     cache = store.vectors.VectorCache(DIM)
