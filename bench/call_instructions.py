@@ -41,9 +41,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, RawClient, bytecode_caches, print_table
+from common import REPO_ROOT, RawClient, bytecode_caches, kept_store_parser, print_table
 from ingest_query import FLOOR_CALL, GUARD, INGEST, QUERY, STATUS, make_turns
-from reads_ab import WIDE, _exchange_ids, _repo, calls
+from reads_ab import WIDE, _exchange_ids, calls
 
 KINDS = ("floor", "ingest", "query_history", "compact_guard", "store-wide search")
 _TOOL = {"floor": FLOOR_CALL[0], "ingest": INGEST, "query_history": QUERY,
@@ -124,17 +124,12 @@ def count(repo: Path, store: Path, todo: dict[str, list[dict[str, Any]]], kinds:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("store", type=Path, help="a kept store directory (steno.db)")
-    p.add_argument("--repo", type=_repo, action="append",
-                   help="NAME=PATH of a checkout to count (repeatable; default this one)")
+    p = kept_store_parser(
+        __doc__, "a kept store directory (steno.db)",
+        "NAME=PATH of a checkout to count (repeatable; default this one)")
     p.add_argument("--calls", type=int, default=100, help="calls counted per tool (100)")
     p.add_argument("--tools", default=",".join(KINDS),
                    help=f"comma-separated, of: {', '.join(KINDS)}")
-    p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
-    p.add_argument("--session-turns", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
     kinds = args.tools.split(",")
     if unknown := sorted(set(kinds) - set(KINDS)):

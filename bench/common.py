@@ -15,6 +15,7 @@ puts the repository root on ``sys.path`` and spawns the server with ``cwd`` and
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -49,9 +50,11 @@ __all__ = [
     "db_measure",
     "fmt_bytes",
     "fmt_ms",
+    "kept_store_parser",
     "percentile",
     "print_table",
     "process_cpu_s",
+    "repo_arg",
     "server_params",
     "spawn_server",
     "structured",
@@ -59,6 +62,28 @@ __all__ = [
     "wait_idle",
     "worker_cpu_s",
 ]
+
+def repo_arg(text: str) -> tuple[str, Path]:
+    """A ``--repo NAME=PATH`` argument: a checkout to run, by the name it is reported as."""
+    name, _, path = text.partition("=")
+    if not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH: {text!r}")
+    return name, Path(path).resolve()
+
+
+def kept_store_parser(doc: str, store: str, repo: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over a kept store (``store``) for checkouts side by
+    side (``--repo``, ``repo``), and how the store's turns were generated (``--turns``,
+    ``--session-turns``, ``--seed``: its queries are drawn from the same text)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("store", type=Path, help=store)
+    p.add_argument("--repo", type=repo_arg, action="append", help=repo)
+    p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
+    p.add_argument("--session-turns", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=7)
+    return p
+
 
 # A tool call should never take this long; a hung server fails the benchmark instead of
 # stalling it forever.

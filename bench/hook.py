@@ -32,18 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, print_table
+from common import REPO_ROOT, print_table, repo_arg
 
 from tests.capture.transcripts import ClaudeTranscript
 
 TURNS = 200  # pairs of messages in the transcript before the first spawn
-
-
-def _repo(text: str) -> tuple[str, Path]:
-    name, _, path = text.partition("=")
-    if not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH: {text!r}")
-    return name, Path(path).resolve()
 
 
 class Checkout:
@@ -90,7 +83,7 @@ class Checkout:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", type=_repo, action="append",
+    p.add_argument("--repo", type=repo_arg, action="append",
                    help="NAME=PATH of a checkout (default: this one)")
     p.add_argument("--spawns", type=int, default=20, help="spawns per checkout and event (20)")
     args = p.parse_args()

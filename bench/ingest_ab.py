@@ -36,9 +36,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RawClient, Server, percentile, print_table, spawn_server
+from common import RawClient, Server, percentile, print_table, repo_arg, spawn_server
 from ingest_query import FLOOR_CALL, INGEST, make_turns
-from reads_ab import _repo
 
 WARM = 100  # ingests (and floor calls) before anything is counted
 
@@ -187,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repo", type=_repo, action="append", required=True,
+    p.add_argument("--repo", type=repo_arg, action="append", required=True,
                    help="NAME=PATH of a checkout (repeat)")
     p.add_argument("--turns", type=int, default=3000, help="ingests counted per checkout")
     p.add_argument("--block", type=int, default=100, help="calls per block (100)")

@@ -38,6 +38,7 @@ from common import (
     CallTimer,
     Server,
     fmt_ms,
+    kept_store_parser,
     print_table,
     spawn_server,
     wait_idle,
@@ -148,22 +149,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _repo(text: str) -> tuple[str, Path]:
-    name, _, path = text.partition("=")
-    if not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH: {text!r}")
-    return name, Path(path).resolve()
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("store", type=Path, help="a kept ingest-N-xM directory (steno.db)")
-    p.add_argument("--repo", type=_repo, action="append",
-                   help="NAME=PATH of a checkout to run (repeatable; default this one)")
-    p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
-    p.add_argument("--session-turns", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=7)
+    p = kept_store_parser(
+        __doc__, "a kept ingest-N-xM directory (steno.db)",
+        "NAME=PATH of a checkout to run (repeatable; default this one)")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--briefs", type=int, default=100)
     p.add_argument("--guards", type=int, default=100)

@@ -53,7 +53,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, RawClient, bytecode_caches, print_table, process_cpu_s
+from common import (
+    REPO_ROOT,
+    RawClient,
+    bytecode_caches,
+    print_table,
+    process_cpu_s,
+    repo_arg,
+)
 
 CHILD = """
 import json, resource, sys, tempfile, time
@@ -75,13 +82,6 @@ RUNS: dict[str, dict[str, object]] = {
     "ingest": {"role": "user", "content": "We decided to use Redis for the cache.",
                "session_id": "startup"},
 }
-
-
-def _repo(text: str) -> tuple[str, Path]:
-    name, _, path = text.partition("=")
-    if not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH: {text!r}")
-    return name, Path(path).resolve()
 
 
 def spawn(repo: Path, graph: str) -> dict[str, float]:
@@ -238,7 +238,7 @@ def _load(when: str) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", type=_repo, action="append",
+    p.add_argument("--repo", type=repo_arg, action="append",
                    help="NAME=PATH of a checkout (default: this one)")
     p.add_argument("--spawns", type=int, default=7, help="spawns per checkout and probe (7)")
     p.add_argument("--part", choices=("stdio", "graph", "both", "instructions"),

@@ -23,6 +23,7 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypedDict
 
@@ -195,15 +196,10 @@ def _chain_reads(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c for name in names for c in _channels(OFFLOADED[name])))
 
 
+@functools.cache
 def _channels(fn: NodeFn) -> tuple[str, ...]:
     """The channels a per-turn node function reads (what the worker is sent)."""
-    found = _READ_CHANNELS.get(fn)
-    if found is None:
-        found = _READ_CHANNELS[fn] = Reads(fn).channels
-    return found
-
-
-_READ_CHANNELS: dict[NodeFn, tuple[str, ...]] = {}
+    return Reads(fn).channels
 
 
 class BatchShutdownsWrites(TypedDict):

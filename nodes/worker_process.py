@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO
 
 __all__ = ["CLOSE_TIMEOUT_S", "end", "foreign_modules", "package_root", "start"]
 
@@ -48,19 +50,29 @@ def foreign_modules(root: str) -> list[str]:
             and not Path(str(module.__file__)).resolve().is_relative_to(root)]
 
 
-def end(worker: subprocess.Popen[bytes], *, kill: bool) -> None:
+def end(worker: subprocess.Popen[bytes], *, kill: bool,
+        reader: threading.Thread | None = None) -> None:
     """Close the worker's pipes and wait for it to exit (killed first if ``kill``, or if
-    it does not exit in time)."""
+    it does not exit in time). ``reader``: a thread reading the worker's output, which
+    stays open until that thread has read to its end."""
     if kill:
         worker.kill()
-    for pipe in (worker.stdin, worker.stdout):
-        if pipe is not None:
-            try:
-                pipe.close()
-            except OSError:
-                pass
+    _close(worker.stdin)
+    if reader is None:
+        _close(worker.stdout)
     try:
         worker.wait(timeout=CLOSE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         worker.kill()
         worker.wait()
+    if reader is not None:  # its read ends at the worker's exit
+        reader.join(timeout=CLOSE_TIMEOUT_S)
+        _close(worker.stdout)
+
+
+def _close(pipe: IO[bytes] | None) -> None:
+    if pipe is not None:
+        try:
+            pipe.close()
+        except OSError:
+            pass

@@ -231,24 +231,12 @@ class Store:
     def _keep_merged(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``), on the upkeep thread; the
         searches start no other before the store has grown to its next due size."""
-        import math
-
         from store.keyword_index import KeywordIndex
-        from store.sql import first
-        from store.sqlite.search import (
-            MERGE_FROM,
-            MERGE_GROWTH,
-            MERGE_STATE,
-            MERGED_KEY,
-            keep_merged,
-        )
+        from store.sqlite.search import keep_merged, merge_state
 
         try:
             keep_merged(self, self.upkeep.stopping, below=KeywordIndex.answers_from)
-            with self.read() as conn:
-                row = first(conn, MERGE_STATE, (MERGED_KEY,))
-            merged = int(row[1]) if row is not None and row[1] is not None else 0
-            self._merge_due = max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH))
+            self._merge_due = merge_state(self)[1]
         except Exception as ex:  # left as it is: a later search tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 

@@ -124,22 +124,8 @@ class BatchPrefetch:
             self._ahead = None
             worker, self._worker = self._worker, None
             exchange, self._exchange = self._exchange, None
-        if worker is None:
-            return
-        if worker.stdin is not None:
-            try:
-                worker.stdin.close()
-            except OSError:
-                pass
-        try:
-            worker.wait(timeout=worker_process.CLOSE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        if exchange is not None:  # its read ends at the worker's exit
-            exchange.join(timeout=worker_process.CLOSE_TIMEOUT_S)
-        if worker.stdout is not None:
-            worker.stdout.close()
+        if worker is not None:
+            worker_process.end(worker, kill=False, reader=exchange)
 
     def _start(self) -> subprocess.Popen[bytes] | None:
         self._worker = worker_process.start(_BOOT)

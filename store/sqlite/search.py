@@ -8,6 +8,7 @@ the turn itself (``store.search_filter.BM25_WEIGHTS``); scope never scores.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import apsw
@@ -24,7 +25,7 @@ from store.search_filter import (
 from store.sql import Conn, Transactions, all_rows, first
 
 __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
-           "match_expression", "scope_token"]
+           "match_expression", "merge_state", "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
 # (in conversations the long turns carry the facts; pivoted length normalisation makes
@@ -57,21 +58,27 @@ SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
 SET_MERGED = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
 
 
-def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *,
-                below: int | None = None) -> int:
-    """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
-    since they were last merged; how many steps it took (0: not due). Runs beside the
-    searches (the store's upkeep thread, ``store.upkeep``): every step is a write of its own, and
-    ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
-    only while the store has fewer turns (from there the derived keyword index answers
-    the plain searches, and a rewrite of the whole FTS5 index would cost more than it
-    saves the few others)."""
+def merge_state(store: Transactions) -> tuple[int, int]:
+    """The largest turn id, and the one from which the next merge is due (MERGE_FROM,
+    or MERGE_GROWTH times the largest id at the last merge)."""
     with store.read() as conn:
         row = first(conn, MERGE_STATE, (MERGED_KEY,))
     largest = int(row[0]) if row is not None else 0
     merged = int(row[1]) if row is not None and row[1] is not None else 0
-    if largest < MERGE_FROM or largest < merged * MERGE_GROWTH or (
-            below is not None and largest >= below):
+    return largest, max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH))
+
+
+def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *,
+                below: int | None = None) -> int:
+    """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
+    since they were last merged; how many steps it took (0: not due). Runs beside the
+    searches (the store's upkeep thread, ``store.upkeep``): every step is a write of its
+    own, and ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
+    only while the store has fewer turns (from there the derived keyword index answers
+    the plain searches, and a rewrite of the whole FTS5 index would cost more than it
+    saves the few others)."""
+    largest, due = merge_state(store)
+    if largest < due or (below is not None and largest >= below):
         return 0
     steps = 0
     while not stop():

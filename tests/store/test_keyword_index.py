@@ -182,6 +182,25 @@ def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
     assert audit(app) == {}
 
 
+def first_hit_while_untrusted(data: Path, word: str) -> tuple[int | None, str | None]:
+    """The store in ``data`` alone (no graph runs the rebuild): it needs one, its derived
+    index is not trusted, and FTS5 answers a search for ``word``: its first hit, and
+    what ``meta`` says of the index."""
+    bare = Store(data / "steno.db")
+    try:
+        assert needs_rebuild(bare)
+        derived = bare.keyword_index()
+        assert derived is not None
+        with bare.read() as conn:
+            assert not derived.trusted(conn)
+            hits = keyword_hits(conn, f'"{word}"', HitFilter(), 10, derived=derived)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'keyword_index'"
+                               ).fetchone()
+        return (hits[0][0] if hits else None), (None if row is None else row[0])
+    finally:
+        bare.close()
+
+
 def _opened_at_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> App:
     monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", size)
     return open_app(_settings(tmp_path / "sized"))
@@ -351,19 +370,7 @@ def test_a_process_killed_while_it_builds_leaves_an_index_rebuilt_at_start(
     proc.wait(timeout=30)
     proc.stdout.close()
     monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 5)
-    bare = Store(data / "steno.db")  # the store alone: no graph runs the rebuild
-    try:
-        assert needs_rebuild(bare)
-        derived = bare.keyword_index()
-        assert derived is not None
-        with bare.read() as conn:
-            assert conn.execute("SELECT value FROM meta WHERE key = 'keyword_index'"
-                                ).fetchone()[0] == "started"
-            assert not derived.trusted(conn)  # FTS5 answers
-            hits = keyword_hits(conn, '"charlie"', HitFilter(), 10, derived=derived)
-        assert [i for i, _ in hits][:1] == [ids[2]]
-    finally:
-        bare.close()
+    assert first_hit_while_untrusted(data, "charlie") == (ids[2], "started")
     later = open_app(_settings(data))  # a server or a command: rebuilt before it serves
     try:
         assert isinstance(later.store, Store) and not needs_rebuild(later.store)
@@ -425,17 +432,7 @@ def test_a_store_without_its_index_searches_with_fts5_and_is_rebuilt_at_start(ap
     data = app.settings.data_dir
     app.close()
     shutil.rmtree(data / "steno.db.keywords")  # a copy of the file alone, say
-    bare = Store(data / "steno.db")  # the store alone: no graph runs the rebuild
-    try:
-        assert needs_rebuild(bare)
-        derived = bare.keyword_index()
-        assert derived is not None
-        with bare.read() as conn:
-            assert not derived.trusted(conn)
-            hits = keyword_hits(conn, '"charlie"', HitFilter(), 10, derived=derived)
-        assert [i for i, _ in hits][:1] == [ids[2]]  # FTS5 answered
-    finally:
-        bare.close()
+    assert first_hit_while_untrusted(data, "charlie")[0] == ids[2]
     later = open_app(_settings(data))  # a server or a command: rebuilt before it serves
     try:
         assert isinstance(later.store, Store) and not needs_rebuild(later.store)
