@@ -11,13 +11,14 @@ client was given); the early request is told what to send first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
+from mcp_types import INVALID_PARAMS, CallToolResult, Icon, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
 from nodes.evaluate_contracts.requests import first_sentence, valid_form
@@ -27,11 +28,30 @@ __all__ = ["StenoServer", "argument_errors", "explain_early_request"]
 
 
 class StenoServer(MCPServer[Any]):
-    """``MCPServer`` whose argument and handshake errors say what is valid."""
+    """``MCPServer`` whose argument and handshake errors say what is valid, and whose
+    tools' structured content is checked once per call, not twice."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.middleware.append(explain_early_request)
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None,
+                 title: str | None = None, description: str | None = None,
+                 annotations: ToolAnnotations | None = None, icons: list[Icon] | None = None,
+                 meta: dict[str, Any] | None = None, structured_output: bool | None = None
+                 ) -> None:
+        """Register a tool whose reply is a ``CallToolResult`` built from an instance of
+        its output model (``stenographer.server._result``): building that instance is
+        the check of the structured content against the model. The SDK would validate
+        the dumped content against the same model again on every call (about 30 µs);
+        without the model it publishes the outputSchema and leaves the content as it is
+        (``FuncMetadata.convert_result``)."""
+        super().add_tool(fn, name=name, title=title, description=description,
+                         annotations=annotations, icons=icons, meta=meta,
+                         structured_output=structured_output)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        if tool is not None:
+            tool.fn_metadata.output_model = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None

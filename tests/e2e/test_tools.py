@@ -108,6 +108,19 @@ async def test_lists_every_tool_described_annotated_and_with_output_schema(conn:
     }
 
 
+def test_a_tools_reply_is_checked_by_its_output_model_once():
+    """Each tool builds its structured content from an instance of its output model
+    (building it is the check); the SDK publishes that model's schema and does not
+    validate the dumped content against the same model a second time."""
+    from stenographer.server import mcp
+
+    tools = {t.name: t for t in mcp._tool_manager.list_tools()}
+    assert set(tools) == set(TOOLS)
+    for name, tool in tools.items():
+        assert tool.output_schema and "trace" in tool.output_schema["required"], name
+        assert tool.fn_metadata.output_model is None, name
+
+
 # --- ingest ---------------------------------------------------------------------------------
 
 async def test_ingest_reply_line_and_tier_a_compression_on_the_eighth_turn(conn: Conn):
