@@ -172,8 +172,9 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
         return self.name
 
     def run(self, inp: Any) -> list[Any]:
-        graphs, run_id = self.graphs, inp.ctx.run_id
-        rec: dict[str, Any] = {"node": self.name, "step": inp.ctx.step, "writes": {},
+        graphs, ctx = self.graphs, inp.ctx
+        run_id = ctx.run_id
+        rec: dict[str, Any] = {"node": self.name, "step": ctx.step, "writes": {},
                                "error": None}
         started = time.perf_counter()
         try:
