@@ -62,8 +62,9 @@ class StenoServer(MCPServer[Any]):
             cause = ex.__cause__
             if isinstance(ex, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            schema = next((t.input_schema for t in await self.list_tools() if t.name == name),
-                          {})
+            # the schema the client was given (tools/list), without listing every tool
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
             # Chained to the pydantic error: the SDK logs its field names.
             raise ToolError(argument_errors(name, cause, schema)) from cause
 
