@@ -31,6 +31,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,10 @@ SPANS = (
 SERVING = "serving thread, all"
 
 
-def _wrap(counts: dict[str, list[float]], label: str, module: str, path: str) -> None:
+def _wrap(counts: dict[str, list[float]], label: str, module: str, path: str,
+          serving: int) -> None:
+    """Count ``module.path`` under ``label`` when the ``serving`` thread runs it (the
+    background threads' graph runs, a recovery's or a job's, are not counted)."""
     owner: Any = importlib.import_module(module)
     *outer, name = path.split(".")
     for part in outer:
@@ -74,6 +78,8 @@ def _wrap(counts: dict[str, list[float]], label: str, module: str, path: str) ->
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def counted_async(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != serving:
+                return await fn(*args, **kwargs)
             started = time.thread_time()
             try:
                 return await fn(*args, **kwargs)
@@ -84,6 +90,8 @@ def _wrap(counts: dict[str, list[float]], label: str, module: str, path: str) ->
     else:
         @functools.wraps(fn)
         def counted(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != serving:
+                return fn(*args, **kwargs)
             started = time.thread_time()
             try:
                 return fn(*args, **kwargs)
@@ -98,7 +106,7 @@ def serve(out: Path) -> None:
     to ``out`` (JSON), with the serving thread's CPU since the start."""
     counts: dict[str, list[float]] = {}
     for label, module, path in SPANS:
-        _wrap(counts, label, module, path)
+        _wrap(counts, label, module, path, threading.get_ident())
     started = [time.thread_time()]
 
     def zero(*_: Any) -> None:  # signal handlers run on the main (serving) thread
