@@ -11,8 +11,9 @@ client was given); the early request is told what to send first.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,17 +41,20 @@ class StenoServer(MCPServer[Any]):
                  annotations: ToolAnnotations | None = None, icons: list[Icon] | None = None,
                  meta: dict[str, Any] | None = None, structured_output: bool | None = None
                  ) -> None:
-        """Register a tool whose reply is a ``CallToolResult`` built from an instance of
-        its output model (``stenographer.server._result``): building that instance is
-        the check of the structured content against the model. The SDK would validate
-        the dumped content against the same model again on every call (about 30 µs);
-        without the model it publishes the outputSchema and leaves the content as it is
-        (``FuncMetadata.convert_result``)."""
+        """Register a tool. One that returns ``Annotated[CallToolResult, Model]`` builds
+        its structured content from an instance of ``Model``
+        (``stenographer.server._result``), and building it is the check of the content
+        against the model; the SDK would validate the dumped content against the same
+        model again on every call (20-40 µs). Without the model it publishes the same
+        outputSchema and passes the result on as it is (``FuncMetadata.convert_result``).
+        A tool returning anything else keeps the SDK's conversion and check."""
         super().add_tool(fn, name=name, title=title, description=description,
                          annotations=annotations, icons=icons, meta=meta,
                          structured_output=structured_output)
         tool = self._tool_manager.get_tool(name or fn.__name__)
-        if tool is not None:
+        returns = inspect.signature(fn).return_annotation  # a string: not known, kept
+        if (tool is not None and get_origin(returns) is Annotated
+                and get_args(returns)[0] is CallToolResult):
             tool.fn_metadata.output_model = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
