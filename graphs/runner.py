@@ -172,33 +172,36 @@ class _FnNode(ng.GraphNode):  # type: ignore[misc]
         return self.name
 
     def run(self, inp: Any) -> list[Any]:
-        run_id = inp.ctx.run_id
-        rec: dict[str, Any] = {"node": self.name, "step": inp.ctx.step, "writes": {},
+        graphs, ctx = self.graphs, inp.ctx
+        run_id = ctx.run_id
+        rec: dict[str, Any] = {"node": self.name, "step": ctx.step, "writes": {},
                                "error": None}
         started = time.perf_counter()
         try:
             fn = self.fn or self._bind()
-            held, get = self.graphs.held, inp.state.get
+            held, get = graphs.held, inp.state.get
             values = {c: held.read(get(c)) for c in self.channels}
             if self.wants_run:
-                values["run"] = self.graphs.run_context(run_id, self.name)
+                values["run"] = graphs.run_context(run_id, self.name)
             out: Writes = fn(**values, **self.keywords)
             rec["writes"] = {k: value_summary(v) for k, v in out.items()}
-            writes = [ng.ChannelWrite(k, held.write(run_id, k, v, self.appends, self.flat))
+            write, appends, flat = held.write, self.appends, self.flat
+            writes = [ng.ChannelWrite(k, write(run_id, k, v, appends, flat))
                       for k, v in out.items()]
-            observe = self.graphs.observers.get(run_id)
-            if observe is not None:
-                observe(rec, out)
+            if graphs.observers:
+                observe = graphs.observers.get(run_id)
+                if observe is not None:
+                    observe(rec, out)
             return writes
         except Exception as ex:
             rec["error"] = error_summary(ex)
-            failed = self.graphs.failed.get(run_id)
+            failed = graphs.failed.get(run_id)
             if failed is not None:
                 failed.setdefault(self.name, []).append(str(ex))
             raise
         finally:
             rec["duration_ms"] = round((time.perf_counter() - started) * 1e3, 3)
-            self.graphs.stages.setdefault(run_id, []).append(rec)
+            graphs.stages.setdefault(run_id, []).append(rec)
 
 
 class Graphs:

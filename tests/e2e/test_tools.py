@@ -8,6 +8,7 @@ are read from replies, never assumed.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import json
 import re
 import tomllib
@@ -18,6 +19,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from stenographer.models import Flag
 from tests.e2e.conftest import Conn, memory_conn
 from tests.e2e.support import (
     AUDIT,
@@ -106,6 +108,30 @@ async def test_lists_every_tool_described_annotated_and_with_output_schema(conn:
         "omega-stenographer://sessions/{session_id}/guard": "text/markdown",
         "omega-stenographer://runs/{run_id}": "application/json",
     }
+
+
+def test_a_tools_reply_is_checked_by_its_output_model_once():
+    """Each tool builds its structured content from an instance of its output model
+    (building it is the check); the SDK publishes that model's schema and does not
+    validate the dumped content against the same model a second time."""
+    from stenographer.protocol_errors import StenoServer
+    from stenographer.server import mcp
+
+    tools = {t.name: t for t in mcp._tool_manager.list_tools()}
+    assert set(tools) == set(TOOLS)
+    for name, tool in tools.items():
+        assert tool.output_schema and "trace" in tool.output_schema["required"], name
+        assert tool.fn_metadata.output_model is None, name
+
+    # A tool that returns its model (not a CallToolResult) keeps the SDK's conversion.
+    server = StenoServer("plain")
+
+    async def plain() -> Flag:
+        return Flag(signature="MORAL_OVERRIDE", span="x")
+
+    plain.__signature__ = inspect.Signature(return_annotation=Flag)  # type: ignore[attr-defined]
+    server.tool(name="plain")(plain)
+    assert server._tool_manager.get_tool("plain").fn_metadata.output_model is Flag
 
 
 # --- ingest ---------------------------------------------------------------------------------
