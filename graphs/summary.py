@@ -98,27 +98,10 @@ def _record(name: str, opening: str, closing: str, between: str,
     for key, value in itertools.islice(fields, _FIELDS):
         if length + len(closing) > SUMMARY_CHARS:  # cut anyway, its head is written
             break
-        part = f"{_key(key)}{between}{_inner(value)}"
+        part = f"{_key(key)}{between}{_described(value, nested=True)}"
         length += len(part) + 2 * bool(shown)
         shown.append(part)
     return name + opening + ", ".join(shown + ["…"] * (count > _FIELDS)) + closing
-
-
-def _inner(value: Any) -> str:
-    """A value inside a record: ``_described(value, nested=True)``, its common kinds
-    first."""
-    kind = type(value)
-    if kind is str:
-        return f"str[{len(value)}]"
-    if kind is int:
-        return str(value)
-    if value is None:
-        return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is list:
-        return f"[{len(value)} {plural(len(value), 'item')}]" if value else "[]"
-    return _described(value, nested=True)
 
 
 def _key(key: Any) -> str:
