@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from store.sql import Conn
     from store.vectors import VectorCache
 
-__all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
+__all__ = ["BUSY_TIMEOUT_MS", "Store", "bm25_top_path", "vec0_path"]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -83,6 +83,19 @@ def vec0_path() -> str:
     import sqlite_vec
 
     return str(sqlite_vec.loadable_path())
+
+
+@functools.cache
+def bm25_top_path() -> str:
+    """The keyword search's ranking function (``store/sqlite/bm25_top.c``, built with the
+    package): its shared library beside this package's sources, found without importing
+    it (it is SQLite's extension, not a Python module)."""
+    spec = importlib.util.find_spec("store.sqlite.bm25_top")
+    if spec is None or spec.origin is None:
+        raise StoreError("store/sqlite/bm25_top.c is not built: install the package "
+                         "(make .venv/.installed, or pip install -e .) with a C compiler "
+                         "and SQLite's headers (Debian: libsqlite3-dev)")
+    return spec.origin
 
 
 class Store:
@@ -334,6 +347,7 @@ class Store:
                 conn.set_busy_timeout(self.busy_timeout_ms)
                 conn.enable_load_extension(True)
                 conn.load_extension(vec0_path())
+                conn.load_extension(bm25_top_path(), "sqlite3_bm25top_init")
                 conn.enable_load_extension(False)
                 if not self.read_only:  # a read-only store keeps the mode it has
                     conn.execute("PRAGMA journal_mode=WAL")

@@ -1,0 +1,192 @@
+/*
+** bm25_top(fts, k, w0, w1, ...): FTS5's bm25(fts, w0, w1, ...), the same value computed
+** the same way (SQLite's ext/fts5/fts5_aux.c), for the rows that can be among the k best
+** of the statement; 1.0 (above any bm25() value, which is never positive) for a row that
+** cannot be.
+**
+** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
+** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
+** is highest when its size is 0 (bm25 falls with it), so the score computed with size 0
+** bounds it from above; once k rows have been scored, a row whose bound is below the
+** k-th best score so far is not among the k best, and its size is not read. The k best
+** of the statement (ORDER BY ... LIMIT k over this value) are then bm25()'s k best with
+** bm25()'s values: every row left out is below k rows already scored.
+**
+** Loaded into each connection by store.db (``Store._open``); built by setuptools
+** (pyproject.toml, ``tool.setuptools.ext-modules``) against SQLite's extension headers.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+#include <math.h>
+#include <string.h>
+
+#define K1 1.2 /* the constants of fts5_aux.c's bm25() */
+#define B 0.75
+#define OUTSIDE 1.0 /* a row that cannot be among the k best */
+
+typedef struct Top {
+  int nPhrase;
+  double avgdl;
+  double *aIDF;
+  double *aFreq;
+  int k;          /* how many best scores are kept */
+  int nHeap;      /* how many are kept so far */
+  double *aHeap;  /* min-heap of the best scores so far: aHeap[0] is the k-th best */
+  sqlite3_int64 iLastRow; /* the last row scored, and its value: a row evaluated twice */
+  double lastValue;       /* is scored (and kept) once */
+  int bLast;
+} Top;
+
+static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser) {
+  (void)pApi;
+  (void)pFts;
+  (*(sqlite3_int64 *)pUser)++;
+  return SQLITE_OK;
+}
+
+/* The statement's data: bm25()'s average size and IDFs (fts5Bm25GetData), and the heap. */
+static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, Top **ppTop) {
+  int rc = SQLITE_OK;
+  Top *p = (Top *)pApi->xGetAuxdata(pFts, 0);
+  if (p == 0) {
+    sqlite3_int64 nRow = 0, nToken = 0, nByte;
+    int i, nPhrase = pApi->xPhraseCount(pFts);
+    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double);
+    p = (Top *)sqlite3_malloc64(nByte);
+    if (p == 0) return SQLITE_NOMEM;
+    memset(p, 0, (size_t)nByte);
+    p->nPhrase = nPhrase;
+    p->aIDF = (double *)&p[1];
+    p->aFreq = &p->aIDF[nPhrase];
+    p->aHeap = &p->aFreq[nPhrase];
+    p->k = k;
+    rc = pApi->xRowCount(pFts, &nRow);
+    if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
+    if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
+    for (i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
+      sqlite3_int64 nHit = 0;
+      rc = pApi->xQueryPhrase(pFts, i, (void *)&nHit, countRow);
+      if (rc == SQLITE_OK) {
+        double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
+        if (idf <= 0.0) idf = 1e-6;
+        p->aIDF[i] = idf;
+      }
+    }
+    if (rc != SQLITE_OK) {
+      sqlite3_free(p);
+      return rc;
+    }
+    rc = pApi->xSetAuxdata(pFts, p, sqlite3_free);
+    if (rc != SQLITE_OK) return rc;
+  }
+  *ppTop = p;
+  return rc;
+}
+
+/* bm25()'s sum over the phrases for a row of D tokens (the same operations in the same
+** order, so the same double). */
+static double score(const Top *p, double D) {
+  double s = 0.0;
+  int i;
+  for (i = 0; i < p->nPhrase; i++) {
+    s += p->aIDF[i] * ((p->aFreq[i] * (K1 + 1.0)) /
+                       (p->aFreq[i] + K1 * (1 - B + B * D / p->avgdl)));
+  }
+  return s;
+}
+
+static void keep(Top *p, double s) {
+  int i = 0;
+  if (p->nHeap < p->k) { /* sift up */
+    i = p->nHeap++;
+    while (i > 0 && p->aHeap[(i - 1) / 2] > s) {
+      p->aHeap[i] = p->aHeap[(i - 1) / 2];
+      i = (i - 1) / 2;
+    }
+    p->aHeap[i] = s;
+    return;
+  }
+  if (s <= p->aHeap[0]) return;
+  for (;;) { /* replace the root, sift down */
+    int c = 2 * i + 1;
+    if (c >= p->k) break;
+    if (c + 1 < p->k && p->aHeap[c + 1] < p->aHeap[c]) c++;
+    if (p->aHeap[c] >= s) break;
+    p->aHeap[i] = p->aHeap[c];
+    i = c;
+  }
+  p->aHeap[i] = s;
+}
+
+static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
+                    int nVal, sqlite3_value **apVal) {
+  Top *p = 0;
+  int rc, i, nInst = 0, k;
+  sqlite3_int64 iRow;
+  double value;
+  if (nVal < 1 || (k = sqlite3_value_int(apVal[0])) < 1) {
+    sqlite3_result_error(pCtx, "bm25_top: k must be a positive integer", -1);
+    return;
+  }
+  rc = topData(pApi, pFts, k, &p);
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  iRow = pApi->xRowid(pFts);
+  if (p->bLast && p->iLastRow == iRow) {
+    sqlite3_result_double(pCtx, p->lastValue);
+    return;
+  }
+  memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
+  rc = pApi->xInstCount(pFts, &nInst);
+  for (i = 0; rc == SQLITE_OK && i < nInst; i++) {
+    int ip, ic, io;
+    rc = pApi->xInst(pFts, i, &ip, &ic, &io);
+    if (rc == SQLITE_OK) p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  if (p->nHeap == p->k && score(p, 0.0) < p->aHeap[0]) {
+    value = OUTSIDE;
+  } else {
+    int nTok;
+    double s;
+    rc = pApi->xColumnSize(pFts, -1, &nTok);
+    if (rc != SQLITE_OK) {
+      sqlite3_result_error_code(pCtx, rc);
+      return;
+    }
+    s = score(p, (double)nTok);
+    keep(p, s);
+    value = -1.0 * s;
+  }
+  p->bLast = 1;
+  p->iLastRow = iRow;
+  p->lastValue = value;
+  sqlite3_result_double(pCtx, value);
+}
+
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  fts5_api *fts5 = 0;
+  sqlite3_stmt *pStmt = 0;
+  int rc;
+  SQLITE_EXTENSION_INIT2(pApi);
+  rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &pStmt, 0);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_pointer(pStmt, 1, (void *)&fts5, "fts5_api_ptr", 0);
+    sqlite3_step(pStmt);
+    rc = sqlite3_finalize(pStmt);
+  }
+  if (rc == SQLITE_OK && fts5 == 0) rc = SQLITE_ERROR;
+  if (rc != SQLITE_OK) {
+    *pzErrMsg = sqlite3_mprintf("bm25_top: FTS5 is not available");
+    return rc;
+  }
+  return fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+}
