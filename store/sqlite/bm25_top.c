@@ -6,9 +6,10 @@
 **
 ** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
 ** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
-** is highest when its size is 0 (bm25 falls with it), so the score computed with size 0
-** bounds it from above; once k rows have been scored, a row whose bound is below the
-** k-th best score so far is not among the k best, and its size is not read. The k best
+** falls as its size grows, and the row holds at least, in each column, as many tokens
+** as the offset of the last match there plus one; its score at that size bounds the
+** score from above. Once k rows have been scored, a row whose bound is below the k-th
+** best score so far is not among the k best, and its size is not read. The k best
 ** of the statement (ORDER BY ... LIMIT k over this value) are then bm25()'s k best with
 ** bm25()'s values: every row left out is below k rows already scored.
 **
@@ -23,6 +24,7 @@ SQLITE_EXTENSION_INIT1
 #define K1 1.2 /* the constants of fts5_aux.c's bm25() */
 #define B 0.75
 #define OUTSIDE 1.0 /* a row that cannot be among the k best */
+#define MAX_COLUMNS 16 /* more: the bound takes a size of 0 */
 
 typedef struct Top {
   int nPhrase;
@@ -121,8 +123,9 @@ static void keep(Top *p, double s) {
 static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                     int nVal, sqlite3_value **apVal) {
   Top *p = 0;
-  int rc, i, nInst = 0, k;
-  sqlite3_int64 iRow;
+  int rc, i, nInst = 0, k, nCol;
+  sqlite3_int64 iRow, least = 0;
+  int aLast[MAX_COLUMNS]; /* per column, the offset of its last match (-1: none) */
   double value;
   if (nVal < 1 || (k = sqlite3_value_int(apVal[0])) < 1) {
     sqlite3_result_error(pCtx, "bm25_top: k must be a positive integer", -1);
@@ -139,17 +142,25 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     return;
   }
   memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
+  nCol = pApi->xColumnCount(pFts);
+  for (i = 0; i < MAX_COLUMNS; i++) aLast[i] = -1;
   rc = pApi->xInstCount(pFts, &nInst);
   for (i = 0; rc == SQLITE_OK && i < nInst; i++) {
     int ip, ic, io;
     rc = pApi->xInst(pFts, i, &ip, &ic, &io);
-    if (rc == SQLITE_OK) p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+    if (rc == SQLITE_OK) {
+      p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+      if (ic >= 0 && ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
+    }
+  }
+  if (nCol <= MAX_COLUMNS) {
+    for (i = 0; i < MAX_COLUMNS; i++) least += aLast[i] + 1;
   }
   if (rc != SQLITE_OK) {
     sqlite3_result_error_code(pCtx, rc);
     return;
   }
-  if (p->nHeap == p->k && score(p, 0.0) < p->aHeap[0]) {
+  if (p->nHeap == p->k && score(p, (double)least) < p->aHeap[0]) {
     value = OUTSIDE;
   } else {
     int nTok;
