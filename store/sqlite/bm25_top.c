@@ -28,8 +28,9 @@ SQLITE_EXTENSION_INIT1
 
 typedef struct Top {
   int nPhrase;
+  sqlite3_int64 nRow;
   double avgdl;
-  double *aIDF;
+  double *aIDF; /* a phrase's IDF, counted when a row first needs it (below 0: not yet) */
   double *aFreq;
   int k;          /* how many best scores are kept */
   int nHeap;      /* how many are kept so far */
@@ -46,7 +47,7 @@ static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser
   return SQLITE_OK;
 }
 
-/* The statement's data: bm25()'s average size and IDFs (fts5Bm25GetData), and the heap. */
+/* The statement's data: bm25()'s average size (fts5Bm25GetData), and the heap. */
 static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, Top **ppTop) {
   int rc = SQLITE_OK;
   Top *p = (Top *)pApi->xGetAuxdata(pFts, 0);
@@ -65,15 +66,8 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, Top *
     rc = pApi->xRowCount(pFts, &nRow);
     if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
     if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
-    for (i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
-      sqlite3_int64 nHit = 0;
-      rc = pApi->xQueryPhrase(pFts, i, (void *)&nHit, countRow);
-      if (rc == SQLITE_OK) {
-        double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
-        if (idf <= 0.0) idf = 1e-6;
-        p->aIDF[i] = idf;
-      }
-    }
+    p->nRow = nRow;
+    for (i = 0; i < nPhrase; i++) p->aIDF[i] = -1.0;
     if (rc != SQLITE_OK) {
       sqlite3_free(p);
       return rc;
@@ -85,12 +79,28 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, Top *
   return rc;
 }
 
+/* Phrase i's IDF as bm25() counts it (fts5Bm25GetData): the rows that match the phrase
+** alone, over the whole table. bm25() counts every phrase before the first row; a
+** phrase no row weighs (the session's scope token, in a column of weight 0; a word no
+** matching row holds) adds 0 to every score, and is not counted here. */
+static int countIdf(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Top *p, int i) {
+  sqlite3_int64 nHit = 0;
+  double idf;
+  int rc = pApi->xQueryPhrase(pFts, i, (void *)&nHit, countRow);
+  if (rc != SQLITE_OK) return rc;
+  idf = log((p->nRow - nHit + 0.5) / (nHit + 0.5));
+  if (idf <= 0.0) idf = 1e-6;
+  p->aIDF[i] = idf;
+  return SQLITE_OK;
+}
+
 /* bm25()'s sum over the phrases for a row of D tokens (the same operations in the same
-** order, so the same double). */
+** order, so the same double; a phrase of frequency 0 adds +0.0 there, left out here). */
 static double score(const Top *p, double D) {
   double s = 0.0;
   int i;
   for (i = 0; i < p->nPhrase; i++) {
+    if (p->aFreq[i] == 0.0) continue;
     s += p->aIDF[i] * ((p->aFreq[i] * (K1 + 1.0)) /
                        (p->aFreq[i] + K1 * (1 - B + B * D / p->avgdl)));
   }
@@ -152,6 +162,9 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
       p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
       if (ic >= 0 && ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
     }
+  }
+  for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    if (p->aFreq[i] != 0.0 && p->aIDF[i] < 0.0) rc = countIdf(pApi, pFts, p, i);
   }
   if (nCol <= MAX_COLUMNS) {
     for (i = 0; i < MAX_COLUMNS; i++) least += aLast[i] + 1;
