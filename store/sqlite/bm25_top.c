@@ -1,8 +1,8 @@
 /*
 ** bm25_top(fts, k, w0, w1, ...): FTS5's bm25(fts, w0, w1, ...), the same value computed
 ** the same way (SQLite's ext/fts5/fts5_aux.c), for the rows that can be among the k best
-** of the statement; 1.0 (above any bm25() value, which is never positive) for a row that
-** cannot be.
+** of the statement; 1.0 (above any bm25() value with weights of 0 or more, never positive)
+** for a row that cannot be.
 **
 ** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
 ** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
@@ -25,6 +25,7 @@ SQLITE_EXTENSION_INIT1
 #define B 0.75
 #define OUTSIDE 1.0 /* a row that cannot be among the k best */
 #define MAX_COLUMNS 16 /* more: the bound takes a size of 0 */
+#define MAX_K 65536     /* more, or a negative weight: every row is scored (bm25() itself) */
 
 typedef struct Top {
   int nPhrase;
@@ -32,7 +33,7 @@ typedef struct Top {
   double avgdl;
   double *aIDF; /* a phrase's IDF, counted when a row first needs it (below 0: not yet) */
   double *aFreq;
-  int k;          /* how many best scores are kept */
+  int k;          /* how many best scores are kept (0: none, every row is scored) */
   int nHeap;      /* how many are kept so far */
   double *aHeap;  /* min-heap of the best scores so far: aHeap[0] is the k-th best */
   sqlite3_int64 iLastRow; /* the last row scored, and its value: a row evaluated twice */
@@ -48,12 +49,18 @@ static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser
 }
 
 /* The statement's data: bm25()'s average size (fts5Bm25GetData), and the heap. */
-static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, Top **ppTop) {
+static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int nVal,
+                   sqlite3_value **apVal, Top **ppTop) {
   int rc = SQLITE_OK;
   Top *p = (Top *)pApi->xGetAuxdata(pFts, 0);
   if (p == 0) {
     sqlite3_int64 nRow = 0, nToken = 0, nByte;
     int i, nPhrase = pApi->xPhraseCount(pFts);
+    /* the bound needs scores that fall as a row grows: weights of 0 or more */
+    for (i = 1; i < nVal; i++) {
+      if (sqlite3_value_double(apVal[i]) < 0.0) k = 0;
+    }
+    if (k > MAX_K) k = 0;
     nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double);
     p = (Top *)sqlite3_malloc64(nByte);
     if (p == 0) return SQLITE_NOMEM;
@@ -141,7 +148,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     sqlite3_result_error(pCtx, "bm25_top: k must be a positive integer", -1);
     return;
   }
-  rc = topData(pApi, pFts, k, &p);
+  rc = topData(pApi, pFts, k, nVal, apVal, &p);
   if (rc != SQLITE_OK) {
     sqlite3_result_error_code(pCtx, rc);
     return;
@@ -173,7 +180,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     sqlite3_result_error_code(pCtx, rc);
     return;
   }
-  if (p->nHeap == p->k && score(p, (double)least) < p->aHeap[0]) {
+  if (p->k > 0 && p->nHeap == p->k && score(p, (double)least) < p->aHeap[0]) {
     value = OUTSIDE;
   } else {
     int nTok;
@@ -184,7 +191,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
       return;
     }
     s = score(p, (double)nTok);
-    keep(p, s);
+    if (p->k > 0) keep(p, s);
     value = -1.0 * s;
   }
   p->bLast = 1;

@@ -98,6 +98,18 @@ def test_the_search_statement_is_bm25s(store: Store):
                 assert len(got) == limit
 
 
+def test_a_negative_weight_scores_every_row_as_bm25_does(store: Store):
+    """With a negative weight a score need not fall as a row grows: no row is left out
+    (with the bound, most of these rows would get 1.0), the values stay bm25()'s."""
+    sql = ("SELECT rowid, {f}(exchanges_fts, {k}1.0, -0.5, 1.0, 0.0) FROM exchanges_fts"
+           " WHERE exchanges_fts MATCH ? ORDER BY rowid")
+    with store.read() as conn:
+        for match, k in (('"w1" OR "w2" OR "w7"', 3), ('"w3" OR "w9"', 1)):
+            plain = all_rows(conn, sql.format(f="bm25", k=""), (match,))
+            top = all_rows(conn, sql.format(f="bm25_top", k=f"{k}, "), (match,))
+            assert top == plain and len(plain) > 3
+
+
 def test_k_must_be_positive(store: Store):
     with store.read() as conn, pytest.raises(apsw.SQLError, match="positive integer"):
         all_rows(conn, f"SELECT bm25_top(exchanges_fts, 0, {WEIGHTS}) FROM exchanges_fts"
