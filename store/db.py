@@ -347,7 +347,6 @@ class Store:
                 conn.set_busy_timeout(self.busy_timeout_ms)
                 conn.enable_load_extension(True)
                 conn.load_extension(vec0_path())
-                conn.load_extension(bm25_top_path(), "sqlite3_bm25top_init")
                 conn.enable_load_extension(False)
                 if not self.read_only:  # a read-only store keeps the mode it has
                     conn.execute("PRAGMA journal_mode=WAL")
@@ -357,6 +356,12 @@ class Store:
                 conn.execute("PRAGMA temp_store=MEMORY")
                 conn.execute("PRAGMA secure_delete=FAST")  # forgotten text leaves no pages
                 conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+                # The ranking function registers itself with a statement, which reads
+                # the schema: a damaged file fails first here, with its own error.
+                conn.execute("PRAGMA schema_version")
+                conn.enable_load_extension(True)
+                conn.load_extension(bm25_top_path(), "sqlite3_bm25top_init")
+                conn.enable_load_extension(False)
         except BaseException:
             conn.close()
             raise
