@@ -19,14 +19,18 @@ ENV PYTHONUNBUFFERED=1 \
     OMEGA_STENOGRAPHER_DIR=/data
 
 WORKDIR /src
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml setup.py README.md constraints.txt ./
 COPY stenographer ./stenographer
 COPY graphs ./graphs
 COPY nodes ./nodes
 COPY store ./store
 COPY constants ./constants
-RUN pip install -c constraints.txt . \
-    && rm -rf /src \
+# a C compiler and SQLite's headers build store/sqlite/bm25_top.c, then leave the image
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev libsqlite3-dev \
+    && pip install -c constraints.txt . \
+    && apt-get purge -y --auto-remove gcc libc6-dev libsqlite3-dev \
+    && rm -rf /var/lib/apt/lists/* /src \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin steno \
     && mkdir -p /data \
     && chown steno:steno /data \

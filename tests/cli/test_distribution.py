@@ -67,7 +67,9 @@ def test_every_package_data_file_ships() -> None:
         str(path.relative_to(REPO_ROOT))
         for root in roots
         for path in (REPO_ROOT / root).rglob("*")
-        if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in
+        # .c: the compiled extension's source (setup.py), .so: the library built from it
+        if path.is_file() and path.suffix not in (".py", ".pyc", ".c", ".so")
+        and "__pycache__" not in
         path.parts and not any(fnmatch.fnmatch(path.name, pat) for pat in patterns)
     ]
     assert not missing, f"add their patterns to [tool.setuptools.package-data]: {missing}"

@@ -1,0 +1,223 @@
+/*
+** bm25_top(fts, k, w0, w1, ...): FTS5's bm25(fts, w0, w1, ...), the same value computed
+** the same way (SQLite's ext/fts5/fts5_aux.c), for the rows that can be among the k best
+** of the statement; 1.0 (above any bm25() value with weights of 0 or more, never positive)
+** for a row that cannot be.
+**
+** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
+** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
+** falls as its size grows, and the row holds at least, in each column, as many tokens
+** as the offset of the last match there plus one; its score at that size bounds the
+** score from above. Once k rows have been scored, a row whose bound is below the k-th
+** best score so far is not among the k best, and its size is not read. The k best
+** of the statement (ORDER BY ... LIMIT k over this value) are then bm25()'s k best with
+** bm25()'s values: every row left out is below k rows already scored.
+**
+** Loaded into each connection by store.db (``Store._open``); built by setuptools
+** (pyproject.toml, ``tool.setuptools.ext-modules``) against SQLite's extension headers.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+#include <math.h>
+#include <string.h>
+
+#define K1 1.2 /* the constants of fts5_aux.c's bm25() */
+#define B 0.75
+#define OUTSIDE 1.0 /* a row that cannot be among the k best */
+#define MAX_COLUMNS 16 /* more: the bound takes a size of 0 */
+#define MAX_K 65536     /* more, or a negative weight: every row is scored (bm25() itself) */
+
+typedef struct Top {
+  int nPhrase;
+  sqlite3_int64 nRow;
+  double avgdl;
+  double *aIDF; /* a phrase's IDF, counted when a row first needs it (below 0: not yet) */
+  double *aFreq;
+  int k;          /* how many best scores are kept (0: none, every row is scored) */
+  int nHeap;      /* how many are kept so far */
+  double *aHeap;  /* min-heap of the best scores so far: aHeap[0] is the k-th best */
+  sqlite3_int64 iLastRow; /* the last row scored, and its value: a row evaluated twice */
+  double lastValue;       /* is scored (and kept) once */
+  int bLast;
+} Top;
+
+static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser) {
+  (void)pApi;
+  (void)pFts;
+  (*(sqlite3_int64 *)pUser)++;
+  return SQLITE_OK;
+}
+
+/* The statement's data: bm25()'s average size (fts5Bm25GetData), and the heap. */
+static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int nVal,
+                   sqlite3_value **apVal, Top **ppTop) {
+  int rc = SQLITE_OK;
+  Top *p = (Top *)pApi->xGetAuxdata(pFts, 0);
+  if (p == 0) {
+    sqlite3_int64 nRow = 0, nToken = 0, nByte;
+    int i, nPhrase = pApi->xPhraseCount(pFts);
+    /* the bound needs scores that fall as a row grows: weights of 0 or more */
+    for (i = 1; i < nVal; i++) {
+      if (sqlite3_value_double(apVal[i]) < 0.0) k = 0;
+    }
+    if (k > MAX_K) k = 0;
+    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double);
+    p = (Top *)sqlite3_malloc64(nByte);
+    if (p == 0) return SQLITE_NOMEM;
+    memset(p, 0, (size_t)nByte);
+    p->nPhrase = nPhrase;
+    p->aIDF = (double *)&p[1];
+    p->aFreq = &p->aIDF[nPhrase];
+    p->aHeap = &p->aFreq[nPhrase];
+    p->k = k;
+    rc = pApi->xRowCount(pFts, &nRow);
+    if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
+    if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
+    p->nRow = nRow;
+    for (i = 0; i < nPhrase; i++) p->aIDF[i] = -1.0;
+    if (rc != SQLITE_OK) {
+      sqlite3_free(p);
+      return rc;
+    }
+    rc = pApi->xSetAuxdata(pFts, p, sqlite3_free);
+    if (rc != SQLITE_OK) return rc;
+  }
+  *ppTop = p;
+  return rc;
+}
+
+/* Phrase i's IDF as bm25() counts it (fts5Bm25GetData): the rows that match the phrase
+** alone, over the whole table. bm25() counts every phrase before the first row; a
+** phrase no row weighs (the session's scope token, in a column of weight 0; a word no
+** matching row holds) adds 0 to every score, and is not counted here. */
+static int countIdf(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Top *p, int i) {
+  sqlite3_int64 nHit = 0;
+  double idf;
+  int rc = pApi->xQueryPhrase(pFts, i, (void *)&nHit, countRow);
+  if (rc != SQLITE_OK) return rc;
+  idf = log((p->nRow - nHit + 0.5) / (nHit + 0.5));
+  if (idf <= 0.0) idf = 1e-6;
+  p->aIDF[i] = idf;
+  return SQLITE_OK;
+}
+
+/* bm25()'s sum over the phrases for a row of D tokens (the same operations in the same
+** order, so the same double; a phrase of frequency 0 adds +0.0 there, left out here). */
+static double score(const Top *p, double D) {
+  double s = 0.0;
+  int i;
+  for (i = 0; i < p->nPhrase; i++) {
+    if (p->aFreq[i] == 0.0) continue;
+    s += p->aIDF[i] * ((p->aFreq[i] * (K1 + 1.0)) /
+                       (p->aFreq[i] + K1 * (1 - B + B * D / p->avgdl)));
+  }
+  return s;
+}
+
+static void keep(Top *p, double s) {
+  int i = 0;
+  if (p->nHeap < p->k) { /* sift up */
+    i = p->nHeap++;
+    while (i > 0 && p->aHeap[(i - 1) / 2] > s) {
+      p->aHeap[i] = p->aHeap[(i - 1) / 2];
+      i = (i - 1) / 2;
+    }
+    p->aHeap[i] = s;
+    return;
+  }
+  if (s <= p->aHeap[0]) return;
+  for (;;) { /* replace the root, sift down */
+    int c = 2 * i + 1;
+    if (c >= p->k) break;
+    if (c + 1 < p->k && p->aHeap[c + 1] < p->aHeap[c]) c++;
+    if (p->aHeap[c] >= s) break;
+    p->aHeap[i] = p->aHeap[c];
+    i = c;
+  }
+  p->aHeap[i] = s;
+}
+
+static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
+                    int nVal, sqlite3_value **apVal) {
+  Top *p = 0;
+  int rc, i, nInst = 0, k, nCol;
+  sqlite3_int64 iRow, least = 0;
+  int aLast[MAX_COLUMNS]; /* per column, the offset of its last match (-1: none) */
+  double value;
+  if (nVal < 1 || (k = sqlite3_value_int(apVal[0])) < 1) {
+    sqlite3_result_error(pCtx, "bm25_top: k must be a positive integer", -1);
+    return;
+  }
+  rc = topData(pApi, pFts, k, nVal, apVal, &p);
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  iRow = pApi->xRowid(pFts);
+  if (p->bLast && p->iLastRow == iRow) {
+    sqlite3_result_double(pCtx, p->lastValue);
+    return;
+  }
+  memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
+  nCol = pApi->xColumnCount(pFts);
+  for (i = 0; i < MAX_COLUMNS; i++) aLast[i] = -1;
+  rc = pApi->xInstCount(pFts, &nInst);
+  for (i = 0; rc == SQLITE_OK && i < nInst; i++) {
+    int ip, ic, io;
+    rc = pApi->xInst(pFts, i, &ip, &ic, &io);
+    if (rc == SQLITE_OK) {
+      p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+      if (ic >= 0 && ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
+    }
+  }
+  for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    if (p->aFreq[i] != 0.0 && p->aIDF[i] < 0.0) rc = countIdf(pApi, pFts, p, i);
+  }
+  if (nCol <= MAX_COLUMNS) {
+    for (i = 0; i < MAX_COLUMNS; i++) least += aLast[i] + 1;
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  if (p->k > 0 && p->nHeap == p->k && score(p, (double)least) < p->aHeap[0]) {
+    value = OUTSIDE;
+  } else {
+    int nTok;
+    double s;
+    rc = pApi->xColumnSize(pFts, -1, &nTok);
+    if (rc != SQLITE_OK) {
+      sqlite3_result_error_code(pCtx, rc);
+      return;
+    }
+    s = score(p, (double)nTok);
+    if (p->k > 0) keep(p, s);
+    value = -1.0 * s;
+  }
+  p->bLast = 1;
+  p->iLastRow = iRow;
+  p->lastValue = value;
+  sqlite3_result_double(pCtx, value);
+}
+
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  fts5_api *fts5 = 0;
+  sqlite3_stmt *pStmt = 0;
+  int rc;
+  SQLITE_EXTENSION_INIT2(pApi);
+  rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &pStmt, 0);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_pointer(pStmt, 1, (void *)&fts5, "fts5_api_ptr", 0);
+    sqlite3_step(pStmt);
+    rc = sqlite3_finalize(pStmt);
+  }
+  if (rc == SQLITE_OK && fts5 == 0) rc = SQLITE_ERROR;
+  if (rc != SQLITE_OK) {
+    *pzErrMsg = sqlite3_mprintf("bm25_top: FTS5 is not available");
+    return rc;
+  }
+  return fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+}

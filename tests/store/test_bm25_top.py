@@ -1,0 +1,116 @@
+"""bm25_top (store/sqlite/bm25_top.c): FTS5's bm25() for the rows that can be among a
+statement's best k, without reading the others' sizes. The best k and their values must
+be bm25()'s, on a real store file with the extension loaded as the store loads it."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from store.db import Store
+from store.search import HitFilter
+from store.search_filter import BM25_WEIGHTS
+from store.sql import all_rows
+from store.sqlite.search import keyword_sql, match_expression, scope_token
+
+WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+VOCAB = [f"w{i}" for i in range(40)]
+INSERT = "INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"
+
+
+def _text(rng: random.Random, words: int) -> str:
+    # skewed: a few common words, many rare ones, so scores spread and some rows tie
+    return " ".join(VOCAB[min(int(rng.expovariate(0.15)), len(VOCAB) - 1)]
+                    for _ in range(words))
+
+
+def _add(store: Store, rng: random.Random, first: int, count: int) -> None:
+    with store.write() as conn:
+        for rowid in range(first, first + count):
+            conn.execute(INSERT, (rowid, _text(rng, rng.randint(1, 30)), _text(rng, 10),
+                                  "march 2026", scope_token(1 + rowid % 3)))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    db = Store(tmp_path / "steno.db")
+    _add(db, random.Random(5), 1, 600)
+    yield db
+    db.close()
+
+
+def _best(conn: apsw.Connection, function: str, match: str, k: int) -> list[tuple[int, float]]:
+    k_arg = f"{k}, " if function == "bm25_top" else ""
+    sql = (f"SELECT rowid, {function}(exchanges_fts, {k_arg}{WEIGHTS}) AS raw"
+           " FROM exchanges_fts WHERE exchanges_fts MATCH ? ORDER BY raw LIMIT ?")
+    return [(int(r[0]), float(r[1])) for r in all_rows(conn, sql, (match, k))]
+
+
+def _queries(rng: random.Random) -> list[str]:
+    out = []
+    for _ in range(25):
+        words = rng.sample(VOCAB[:25], rng.randint(1, 5))
+        expression = " OR ".join(f'"{w}"' for w in words)
+        session = rng.choice([None, 1, 2, 3])
+        out.append(match_expression(expression, HitFilter(session_id=session)))
+    return out
+
+
+def test_the_best_k_and_their_values_are_bm25s(store: Store):
+    rng = random.Random(11)
+    pruned = 0
+    for round_ in range(3):  # the store changes between rounds: nothing is kept across
+        with store.read() as conn:
+            for match in _queries(rng):
+                for k in (1, 7, 40, 1000):
+                    assert _best(conn, "bm25_top", match, k) == _best(conn, "bm25", match, k)
+                every = all_rows(conn, f"SELECT bm25_top(exchanges_fts, 7, {WEIGHTS})"
+                                 " FROM exchanges_fts WHERE exchanges_fts MATCH ?", (match,))
+                pruned += sum(r[0] == 1.0 for r in every)
+        _add(store, rng, 1000 + 100 * round_, 50)
+        with store.write() as conn:
+            conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (10 + round_,))
+    assert pruned > 0  # rows outside the best were left unscored, so the bound was used
+
+
+def test_the_search_statement_is_bm25s(store: Store):
+    """keyword_sql with bm25_top gives what the same statement gives with bm25()."""
+    rng = random.Random(3)
+    # the length prior reads the turns' content: a temporary table in front of the
+    # store's (empty) one holds the rows' lengths
+    with store.write() as conn:
+        conn.execute("CREATE TEMP TABLE exchanges(id INTEGER PRIMARY KEY, content TEXT)")
+        conn.executemany("INSERT INTO temp.exchanges VALUES (?, ?)",
+                         [(i, "x" * rng.randint(1, 900)) for i in range(1, 601)])
+    with store.read() as conn:
+        for match in _queries(rng):
+            sql, params = keyword_sql(HitFilter())
+            assert "bm25_top(" in sql
+            plain = sql.replace(f"bm25_top(exchanges_fts, ?2 * 2, {WEIGHTS})",
+                                f"bm25(exchanges_fts, {WEIGHTS})")
+            for limit in (3, 20):
+                got = all_rows(conn, sql, (match, limit, *params))
+                assert got == all_rows(conn, plain, (match, limit, *params))
+                assert len(got) == limit
+
+
+def test_a_negative_weight_scores_every_row_as_bm25_does(store: Store):
+    """With a negative weight a score need not fall as a row grows: no row is left out
+    (with the bound, most of these rows would get 1.0), the values stay bm25()'s."""
+    sql = ("SELECT rowid, {f}(exchanges_fts, {k}1.0, -0.5, 1.0, 0.0) FROM exchanges_fts"
+           " WHERE exchanges_fts MATCH ? ORDER BY rowid")
+    with store.read() as conn:
+        for match, k in (('"w1" OR "w2" OR "w7"', 3), ('"w3" OR "w9"', 1)):
+            plain = all_rows(conn, sql.format(f="bm25", k=""), (match,))
+            top = all_rows(conn, sql.format(f="bm25_top", k=f"{k}, "), (match,))
+            assert top == plain and len(plain) > 3
+
+
+def test_k_must_be_positive(store: Store):
+    with store.read() as conn, pytest.raises(apsw.SQLError, match="positive integer"):
+        all_rows(conn, f"SELECT bm25_top(exchanges_fts, 0, {WEIGHTS}) FROM exchanges_fts"
+                 " WHERE exchanges_fts MATCH ?", ('"w1"',))
