@@ -6,7 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest browser bench clean
 
+# SQLite's headers for the compiled ranking function (setup.py), installed with apt-get
+# when missing and run as root on Debian; without them the install goes on and keyword
+# search ranks with FTS5's own bm25().
 $(STAMP): pyproject.toml constraints.txt setup.py store/sqlite/bm25_top.c
+	@test -f /usr/include/sqlite3ext.h || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null \
+	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev >/dev/null 2>&1 \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev; } >/dev/null 2>&1 \
+	  || echo "SQLite's headers could not be installed: keyword search will rank with bm25()"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'

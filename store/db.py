@@ -37,6 +37,7 @@ from store.errors import (
 from store.rewrite import FileRewrite
 from store.runs import TraceBuffer
 from store.schema_version import SCHEMA_VERSION, pending_migrations
+from store.sqlite import bm25_top_path
 from store.upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from store.sql import Conn
     from store.vectors import VectorCache
 
-__all__ = ["BUSY_TIMEOUT_MS", "Store", "bm25_top_path", "vec0_path"]
+__all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -83,19 +84,6 @@ def vec0_path() -> str:
     import sqlite_vec
 
     return str(sqlite_vec.loadable_path())
-
-
-@functools.cache
-def bm25_top_path() -> str:
-    """The keyword search's ranking function (``store/sqlite/bm25_top.c``, built with the
-    package): its shared library beside this package's sources, found without importing
-    it (it is SQLite's extension, not a Python module)."""
-    spec = importlib.util.find_spec("store.sqlite.bm25_top")
-    if spec is None or spec.origin is None:
-        raise StoreError("store/sqlite/bm25_top.c is not built: install the package "
-                         "(make .venv/.installed, or pip install -e .) with a C compiler "
-                         "and SQLite's headers (Debian: libsqlite3-dev)")
-    return spec.origin
 
 
 class Store:
@@ -358,10 +346,12 @@ class Store:
                 conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
                 # The ranking function registers itself with a statement, which reads
                 # the schema: a damaged file fails first here, with its own error.
-                conn.execute("PRAGMA schema_version")
-                conn.enable_load_extension(True)
-                conn.load_extension(bm25_top_path(), "sqlite3_bm25top_init")
-                conn.enable_load_extension(False)
+                ranking = bm25_top_path()
+                if ranking is not None:
+                    conn.execute("PRAGMA schema_version")
+                    conn.enable_load_extension(True)
+                    conn.load_extension(ranking, "sqlite3_bm25top_init")
+                    conn.enable_load_extension(False)
         except BaseException:
             conn.close()
             raise

@@ -23,6 +23,7 @@ from store.search_filter import (
     live_sql,
 )
 from store.sql import Conn, Transactions, all_rows, first
+from store.sqlite import bm25_top_path
 
 __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
            "match_expression", "merge_state", "scope_token"]
@@ -169,9 +170,11 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     # bm25_top (store/sqlite/bm25_top.c, loaded by store.db): bm25()'s value for the rows
     # that can be among the best ?2 * POOL, without reading the size of those that cannot
     # (the same rows and values here; a store-wide search ~30% less CPU at 20,000 turns).
+    # Where the install could not build it, FTS5's own bm25().
+    rank = (f"bm25_top(exchanges_fts, ?2 * {POOL}, {weights})" if bm25_top_path()
+            else f"bm25(exchanges_fts, {weights})")
     inner = (
-        f"SELECT exchanges_fts.rowid AS id, bm25_top(exchanges_fts, ?2 * {POOL}, {weights})"
-        " AS raw"
+        f"SELECT exchanges_fts.rowid AS id, {rank} AS raw"
         " FROM exchanges_fts" + join + " WHERE " + " AND ".join(clauses)
         + f" ORDER BY raw LIMIT ?2 * {POOL}"
     )

@@ -15,11 +15,18 @@ from store.db import Store
 from store.search import HitFilter
 from store.search_filter import BM25_WEIGHTS
 from store.sql import all_rows
+from store.sqlite import bm25_top_path, search
 from store.sqlite.search import keyword_sql, match_expression, scope_token
 
 WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
 VOCAB = [f"w{i}" for i in range(40)]
 INSERT = "INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"
+
+
+def test_the_ranking_function_is_built_where_the_tests_run():
+    """``make`` builds it (setup.py; the Makefile installs SQLite's headers as root on
+    Debian): the tests and the benchmarks measure the compiled path, not the fallback."""
+    assert bm25_top_path() is not None, "store/sqlite/bm25_top.c was not built"
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -77,8 +84,9 @@ def test_the_best_k_and_their_values_are_bm25s(store: Store):
     assert pruned > 0  # rows outside the best were left unscored, so the bound was used
 
 
-def test_the_search_statement_is_bm25s(store: Store):
-    """keyword_sql with bm25_top gives what the same statement gives with bm25()."""
+def test_the_search_statement_is_bm25s(store: Store, monkeypatch: pytest.MonkeyPatch):
+    """keyword_sql with bm25_top gives what the same statement gives with bm25(), the
+    statement of an install where bm25_top could not be built."""
     rng = random.Random(3)
     # the length prior reads the turns' content: a temporary table in front of the
     # store's (empty) one holds the rows' lengths
@@ -92,6 +100,9 @@ def test_the_search_statement_is_bm25s(store: Store):
             assert "bm25_top(" in sql
             plain = sql.replace(f"bm25_top(exchanges_fts, ?2 * 2, {WEIGHTS})",
                                 f"bm25(exchanges_fts, {WEIGHTS})")
+            monkeypatch.setattr(search, "bm25_top_path", lambda: None)
+            assert keyword_sql(HitFilter())[0] == plain  # an install that could not build it
+            monkeypatch.undo()
             for limit in (3, 20):
                 got = all_rows(conn, sql, (match, limit, *params))
                 assert got == all_rows(conn, plain, (match, limit, *params))
