@@ -14,7 +14,7 @@
 ** bm25()'s values: every row left out is below k rows already scored.
 **
 ** Loaded into each connection by store.db (``Store._open``); built by setuptools
-** (pyproject.toml, ``tool.setuptools.ext-modules``) against SQLite's extension headers.
+** (setup.py) against SQLite's extension headers.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
