@@ -24,7 +24,7 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
@@ -45,7 +45,7 @@ from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
+__all__ = ["BRIEFS_SPLIT_FROM", "EXTRACT", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
            "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
            "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_drop", "split_finish",
            "split_start", "turns_before"]
@@ -60,6 +60,10 @@ MAX_BATCH_TURNS = 100_000
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, brief_draft)}
 SPLIT_FROM = 256
+# The per-turn node functions after the turns before each are read, in turn: a batch
+# sends them to the worker in one request (the turn and the turns before it sent once,
+# one wait for its answer).
+EXTRACT = ("turn_signals", "nafe_flags", "turn_vector", "search_fields")
 # A brief's text (nodes.extract.brief) costs this process tens of times what one turn's
 # stage does, and its few source turns cost little to send: the worker takes its part
 # of a compression from this many briefs (nodes.publish.brief.compressed_sessions).
@@ -99,40 +103,43 @@ class PerTurnWrites(TypedDict):
 
 @node
 def per_turn(items: Any, *, run: RunContext, cfg: Cfg) -> PerTurnWrites:
-    """``cfg["node"]`` on every turn of the batch still to be stored; the validation
-    (``checked_turn``) records a refusal instead of failing the batch."""
+    """``cfg["node"]`` on every turn of the batch still to be stored (a list of names:
+    those node functions in turn on each, ``EXTRACT``); the validation (``checked_turn``)
+    records a refusal instead of failing the batch."""
     each_turn(run, items, cfg["node"], cfg)
     return {"items": items}
 
 
-def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
+def each_turn(run: RunContext, items: list[dict[str, Any]], name: str | Sequence[str],
               cfg: Mapping[str, Any] | None = None) -> None:
-    """Run the per-turn node function ``name`` on each item still to be stored, the
-    item's values as its channels, adding what it writes to the item. From SPLIT_FROM
-    turns, a function that reads no store (``OFFLOADED``) is run on the last
-    WORKER_SHARE of them by the run's worker process (nodes.turn_worker) while this one
-    runs the others."""
-    fn = PER_TURN[name]
+    """Run the per-turn node function ``name`` (or the functions a sequence of names
+    names, in turn) on each item still to be stored, the item's values as its channels,
+    adding what it writes to the item. From SPLIT_FROM turns, functions that read no
+    store (``OFFLOADED``) are run on the last WORKER_SHARE of them by the run's worker
+    process (nodes.turn_worker) while this one runs the others."""
+    names = (name,) if isinstance(name, str) else tuple(name)
     todo = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
-    if fn is checked_turn:
+    if names == ("checked_turn",):
+        fn = PER_TURN["checked_turn"]
         for item in todo:
             try:
                 item.update(call(fn, item, run, cfg))
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
         return
-    each_split(run, todo, name, cfg)  # every other per-turn function reads no store
+    each_split(run, todo, names, cfg)  # every other per-turn function reads no store
 
 
-def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
+def each_split(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
                cfg: Mapping[str, Any] | None = None) -> None:
-    """Run the node function ``OFFLOADED[name]`` (it reads no store) on each item, the
-    item's values as its channels, adding what it writes to the item: from
-    SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of them in the
-    run's worker process while this one runs the others."""
-    split_from = BRIEFS_SPLIT_FROM if OFFLOADED[name] is brief_draft else SPLIT_FROM
+    """Run the node functions ``OFFLOADED[name]`` of ``names`` (they read no store) in
+    turn on each item, the item's values as their channels, adding what they write to
+    the item: from SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of
+    them in the run's worker process (one request for all of ``names``) while this one
+    runs the others."""
+    split_from = BRIEFS_SPLIT_FROM if names == ("brief_draft",) else SPLIT_FROM
     share = WORKER_SHARE if len(items) >= split_from else 0.0
-    split_finish(run, split_start(run, items, (name,), share, cfg))
+    split_finish(run, split_start(run, items, names, share, cfg))
 
 
 class Split(NamedTuple):
@@ -294,7 +301,7 @@ def batch_keywords(*, run: RunContext) -> NoWrites:
     The batch that brings the store to the index's size builds it (``build_when_due``)."""
     from nodes.publish.keyword_index import build_when_due
 
-    build_when_due(run.store, beside=False)
+    build_when_due(run.store, beside=False, run=run)
     run.store.catch_up_keywords()
     return {}
 
