@@ -47,8 +47,8 @@ from store.sql import Conn
 
 __all__ = ["BRIEFS_SPLIT_FROM", "EXTRACT", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
            "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_drop", "split_finish",
-           "split_start", "turns_before"]
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "previous_after",
+           "split_drop", "split_finish", "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -262,22 +262,33 @@ def batch_previous(items: Any, *, run: RunContext) -> BatchPreviousWrites:
     """Each turn's ``previous`` (nearest first, as nodes.load_evidence.neighbours reads
     them), and ``duplicate`` for a turn whose source key is stored or came earlier in
     the batch."""
+    with run.store.read() as conn:
+        previous_after(conn, [], items)
+    return {"items": items}
+
+
+def previous_after(conn: Conn, before: list[dict[str, Any]], items: list[dict[str, Any]]
+                   ) -> None:
+    """``batch_previous`` on ``items`` read as if the batch ``before`` (computed, not
+    stored yet) were stored: its turns to store come before them in their sessions, and
+    its source keys count as stored."""
+    running: dict[str, list[str]] = {}
+    planned = [i for i in before if i.get("rejected") is None and not i.get("duplicate")]
+    for item in planned:
+        turns_before(conn, running, item["turn"])
     kept = [i for i in items if i.get("rejected") is None]
     keys = [i["turn"]["source_key"] for i in kept if i["turn"]["source_key"] is not None]
-    running: dict[str, list[str]] = {}
-    with run.store.read() as conn:
-        stored = stored_source_keys(conn, keys)
-        seen: set[str] = set()
-        for item in kept:
-            turn = item["turn"]
-            key = turn["source_key"]
-            if key is not None:
-                if key in stored or key in seen:
-                    item["duplicate"] = True
-                    continue
-                seen.add(key)
-            item["previous"] = turns_before(conn, running, turn)
-    return {"items": items}
+    stored = stored_source_keys(conn, keys)
+    seen = {i["turn"]["source_key"] for i in planned if i["turn"]["source_key"] is not None}
+    for item in kept:
+        turn = item["turn"]
+        key = turn["source_key"]
+        if key is not None:
+            if key in stored or key in seen:
+                item["duplicate"] = True
+                continue
+            seen.add(key)
+        item["previous"] = turns_before(conn, running, turn)
 
 
 def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]

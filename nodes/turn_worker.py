@@ -102,6 +102,7 @@ class TurnWorker:
         self._worker: subprocess.Popen[bytes] | None = None
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread whose request the worker holds
 
     @property
     def pid(self) -> int | None:
@@ -114,12 +115,18 @@ class TurnWorker:
         """Hand ``turns`` (each the channels node ``name`` reads, or the nodes of a tuple
         of names, run in turn) to the worker; False
         when it cannot take them (compute them here then). Every ``send`` that returned
-        True is followed by one ``receive``, with the lock held in between."""
+        True is followed by one ``receive``, with the lock held in between. False too
+        while the worker computes a request of this thread's not yet received (a
+        capture pass's next batch, nodes.publish.capture_pass): this thread computes
+        the new one itself instead of waiting for itself."""
+        if self._owner == threading.get_ident():
+            return False
         self._lock.acquire()
+        self._owner = threading.get_ident()
         try:
             worker = None if self._broken else (self._worker or self._start(run))
             if worker is None:
-                self._lock.release()
+                self._release()
                 return False
             assert worker.stdin is not None
             pickle.dump((name, dict(cfg or {}), turns), worker.stdin,
@@ -127,7 +134,7 @@ class TurnWorker:
             worker.stdin.flush()
         except Exception:  # a pipe closed, the worker gone
             self._lose()
-            self._lock.release()
+            self._release()
             return False
         return True
 
@@ -142,11 +149,18 @@ class TurnWorker:
             self._lose()
             return None
         finally:
-            self._lock.release()
+            self._release()
         return value if status == "ok" else None
 
+    def _release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
     def close(self) -> None:
-        """End the worker (its input closed: it exits after the request in hand)."""
+        """End the worker (its input closed: it exits after the request in hand). A
+        request of this thread's that a failed run left unreceived is received first."""
+        if self._owner == threading.get_ident():
+            self.receive()
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:
