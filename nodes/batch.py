@@ -3,8 +3,9 @@
 A batch is the channel ``items``: one dict per turn, holding that turn's values under
 the ingest graph's channel names (``request``, ``turn``, ``redacted``, ``previous``,
 ``decisions``, ``blockers``, ``flags``, ``vector``, ``fields``, then ``recorded``).
-``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``) on each
-turn of the batch, with the turn's values as its state: one stage a batch, the same code
+``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``, or a list
+of them in turn) on each turn of the batch, with the turn's values as its state: one
+stage a batch, the same code
 and the same results as one ingest a turn. A turn the validation refuses gets
 ``rejected`` (the reason) and is stepped over; a turn whose source key is already
 stored (or earlier in the batch) gets ``duplicate`` and is not computed again.

@@ -11,9 +11,12 @@ same channel values, with the same settings and patterns, so each turn gets exac
 what this process would give it; a worker that failed or cannot be reached leaves its
 part to this process.
 
-An import hands the worker most of a batch's per-turn functions in one request (a
-chain of them, nodes.publish.bundle_apply) while it writes the batch before; a bulk
-batch's compression hands it part of its briefs' text (``brief_draft``).
+The per-turn functions after the turns before each go to it in one request (a chain
+of them, ``nodes.batch.EXTRACT``). An import hands it most of a batch's while it writes
+the batch before (nodes.publish.bundle_apply), a capture pass most of the next batch's
+while it stores this one (nodes.publish.capture_pass); a bulk batch's compression
+hands it part of its briefs' text (``brief_draft``), the derived index's first build
+most of its entries' fields (nodes.publish.keyword_index).
 
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
 writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin closes:
