@@ -5,10 +5,10 @@ the ingest graph's channel names (``request``, ``turn``, ``redacted``, ``previou
 ``decisions``, ``blockers``, ``flags``, ``vector``, ``fields``, then ``recorded``).
 ``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``, or a list
 of them in turn) on each turn of the batch, with the turn's values as its state: one
-stage a batch, the same code
-and the same results as one ingest a turn. A turn the validation refuses gets
-``rejected`` (the reason) and is stepped over; a turn whose source key is already
-stored (or earlier in the batch) gets ``duplicate`` and is not computed again.
+stage a batch, the same code and the same results as one ingest a turn. A turn the
+validation refuses gets ``rejected`` (the reason) and is stepped over; a turn whose
+source key is already stored (or earlier in the batch) gets ``duplicate`` and is not
+computed again.
 
 The CLAEG shutdown events on the coordination bus of each session of the batch become
 system turns before the session's first turn (``batch_shutdowns``), acknowledged once
