@@ -81,6 +81,7 @@ CONDITIONS: dict[str, Callable[..., str]] = {
     "briefing_scope": lambda scope: str(scope),
     "has_query": lambda query: "yes" if query["text"] is not None else "no",
     "has_source": lambda source: "yes" if source is not None else "no",
+    "ahead_taken": lambda taken: "taken" if taken else "read",
     "capture_again": lambda again: "again" if again else "done",
     "hook_task": lambda task: str(task),
     "wanted": lambda wanted: str(wanted),  # one stored item, or a page of them

@@ -3,11 +3,12 @@
 A batch is the channel ``items``: one dict per turn, holding that turn's values under
 the ingest graph's channel names (``request``, ``turn``, ``redacted``, ``previous``,
 ``decisions``, ``blockers``, ``flags``, ``vector``, ``fields``, then ``recorded``).
-``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``) on each
-turn of the batch, with the turn's values as its state: one stage a batch, the same code
-and the same results as one ingest a turn. A turn the validation refuses gets
-``rejected`` (the reason) and is stepped over; a turn whose source key is already
-stored (or earlier in the batch) gets ``duplicate`` and is not computed again.
+``per_turn`` runs one of the ingest's per-turn node functions (``cfg["node"]``, or a list
+of them in turn) on each turn of the batch, with the turn's values as its state: one
+stage a batch, the same code and the same results as one ingest a turn. A turn the
+validation refuses gets ``rejected`` (the reason) and is stepped over; a turn whose
+source key is already stored (or earlier in the batch) gets ``duplicate`` and is not
+computed again.
 
 The CLAEG shutdown events on the coordination bus of each session of the batch become
 system turns before the session's first turn (``batch_shutdowns``), acknowledged once
@@ -24,7 +25,7 @@ it is compressed after it (nodes.publish.brief.compressed_sessions).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
@@ -45,10 +46,10 @@ from store.exchanges import stored_source_keys
 from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
-__all__ = ["BRIEFS_SPLIT_FROM", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
+__all__ = ["BRIEFS_SPLIT_FROM", "EXTRACT", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
            "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_split", "each_turn", "per_turn", "split_drop", "split_finish",
-           "split_start", "turns_before"]
+           "batch_shutdowns", "each_split", "each_turn", "per_turn", "previous_after",
+           "split_drop", "split_finish", "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
 PER_TURN: dict[str, NodeFn] = {fn.__name__: fn for fn in (
@@ -60,6 +61,10 @@ MAX_BATCH_TURNS = 100_000
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
     redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, brief_draft)}
 SPLIT_FROM = 256
+# The per-turn node functions after the turns before each are read, in turn: a batch
+# sends them to the worker in one request (the turn and the turns before it sent once,
+# one wait for its answer).
+EXTRACT = ("turn_signals", "nafe_flags", "turn_vector", "search_fields")
 # A brief's text (nodes.extract.brief) costs this process tens of times what one turn's
 # stage does, and its few source turns cost little to send: the worker takes its part
 # of a compression from this many briefs (nodes.publish.brief.compressed_sessions).
@@ -99,40 +104,43 @@ class PerTurnWrites(TypedDict):
 
 @node
 def per_turn(items: Any, *, run: RunContext, cfg: Cfg) -> PerTurnWrites:
-    """``cfg["node"]`` on every turn of the batch still to be stored; the validation
-    (``checked_turn``) records a refusal instead of failing the batch."""
+    """``cfg["node"]`` on every turn of the batch still to be stored (a list of names:
+    those node functions in turn on each, ``EXTRACT``); the validation (``checked_turn``)
+    records a refusal instead of failing the batch."""
     each_turn(run, items, cfg["node"], cfg)
     return {"items": items}
 
 
-def each_turn(run: RunContext, items: list[dict[str, Any]], name: str,
+def each_turn(run: RunContext, items: list[dict[str, Any]], name: str | Sequence[str],
               cfg: Mapping[str, Any] | None = None) -> None:
-    """Run the per-turn node function ``name`` on each item still to be stored, the
-    item's values as its channels, adding what it writes to the item. From SPLIT_FROM
-    turns, a function that reads no store (``OFFLOADED``) is run on the last
-    WORKER_SHARE of them by the run's worker process (nodes.turn_worker) while this one
-    runs the others."""
-    fn = PER_TURN[name]
+    """Run the per-turn node function ``name`` (or the functions a sequence of names
+    names, in turn) on each item still to be stored, the item's values as its channels,
+    adding what it writes to the item. From SPLIT_FROM turns, functions that read no
+    store (``OFFLOADED``) are run on the last WORKER_SHARE of them by the run's worker
+    process (nodes.turn_worker) while this one runs the others."""
+    names = (name,) if isinstance(name, str) else tuple(name)
     todo = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
-    if fn is checked_turn:
+    if names == ("checked_turn",):
+        fn = PER_TURN["checked_turn"]
         for item in todo:
             try:
                 item.update(call(fn, item, run, cfg))
             except InvalidInput as ex:
                 item["rejected"] = str(ex)
         return
-    each_split(run, todo, name, cfg)  # every other per-turn function reads no store
+    each_split(run, todo, names, cfg)  # every other per-turn function reads no store
 
 
-def each_split(run: RunContext, items: list[dict[str, Any]], name: str,
+def each_split(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
                cfg: Mapping[str, Any] | None = None) -> None:
-    """Run the node function ``OFFLOADED[name]`` (it reads no store) on each item, the
-    item's values as its channels, adding what it writes to the item: from
-    SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of them in the
-    run's worker process while this one runs the others."""
-    split_from = BRIEFS_SPLIT_FROM if OFFLOADED[name] is brief_draft else SPLIT_FROM
+    """Run the node functions ``OFFLOADED[name]`` of ``names`` (they read no store) in
+    turn on each item, the item's values as their channels, adding what they write to
+    the item: from SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of
+    them in the run's worker process (one request for all of ``names``) while this one
+    runs the others."""
+    split_from = BRIEFS_SPLIT_FROM if names == ("brief_draft",) else SPLIT_FROM
     share = WORKER_SHARE if len(items) >= split_from else 0.0
-    split_finish(run, split_start(run, items, (name,), share, cfg))
+    split_finish(run, split_start(run, items, names, share, cfg))
 
 
 class Split(NamedTuple):
@@ -255,22 +263,33 @@ def batch_previous(items: Any, *, run: RunContext) -> BatchPreviousWrites:
     """Each turn's ``previous`` (nearest first, as nodes.load_evidence.neighbours reads
     them), and ``duplicate`` for a turn whose source key is stored or came earlier in
     the batch."""
+    with run.store.read() as conn:
+        previous_after(conn, [], items)
+    return {"items": items}
+
+
+def previous_after(conn: Conn, before: list[dict[str, Any]], items: list[dict[str, Any]]
+                   ) -> None:
+    """``batch_previous`` on ``items`` read as if the batch ``before`` (computed, not
+    stored yet) were stored: its turns to store come before them in their sessions, and
+    its source keys count as stored."""
+    running: dict[str, list[str]] = {}
+    planned = [i for i in before if i.get("rejected") is None and not i.get("duplicate")]
+    for item in planned:
+        turns_before(conn, running, item["turn"])
     kept = [i for i in items if i.get("rejected") is None]
     keys = [i["turn"]["source_key"] for i in kept if i["turn"]["source_key"] is not None]
-    running: dict[str, list[str]] = {}
-    with run.store.read() as conn:
-        stored = stored_source_keys(conn, keys)
-        seen: set[str] = set()
-        for item in kept:
-            turn = item["turn"]
-            key = turn["source_key"]
-            if key is not None:
-                if key in stored or key in seen:
-                    item["duplicate"] = True
-                    continue
-                seen.add(key)
-            item["previous"] = turns_before(conn, running, turn)
-    return {"items": items}
+    stored = stored_source_keys(conn, keys)
+    seen = {i["turn"]["source_key"] for i in planned if i["turn"]["source_key"] is not None}
+    for item in kept:
+        turn = item["turn"]
+        key = turn["source_key"]
+        if key is not None:
+            if key in stored or key in seen:
+                item["duplicate"] = True
+                continue
+            seen.add(key)
+        item["previous"] = turns_before(conn, running, turn)
 
 
 def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
@@ -294,7 +313,7 @@ def batch_keywords(*, run: RunContext) -> NoWrites:
     The batch that brings the store to the index's size builds it (``build_when_due``)."""
     from nodes.publish.keyword_index import build_when_due
 
-    build_when_due(run.store, beside=False)
+    build_when_due(run.store, beside=False, run=run)
     run.store.catch_up_keywords()
     return {}
 

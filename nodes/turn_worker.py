@@ -11,9 +11,12 @@ same channel values, with the same settings and patterns, so each turn gets exac
 what this process would give it; a worker that failed or cannot be reached leaves its
 part to this process.
 
-An import hands the worker most of a batch's per-turn functions in one request (a
-chain of them, nodes.publish.bundle_apply) while it writes the batch before; a bulk
-batch's compression hands it part of its briefs' text (``brief_draft``).
+The per-turn functions after the turns before each go to it in one request (a chain
+of them, ``nodes.batch.EXTRACT``). An import hands it most of a batch's while it writes
+the batch before (nodes.publish.bundle_apply), a capture pass most of the next batch's
+while it stores this one (nodes.publish.capture_pass); a bulk batch's compression
+hands it part of its briefs' text (``brief_draft``), the derived index's first build
+most of its entries' fields (nodes.publish.keyword_index).
 
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
 writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin closes:
@@ -102,6 +105,7 @@ class TurnWorker:
         self._worker: subprocess.Popen[bytes] | None = None
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread whose request the worker holds
 
     @property
     def pid(self) -> int | None:
@@ -114,12 +118,18 @@ class TurnWorker:
         """Hand ``turns`` (each the channels node ``name`` reads, or the nodes of a tuple
         of names, run in turn) to the worker; False
         when it cannot take them (compute them here then). Every ``send`` that returned
-        True is followed by one ``receive``, with the lock held in between."""
+        True is followed by one ``receive``, with the lock held in between. False too
+        while the worker computes a request of this thread's not yet received (a
+        capture pass's next batch, nodes.publish.capture_pass): this thread computes
+        the new one itself instead of waiting for itself."""
+        if self._owner == threading.get_ident():
+            return False
         self._lock.acquire()
+        self._owner = threading.get_ident()
         try:
             worker = None if self._broken else (self._worker or self._start(run))
             if worker is None:
-                self._lock.release()
+                self._release()
                 return False
             assert worker.stdin is not None
             pickle.dump((name, dict(cfg or {}), turns), worker.stdin,
@@ -127,7 +137,7 @@ class TurnWorker:
             worker.stdin.flush()
         except Exception:  # a pipe closed, the worker gone
             self._lose()
-            self._lock.release()
+            self._release()
             return False
         return True
 
@@ -142,11 +152,18 @@ class TurnWorker:
             self._lose()
             return None
         finally:
-            self._lock.release()
+            self._release()
         return value if status == "ok" else None
 
+    def _release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
     def close(self) -> None:
-        """End the worker (its input closed: it exits after the request in hand)."""
+        """End the worker (its input closed: it exits after the request in hand). A
+        request of this thread's that a failed run left unreceived is received first."""
+        if self._owner == threading.get_ident():
+            self.receive()
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:

@@ -61,19 +61,19 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
     """The stages that store a batch of turns (the channel ``items``, nodes.batch), each
     through the ingest's own node functions: validate → each session's CLAEG shutdown
     events from the bus, as system turns → redact → the turns before each →
-    decisions/blockers → NAFE flags → vector → search fields → store (one transaction)
-    → the derived keyword index takes in a long queue → the events' receipts → compress
-    the sessions left with a full batch. Returns the nodes
-    (named with ``prefix``), the edges between them, the first stage and the last."""
+    decisions/blockers, NAFE flags, vector and search fields (one stage) → store (one
+    transaction) → the derived keyword index takes in a long queue → the events'
+    receipts → compress the sessions left with a full batch. Returns the nodes (named
+    with ``prefix``), the edges between them, the first stage and the last."""
     stages: list[tuple[str, dict[str, Any]]] = [
         ("validate", {"type": "per_turn", "node": "checked_turn"}),
         ("bus", {"type": "batch_shutdowns"}),
         ("redact", {"type": "per_turn", "node": "redacted_turn"}),
         ("previous", {"type": "batch_previous"}),
-        ("signals", {"type": "per_turn", "node": "turn_signals"}),
-        ("flags", {"type": "per_turn", "node": "nafe_flags"}),
-        ("vector", {"type": "per_turn", "node": "turn_vector"}),
-        ("fields", {"type": "per_turn", "node": "search_fields"}),
+        # decisions/blockers, NAFE flags, vector, search fields, in turn on each turn
+        # (nodes.batch.EXTRACT: the worker's part of them is one request)
+        ("extract", {"type": "per_turn", "node": ["turn_signals", "nafe_flags",
+                                                 "turn_vector", "search_fields"]}),
         ("store", {"type": "stored_turns"}),
         ("keywords", {"type": "batch_keywords"}),
         ("receipts", {"type": "batch_receipts"}),

@@ -25,8 +25,8 @@ from nodes.extract.transcripts import CorruptRecord, parse_record, session_from_
 from store.cursors import Cursor, get_cursor
 from store.errors import NotFound
 
-__all__ = ["HEAD_BYTES", "MAX_LINE_BYTES", "file_head", "file_identity", "transcript_batch",
-           "transcript_start"]
+__all__ = ["HEAD_BYTES", "MAX_LINE_BYTES", "file_head", "file_identity", "read_batch",
+           "transcript_batch", "transcript_start"]
 
 HEAD_BYTES = 1024  # the first bytes whose hash tells a rewritten file from a grown one
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a longer line is skipped as corrupt
@@ -122,12 +122,13 @@ class TranscriptBatchWrites(TypedDict):
 @node
 def transcript_batch(source: Any, start: Any) -> TranscriptBatchWrites:
     try:
-        return {"batch": _batch(source, start)}
+        return {"batch": read_batch(source, start)}
     except OSError as ex:
         raise _unreadable(start["file"], ex) from None
 
 
-def _batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
+def read_batch(source: dict[str, Any], start: dict[str, Any]) -> dict[str, Any]:
+    """The file's next batch of records from ``start`` (``transcript_batch``)."""
     kind, session = source["kind"], start["session"]
     records: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []

@@ -118,7 +118,7 @@ def compressed_sessions(due: Any, *, run: RunContext) -> CompressedSessionsWrite
                     drafts: list[dict[str, Any]] = [
                         {"batch": batch_records(whole[start:start + limit], labels)}
                         for start in range(0, len(whole), limit)]
-                    each_split(run, drafts, "brief_draft")
+                    each_split(run, drafts, ("brief_draft",))
                     session_made += _claimed(conn, session_row,
                                              [(d["batch"], d["draft"]) for d in drafts])
                     if len(turns) < page:

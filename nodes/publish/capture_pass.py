@@ -12,12 +12,19 @@ reads it again); ``capture_reply`` is the pass's report.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
+import nodes.batch as batch_module
+from nodes.batch import EXTRACT, each_turn, previous_after, split_drop, split_finish, split_start
 from nodes.context import RunContext, node
+from nodes.load_evidence.transcripts import read_batch
 
-__all__ = ["capture_items", "capture_reply", "cursor_step", "file_failed", "file_tally",
-           "next_source"]
+__all__ = ["AHEAD_SHARE", "ahead_taken", "capture_items", "capture_reply", "cursor_step",
+           "file_failed", "file_tally", "next_source", "read_ahead"]
+
+# The worker's part of the next batch's per-turn functions, computed while this process
+# stores and compresses the batch before it (``read_ahead``).
+AHEAD_SHARE = 0.75
 
 
 def _fresh(source: dict[str, Any]) -> dict[str, Any]:
@@ -34,19 +41,23 @@ class NextSourceWrites(TypedDict):
     reports: Any
     report: Any
     source: Any
+    ahead: NotRequired[Any]
 
 
 @node
-def next_source(reports: Any, report: Any, files: Any, *, run: RunContext) -> NextSourceWrites:
+def next_source(reports: Any, report: Any, files: Any, ahead: Any = None, *,
+                run: RunContext) -> NextSourceWrites:
     """The next file to read (None: all were read, or a stop was asked), with a fresh
-    report; the report of the file before it joins ``reports``."""
+    report; the report of the file before it joins ``reports``. A batch read ahead in
+    the file before (a stop was asked) is dropped."""
+    _drop(run, ahead)
     reports, report = list(reports or []), report
     if report is not None:
         reports.append(report)
     if len(reports) >= len(files) or _stopped(run):
-        return {"reports": reports, "report": None, "source": None}
+        return {"reports": reports, "report": None, "source": None, "ahead": None}
     source = files[len(reports)]
-    return {"reports": reports, "report": _fresh(source), "source": source}
+    return {"reports": reports, "report": _fresh(source), "source": source, "ahead": None}
 
 
 class CaptureItemsWrites(TypedDict):
@@ -110,17 +121,20 @@ def file_tally(report: Any, step: Any, start: Any, batch: Any, skipped: Any, *,
 
 class FileFailedWrites(TypedDict):
     report: Any
+    ahead: NotRequired[Any]
 
 
 @node
-def file_failed(report: Any, failures: Any, *, run: RunContext) -> FileFailedWrites:
+def file_failed(report: Any, failures: Any, ahead: Any = None, *,
+                run: RunContext) -> FileFailedWrites:
     """The file's report with the error that stopped it (a watcher tries again later):
-    ``failures`` is the failure edges' error channel."""
+    ``failures`` is the failure edges' error channel. A batch read ahead is dropped."""
+    _drop(run, ahead)
     failed = failures[-1]["node"]
     messages = run.errors(failed)
     report = dict(report)
     report["error"] = messages[-1] if messages else f"the {failed} stage failed"
-    return {"report": report}
+    return {"report": report, "ahead": None}
 
 
 class CaptureReplyWrites(TypedDict):
@@ -130,3 +144,68 @@ class CaptureReplyWrites(TypedDict):
 @node
 def capture_reply(reports: Any) -> CaptureReplyWrites:
     return {"reply": {"files": reports or []}}
+
+
+class ReadAheadWrites(TypedDict):
+    ahead: Any
+
+
+@node
+def read_ahead(source: Any, start: Any, batch: Any, items: Any, *,
+               run: RunContext) -> ReadAheadWrites:
+    """When the batch was full: the file's next batch read now, before this one is
+    stored, validated and redacted, the turns before each read as if this batch were
+    stored (``previous_after``), and AHEAD_SHARE of its per-turn functions (``EXTRACT``)
+    handed to the worker process, which computes them while this process stores and
+    compresses this batch. ``ahead_taken`` takes it up as the next batch, or drops it.
+    Not with a coordination bus (its shutdown events are read batch by batch) nor while
+    a rotated file is drained."""
+    end = batch["end"]
+    if (not end["more"] or start["drain"] or _stopped(run) or run.bus is not None
+            or run.turn_worker is None):
+        return {"ahead": None}
+    following = {**start, "position": end["position"], "lines": end["lines"],
+                 "head": end["head"], "session": end["session"], "reset": None}
+    try:
+        read = read_batch(source, following)
+    except OSError:
+        return {"ahead": None}  # read again in its turn, which reports the error
+    taken = capture_items(read)["items"]
+    each_turn(run, taken, "checked_turn")
+    each_turn(run, taken, "redacted_turn")
+    with run.store.read() as conn:
+        previous_after(conn, items, taken)
+    todo = [i for i in taken if i.get("rejected") is None and not i.get("duplicate")]
+    share = AHEAD_SHARE if len(todo) >= batch_module.SPLIT_FROM else 0.0
+    return {"ahead": {"start": following, "batch": read, "items": taken,
+                      "split": split_start(run, todo, EXTRACT, share)}}
+
+
+class AheadTakenWrites(TypedDict):
+    ahead: Any
+    taken: Any
+    batch: NotRequired[Any]
+    items: NotRequired[Any]
+
+
+@node
+def ahead_taken(start: Any, ahead: Any, items: Any, *, run: RunContext) -> AheadTakenWrites:
+    """The batch read ahead (``read_ahead``) becomes this batch, its per-turn functions
+    finished (``taken``: it goes straight to the store), when the file's cursor starts
+    where it was read from and the batch before was stored as planned (each turn
+    planned stored, none found already stored by another writer meanwhile). Otherwise
+    it is dropped and the batch is read again."""
+    if ahead is None:
+        return {"ahead": None, "taken": False}
+    planned = [i for i in items or () if i.get("rejected") is None and not i.get("duplicate")]
+    as_planned = all(i.get("recorded") and not i["recorded"]["duplicate"] for i in planned)
+    if ahead["start"] != start or not as_planned:
+        _drop(run, ahead)
+        return {"ahead": None, "taken": False}
+    split_finish(run, ahead["split"])
+    return {"ahead": None, "taken": True, "batch": ahead["batch"], "items": ahead["items"]}
+
+
+def _drop(run: RunContext, ahead: Any) -> None:
+    if ahead is not None:
+        split_drop(run, ahead["split"])

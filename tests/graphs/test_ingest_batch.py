@@ -152,10 +152,10 @@ def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
     monkeypatch.setattr(batch_module, "BRIEFS_SPLIT_FROM", 2)
     worker = stores[1].ctx.turn_worker
     assert worker is not None
-    asked: list[str] = []
+    asked: list[str | tuple[str, ...]] = []
     send = worker.send
 
-    def sent(run: Any, name: str, cfg: Any, turns: Any) -> bool:
+    def sent(run: Any, name: str | tuple[str, ...], cfg: Any, turns: Any) -> bool:
         asked.append(name)
         return send(run, name, cfg, turns)
 
@@ -169,7 +169,7 @@ def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
     stored_alike(stores, 25, between=kill_worker)
     assert worker._broken is lost  # it took its part of each batch, or was found dead
     assert (worker._worker is not None) is not lost
-    assert {"redacted_turn", "search_fields", "brief_draft"} <= set(asked)
+    assert {"redacted_turn", batch_module.EXTRACT, "brief_draft"} <= set(asked)
 
 
 def stored_alike(stores: tuple[App, App], size: int,
@@ -411,3 +411,45 @@ def held(worker: Any) -> bool:
         return False
     worker._lock.release()
     return True
+
+
+def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A bulk write's first build of the derived index (and a rebuild) reads the turns a
+    page at a time and has the worker compute most of each page's fields while the page
+    before goes into the index: the entries are those computed in this process. A
+    build that fails part-way takes the worker's answer before the error goes up."""
+    import nodes.publish.keyword_index as keyword_index
+
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    monkeypatch.setattr(keyword_index, "ENTRY_PAGE", 7)
+    app = open_store(tmp_path / "app", None)
+    try:
+        stored = app.run("ingest_batch", {"turns": requests()})[0]["reply"]["stored"]
+        worker = app.ctx.turn_worker
+        assert worker is not None
+        asked: list[Any] = []
+        send = worker.send
+
+        def sent(run: Any, name: Any, cfg: Any, turns: Any) -> bool:
+            asked.append((name, len(turns)))
+            return send(run, name, cfg, turns)
+
+        monkeypatch.setattr(worker, "send", sent)
+        with app.store.read() as conn:
+            alone = list(keyword_index.stored_entries(conn))
+        with app.store.read() as conn, keyword_index.entries_with(app.ctx) as entries_of:
+            assert list(entries_of(conn)) == alone
+        assert len(alone) == stored and sum(1 for e in alone if e[3]) > stored / 2
+        assert asked and all(name == "search_fields" for name, _ in asked)
+        assert sum(n for _, n in asked) > len(alone) / 2  # the worker took most of them
+        with pytest.raises(RuntimeError, match="the index failed"), app.store.read() as conn, \
+                keyword_index.entries_with(app.ctx) as entries_of:
+            for n, _ in enumerate(entries_of(conn)):
+                if n == 10:  # the worker is computing the third page meanwhile
+                    raise RuntimeError("the index failed")
+        assert not held(worker) and not worker._broken
+        with app.store.read() as conn, keyword_index.entries_with(app.ctx) as entries_of:
+            assert list(entries_of(conn)) == alone
+    finally:
+        app.close()

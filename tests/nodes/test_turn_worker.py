@@ -100,3 +100,31 @@ def test_a_chain_of_node_functions_is_answered_with_all_their_writes(tmp_path: P
     assert got == expected
     assert got is not None and set(got[0]) == {"decisions", "blockers", "flags", "vector",
                                                "fields"}
+
+
+def test_a_thread_whose_request_is_out_computes_the_next_itself_and_closing_takes_it(
+        tmp_path: Path):
+    """While the worker computes a request of this thread's (a capture pass's batch
+    read ahead), this thread's next request is refused (computed here), not waited for;
+    another thread's waits its turn. Closing takes an answer a failed run left."""
+    import threading
+
+    worker = TurnWorker()
+    run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
+    turns = [{"turn": TURN}]
+    try:
+        assert worker.send(run, "nafe_flags", {}, turns)
+        assert not worker.send(run, "turn_vector", {}, turns)  # not waiting for itself
+        other: list[object] = []
+        waiting = threading.Thread(target=lambda: other.append(
+            worker.send(run, "nafe_flags", {}, turns) and worker.receive()))
+        waiting.start()
+        waiting.join(0.2)
+        assert waiting.is_alive() and other == []  # another thread waits its turn
+        assert worker.receive() == [call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]
+        waiting.join(30)
+        assert other == [[call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]]
+        assert worker.send(run, "nafe_flags", {}, turns)  # then left unreceived
+    finally:
+        worker.close()  # takes that answer: no wait for ever
+    assert not worker._lock.locked() and worker._worker is None
