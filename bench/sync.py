@@ -104,8 +104,10 @@ def step(kind: str, data_dir: Path, bundle: Path) -> None:
         app.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     reply = {k: v for k, v in out["reply"].items() if k != "text"}
-    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss": peak,
-                      "load": os.getloadavg()[0], **reply}))
+    # the measured figures after the reply's: its own "seconds" leaves out what the
+    # graph does after the reply is made (a bulk write's first derived-index build)
+    print(json.dumps({**reply, "seconds": seconds, "cpu_seconds": cpu, "peak_rss": peak,
+                      "load": os.getloadavg()[0]}))
 
 
 def measured(kind: str, data_dir: Path, bundle: Path) -> dict[str, Any]:
