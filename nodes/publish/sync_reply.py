@@ -50,5 +50,6 @@ def import_reply(incoming: Any, bundle: Any, applied: Any, sessions_compressed: 
     r = _applied(bundle, applied, sessions_compressed)
     text = (f"Imported {incoming['path']}: {counted(r['bundle_turns'], 'turn')} "
             f"in {counted(r['sessions'], 'session')} verified; {_applied_text(r)} "
-            f"({r['seconds']:.2f} s)")
+            f"(applied in {r['seconds']:.2f} s; verification, compression and a first "
+            "keyword-index build are not counted)")
     return {"reply": {"text": text, **r}}
