@@ -333,9 +333,6 @@ class Store:
         try:
             with self._failures("open"):
                 conn.set_busy_timeout(self.busy_timeout_ms)
-                conn.enable_load_extension(True)
-                conn.load_extension(vec0_path())
-                conn.enable_load_extension(False)
                 if not self.read_only:  # a read-only store keeps the mode it has
                     conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous="
@@ -346,12 +343,12 @@ class Store:
                 conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
                 # The ranking function registers itself with a statement, which reads
                 # the schema: a damaged file fails first here, with its own error.
-                ranking = bm25_top_path()
-                if ranking is not None:
-                    conn.execute("PRAGMA schema_version")
-                    conn.enable_load_extension(True)
+                conn.execute("PRAGMA schema_version")
+                conn.enable_load_extension(True)
+                conn.load_extension(vec0_path())
+                if (ranking := bm25_top_path()) is not None:
                     conn.load_extension(ranking, "sqlite3_bm25top_init")
-                    conn.enable_load_extension(False)
+                conn.enable_load_extension(False)
         except BaseException:
             conn.close()
             raise

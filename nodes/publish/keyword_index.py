@@ -38,6 +38,7 @@ ENTRY_PAGE = 2_000
 # first build at 100,000 turns cost this process 2.5 s of CPU instead of 3.2 and the
 # worker 1.8 s (bench/sync.py).
 ENTRY_SHARE = 0.8
+FIELDS = ("search_fields",)  # the node function the worker runs on each entry
 
 
 def stored_entries(conn: Conn, run: RunContext | None = None
@@ -66,8 +67,6 @@ def stored_entries(conn: Conn, run: RunContext | None = None
     if pending is not None:
         yield from _entries(pending)
 
-
-FIELDS = ("search_fields",)
 
 
 def _pages(conn: Conn) -> Iterator[list[dict[str, Any]]]:
