@@ -13,7 +13,38 @@ import apsw
 from store import schema
 from store.schema import Type
 
-__all__ = ["render", "step"]
+__all__ = ["EPOCH_KEY", "fts5_table", "keyword_epoch", "render", "step"]
+
+# ``meta``: a number that grows whenever a row of the keyword index is removed, or a row
+# is written below the largest rowid (a turn indexed again, a forgotten turn): every
+# other write appends rows above the largest, so the document frequencies kept by
+# ``store.sqlite.doc_freq`` are brought up to date by counting the rows above the last
+# they counted, until it changes. Triggers on FTS5's table of row sizes (``_docsize``,
+# one row per indexed row, written by FTS5 in the writing statement, so in its
+# transaction) raise it, whichever code or process writes the index; so does the
+# table's creation (a table dropped and created again).
+EPOCH_KEY = "keyword_epoch"
+_BUMP = (f"INSERT INTO meta(key, value) VALUES ('{EPOCH_KEY}', '1')"
+         " ON CONFLICT (key) DO UPDATE SET value = value + 1")
+
+
+def fts5_table(k: schema.KeywordTable) -> str:
+    """The keyword index's FTS5 table alone (a store's has its epoch too: ``render``)."""
+    # Contentless: the text lives once, in exchanges; deletable row by row.
+    return (f"CREATE VIRTUAL TABLE {k.name} USING fts5(\n"
+            f"  {', '.join(k.fields)}, content='', contentless_delete=1,\n"
+            f"  tokenize='{k.tokenize}'\n)")
+
+
+def keyword_epoch(table: str) -> str:
+    """The keyword index ``table``'s triggers that raise ``meta``'s EPOCH_KEY, and one
+    raise of it."""
+    sizes = f"{table}_docsize"
+    return (f"CREATE TRIGGER IF NOT EXISTS {table}_removed AFTER DELETE ON {sizes}\n"
+            f"BEGIN {_BUMP}; END;\n"
+            f"CREATE TRIGGER IF NOT EXISTS {table}_written_below AFTER INSERT ON {sizes}\n"
+            f"WHEN EXISTS (SELECT 1 FROM {sizes} WHERE id > new.id)\n"
+            f"BEGIN {_BUMP}; END;\n" + _BUMP)
 
 class SqliteRenderer(schema.Renderer):
     types: ClassVar[Mapping[Type, str]] = {
@@ -29,10 +60,7 @@ class SqliteRenderer(schema.Renderer):
     # An entry of a rowid table's index ends with the rowid: ``then_id`` is implied.
 
     def keyword_table(self, k: schema.KeywordTable) -> str:
-        # Contentless: the text lives once, in exchanges; deletable row by row.
-        return (f"CREATE VIRTUAL TABLE {k.name} USING fts5(\n"
-                f"  {', '.join(k.fields)}, content='', contentless_delete=1,\n"
-                f"  tokenize='{k.tokenize}'\n)")
+        return fts5_table(k) + ";\n" + keyword_epoch(k.name)
 
     def vector_table(self, v: schema.VectorTable) -> str:
         return (f"CREATE VIRTUAL TABLE {v.name} USING vec0(\n"

@@ -1,0 +1,122 @@
+"""The keyword index's document frequencies, kept between searches: how many rows hold
+each phrase, which FTS5's bm25() counts over the whole index for every statement
+(``xQueryPhrase``: about half of a session search's statement at 20,000 turns), handed
+to the ranking function instead (``store/sqlite/bm25_top.c``, its counts argument).
+
+Exact, in the statement's own snapshot:
+
+* turns are appended with growing rowids under SQLite's one writer, so a phrase counted
+  up to rowid ``last`` is brought up to date by counting its rows above ``last`` (FTS5
+  seeks there in the phrase's lists: a few new rows cost a few microseconds);
+* anything else a write can do to the index (a row removed, a row written at or below
+  the largest rowid: a forget, a turn indexed again, a migration, the table made again)
+  raises ``meta``'s epoch in the writing transaction, by triggers on FTS5's own table
+  of row sizes (``store.sqlite.schema.keyword_epoch``), whichever code or process
+  writes; a changed epoch drops what was kept. Merging FTS5's segments changes no
+  count;
+* the epoch, the largest rowid, the row count (FTS5's averages record, which its
+  ``xRowCount`` reads) and the counts are read in the transaction the keyword statement
+  then runs in, so they are of its snapshot; the ranking function uses the counts only
+  when that row count is the table's. Outside a read transaction (no snapshot to share,
+  or a write that may roll back) nothing is handed over or kept.
+
+Kept per connection (a connection reads one file for its life, and is one thread's),
+``MAX_PHRASES`` at most. Without the compiled ranking function (FTS5's bm25()) nothing
+is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from array import array
+from collections.abc import Sequence
+
+import apsw
+
+from store.sql import first
+from store.sqlite.schema import EPOCH_KEY
+
+__all__ = ["MAX_PHRASES", "phrase_counts"]
+
+MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
+TXN_READ = 1  # sqlite3_txn_state: a read transaction (2: a write one)
+STATE = f"""
+SELECT (SELECT value FROM meta WHERE key = '{EPOCH_KEY}'),
+       (SELECT coalesce(max(id), 0) FROM exchanges_fts_docsize),
+       (SELECT block FROM exchanges_fts_data WHERE id = 1)"""
+COUNT_ABOVE = ("(SELECT count(*) FROM exchanges_fts"
+               " WHERE exchanges_fts MATCH ?{m} AND rowid > ?{r})")
+
+
+class _Kept:
+    """One connection's counts: phrase -> (largest rowid counted, rows holding it)."""
+
+    def __init__(self, epoch: str) -> None:
+        self.epoch = epoch
+        self.counts: dict[str, tuple[int, int]] = {}
+
+
+_kept: weakref.WeakKeyDictionary[apsw.Connection, _Kept] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()  # the dictionary's; a connection's own counts are its thread's
+
+
+def _varint(data: bytes) -> int:
+    """SQLite's variable-length integer at the start of ``data`` (FTS5's records)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def _quoted(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes | None:
+    """The counts argument of ``bm25_top`` for a MATCH of ``phrases`` in FTS5's order
+    (a phrase's text, quoted as one FTS5 string and matched in every column; None for
+    one left to FTS5 to count, such as the session's scope token): the table's row
+    count, then each phrase's rows (-1: not given), in ``conn``'s current snapshot. None
+    when nothing can be given (see the module's notes)."""
+    if conn.get_autocommit():
+        return None
+    row = first(conn, STATE)
+    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
+        return None
+    epoch, top, rows = str(row[0]), int(row[1]), _varint(bytes(row[2]))
+    with _lock:
+        kept = _kept.get(conn)
+        if kept is None or kept.epoch != epoch:
+            kept = _kept[conn] = _Kept(epoch)
+    known = kept.counts
+    counts = [-1] * len(phrases)
+    stale: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
+    for i, phrase in enumerate(phrases):
+        if phrase is None:
+            continue
+        last, n = known.get(phrase, (0, 0))
+        if last > top:  # rows counted that this snapshot does not hold: count again
+            last, n = 0, 0
+        if last == top:
+            counts[i] = n
+        else:
+            stale.append((i, phrase, last, n))
+    if stale:
+        params: list[object] = []
+        parts = []
+        for _, phrase, last, _ in stale:
+            parts.append(COUNT_ABOVE.format(m=len(params) + 1, r=len(params) + 2))
+            params += [_quoted(phrase), last]
+        added = first(conn, "SELECT " + ", ".join(parts), params)
+        assert added is not None
+        if len(known) + len(stale) > MAX_PHRASES:
+            known.clear()
+        for (i, phrase, _, n), more in zip(stale, added, strict=True):
+            counts[i] = n + int(more)
+            known[phrase] = (top, counts[i])
+    return array("q", [rows, *counts]).tobytes()
