@@ -232,6 +232,33 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   sqlite3_result_double(pCtx, value);
 }
 
+/*
+** phrase_mask(fts): which of the statement's first 56 phrases the row holds, bit i for
+** phrase i (one with an instance in the row), and in bits 56 to 62 how many phrases the
+** statement has (at most 127). Of an OR of phrases without column filters, bit i is set
+** exactly when the row matches phrase i alone: the rows bm25() counts for its IDF
+** (xQueryPhrase). store.sqlite.doc_freq counts the rows written since it last counted a
+** search's phrases with one such statement for all of them.
+*/
+static void phraseMask(const Fts5ExtensionApi *pApi, Fts5Context *pFts,
+                       sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  sqlite3_int64 mask = 0;
+  int i, rc = SQLITE_OK, nPhrase = pApi->xPhraseCount(pFts);
+  (void)nVal;
+  (void)apVal;
+  for (i = 0; rc == SQLITE_OK && i < nPhrase && i < 56; i++) {
+    Fts5PhraseIter iter;
+    int iCol = -1, iOff = -1;
+    rc = pApi->xPhraseFirst(pFts, i, &iter, &iCol, &iOff);
+    if (rc == SQLITE_OK && iCol >= 0) mask |= (sqlite3_int64)1 << i;
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  sqlite3_result_int64(pCtx, mask | (sqlite3_int64)(nPhrase < 127 ? nPhrase : 127) << 56);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
@@ -251,5 +278,7 @@ int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
     *pzErrMsg = sqlite3_mprintf("bm25_top: FTS5 is not available");
     return rc;
   }
-  return fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+  rc = fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
+  return rc;
 }

@@ -6,8 +6,10 @@ to the ranking function instead (``store/sqlite/bm25_top.c``, its counts argumen
 Exact, in the statement's own snapshot:
 
 * turns are appended with growing rowids under SQLite's one writer, so a phrase counted
-  up to rowid ``last`` is brought up to date by counting its rows above ``last`` (FTS5
-  seeks there in the phrase's lists: a few new rows cost a few microseconds);
+  up to rowid ``last`` is brought up to date by counting its rows above ``last``: one
+  statement for all of a search's phrases, the OR of them above the smallest ``last``,
+  which tells for each row returned which phrases it holds (``phrase_mask``, of the
+  same library; FTS5 seeks there in each phrase's list);
 * anything else a write can do to the index (a row removed, a row written at or below
   the largest rowid: a forget, a turn indexed again, a migration, the table made again)
   raises ``meta``'s epoch in the writing transaction, by triggers on FTS5's own table
@@ -40,13 +42,20 @@ from store.sqlite.schema import EPOCH_KEY
 __all__ = ["MAX_PHRASES", "phrase_counts"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
+# A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
+# by the rows above it; further behind, it is counted again over the whole index (as
+# bm25() counts it). MASK_PHRASES: the phrases ``phrase_mask`` reports at once.
+MAX_BEHIND = 2_000
+MASK_PHRASES = 56
 TXN_READ = 1  # sqlite3_txn_state: a read transaction (2: a write one)
 STATE = f"""
 SELECT (SELECT value FROM meta WHERE key = '{EPOCH_KEY}'),
        (SELECT coalesce(max(id), 0) FROM exchanges_fts_docsize),
        (SELECT block FROM exchanges_fts_data WHERE id = 1)"""
-COUNT_ABOVE = ("(SELECT count(*) FROM exchanges_fts"
-               " WHERE exchanges_fts MATCH ?{m} AND rowid > ?{r})")
+COUNT_ALL = "(SELECT count(*) FROM exchanges_fts WHERE exchanges_fts MATCH ?{m})"
+ADDED = """
+SELECT rowid, phrase_mask(exchanges_fts) FROM exchanges_fts
+WHERE exchanges_fts MATCH ? AND rowid > ?"""
 
 
 class _Kept:
@@ -95,28 +104,51 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
             kept = _kept[conn] = _Kept(epoch)
     known = kept.counts
     counts = [-1] * len(phrases)
-    stale: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
+    behind: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
+    whole: list[tuple[int, str]] = []
     for i, phrase in enumerate(phrases):
         if phrase is None:
             continue
         last, n = known.get(phrase, (0, 0))
-        if last > top:  # rows counted that this snapshot does not hold: count again
-            last, n = 0, 0
         if last == top:
             counts[i] = n
+        elif 0 < last < top and top - last <= MAX_BEHIND:
+            behind.append((i, phrase, last, n))
+        else:  # not kept, far behind, or of rows this snapshot does not hold
+            whole.append((i, phrase))
+    found: list[tuple[int, str, int]] = []
+    for start in range(0, len(behind), MASK_PHRASES):
+        part = behind[start:start + MASK_PHRASES]
+        added = _added(conn, [(phrase, last) for _, phrase, last, _ in part])
+        if added is None:
+            whole += [(i, phrase) for i, phrase, _, _ in part]
         else:
-            stale.append((i, phrase, last, n))
-    if stale:
-        params: list[object] = []
-        parts = []
-        for _, phrase, last, _ in stale:
-            parts.append(COUNT_ABOVE.format(m=len(params) + 1, r=len(params) + 2))
-            params += [_quoted(phrase), last]
-        added = first(conn, "SELECT " + ", ".join(parts), params)
-        assert added is not None
-        if len(known) + len(stale) > MAX_PHRASES:
-            known.clear()
-        for (i, phrase, _, n), more in zip(stale, added, strict=True):
-            counts[i] = n + int(more)
-            known[phrase] = (top, counts[i])
+            found += [(i, phrase, n + more)
+                      for (i, phrase, _, n), more in zip(part, added, strict=True)]
+    if whole:
+        marks = [COUNT_ALL.format(m=m) for m in range(1, len(whole) + 1)]
+        every = first(conn, "SELECT " + ", ".join(marks), [_quoted(p) for _, p in whole])
+        assert every is not None
+        found += [(i, phrase, int(n)) for (i, phrase), n in zip(whole, every, strict=True)]
+    if len(known) + len(found) > MAX_PHRASES:
+        known.clear()
+    for i, phrase, n in found:
+        counts[i] = n
+        known[phrase] = (top, n)
     return array("q", [rows, *counts]).tobytes()
+
+
+def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] | None:
+    """For each (phrase, last): the rows above ``last`` that hold it, read with one
+    statement (``phrase_mask`` of their OR, from the smallest ``last``); None if FTS5
+    numbered the phrases otherwise."""
+    added = [0] * len(phrases)
+    match = " OR ".join(_quoted(phrase) for phrase, _ in phrases)
+    since = min(last for _, last in phrases)
+    for rowid, mask in conn.execute(ADDED, (match, since)):
+        if mask >> 56 != len(phrases):
+            return None
+        for j, (_, last) in enumerate(phrases):
+            if rowid > last and mask >> j & 1:
+                added[j] += 1
+    return added
