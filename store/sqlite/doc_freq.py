@@ -10,17 +10,20 @@ Exact, in the statement's own snapshot:
   statement for all of a search's phrases, the OR of them above the smallest ``last``,
   which tells for each row returned which phrases it holds (``phrase_mask``, of the
   same library; FTS5 seeks there in each phrase's list);
-* anything else a write can do to the index (a row removed, a row written at or below
-  the largest rowid: a forget, a turn indexed again, a migration, the table made again)
-  raises ``meta``'s epoch in the writing transaction, by triggers on FTS5's own table
-  of row sizes (``store.sqlite.schema.keyword_epoch``), whichever code or process
-  writes; a changed epoch drops what was kept. Merging FTS5's segments changes no
+* a row removed (a forget, a turn indexed again: its row is removed first, a migration,
+  the table made again) raises ``meta``'s epoch in the writing transaction, by a trigger
+  on FTS5's own table of row sizes (``store.sqlite.schema.keyword_epoch``), whichever
+  code or process writes; a changed epoch drops what was kept. A row written below the
+  largest rowid of the last search without a removal (an index written out of id
+  order) shows in the row count: more rows than the last search's and those above its
+  largest rowid; that drops what was kept too. Merging FTS5's segments changes no
   count;
 * the epoch, the largest rowid, the row count (FTS5's averages record, which its
-  ``xRowCount`` reads) and the counts are read in the transaction the keyword statement
-  then runs in, so they are of its snapshot; the ranking function uses the counts only
-  when that row count is the table's. Outside a read transaction (no snapshot to share,
-  or a write that may roll back) nothing is handed over or kept.
+  ``xRowCount`` reads), the rows above the last search's largest rowid and the counts
+  are read in the transaction the keyword statement then runs in, so they are of its
+  snapshot; the ranking function uses the counts only when that row count is the
+  table's. Outside a read transaction (no snapshot to share, or a write that may roll
+  back) nothing is handed over or kept.
 
 Kept per connection (a connection reads one file for its life, and is one thread's),
 ``MAX_PHRASES`` at most. Without the compiled ranking function (FTS5's bm25()) nothing
@@ -48,10 +51,14 @@ MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again a
 MAX_BEHIND = 2_000
 MASK_PHRASES = 56
 TXN_READ = 1  # sqlite3_txn_state: a read transaction (2: a write one)
+# The epoch, the largest rowid, FTS5's averages record (its row count first) and the
+# rows above the largest rowid of the connection's last search (?1).
 STATE = f"""
 SELECT (SELECT value FROM meta WHERE key = '{EPOCH_KEY}'),
        (SELECT coalesce(max(id), 0) FROM exchanges_fts_docsize),
-       (SELECT block FROM exchanges_fts_data WHERE id = 1)"""
+       (SELECT block FROM exchanges_fts_data WHERE id = 1),
+       (SELECT count(*) FROM exchanges_fts_docsize WHERE id > ?1)"""
+NONE_ABOVE = 1 << 62
 COUNT_ALL = "(SELECT count(*) FROM exchanges_fts WHERE exchanges_fts MATCH ?{m})"
 ADDED = """
 SELECT rowid, phrase_mask(exchanges_fts) FROM exchanges_fts
@@ -59,10 +66,11 @@ WHERE exchanges_fts MATCH ? AND rowid > ?"""
 
 
 class _Kept:
-    """One connection's counts: phrase -> (largest rowid counted, rows holding it)."""
+    """One connection's counts: phrase -> (largest rowid counted, rows holding it), and
+    the snapshot of its last search: the epoch, the largest rowid, the row count."""
 
-    def __init__(self, epoch: str) -> None:
-        self.epoch = epoch
+    def __init__(self, epoch: str, top: int, rows: int) -> None:
+        self.epoch, self.top, self.rows = epoch, top, rows
         self.counts: dict[str, tuple[int, int]] = {}
 
 
@@ -94,14 +102,20 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     when nothing can be given (see the module's notes)."""
     if conn.get_autocommit():
         return None
-    row = first(conn, STATE)
-    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
-        return None
-    epoch, top, rows = str(row[0]), int(row[1]), _varint(bytes(row[2]))
     with _lock:
         kept = _kept.get(conn)
-        if kept is None or kept.epoch != epoch:
-            kept = _kept[conn] = _Kept(epoch)
+    row = first(conn, STATE, (NONE_ABOVE if kept is None else kept.top,))
+    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
+        return None
+    epoch, top, rows, above = str(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3])
+    if kept is None or kept.epoch != epoch or kept.rows + above != rows or top < kept.top:
+        # Rows only appended since the last search: the rows now are the rows then and
+        # those above its largest rowid. More: a row was written below it (without a
+        # removal, which raises the epoch): what was kept may miss it.
+        kept = _Kept(epoch, top, rows)
+        with _lock:
+            _kept[conn] = kept
+    kept.top, kept.rows = top, rows
     known = kept.counts
     counts = [-1] * len(phrases)
     behind: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
