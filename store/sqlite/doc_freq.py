@@ -60,9 +60,11 @@ SELECT (SELECT value FROM meta WHERE key = '{EPOCH_KEY}'),
        (SELECT count(*) FROM exchanges_fts_docsize WHERE id > ?1)"""
 NONE_ABOVE = 1 << 62
 COUNT_ALL = "(SELECT count(*) FROM exchanges_fts WHERE exchanges_fts MATCH ?{m})"
+# Newest first: FTS5 then reads each phrase's list from its end (a quarter less CPU than
+# seeking forward to the rowid: 4 phrases 140 against 190 us at 20,000 turns).
 ADDED = """
 SELECT rowid, phrase_mask(exchanges_fts) FROM exchanges_fts
-WHERE exchanges_fts MATCH ? AND rowid > ?"""
+WHERE exchanges_fts MATCH ? AND rowid > ? ORDER BY rowid DESC"""
 
 
 class _Kept:
