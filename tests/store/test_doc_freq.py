@@ -26,6 +26,7 @@ from store.search_filter import BM25_WEIGHTS, HitFilter
 from store.sql import all_rows, first
 from store.sqlite import doc_freq, search
 from store.sqlite.schema import EPOCH_KEY
+from tests.schema_stores import store_at_schema
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ["redis", "cache", "parser", "deploy", "timeout", "schema", "migration", "token",
@@ -187,8 +188,6 @@ def test_every_removal_raises_the_epoch(app: App):
 def test_a_migrated_store_gains_the_epoch(tmp_path: Path):
     """A store of the schema before (no triggers, no epoch: as the code before made it)
     gains both when it is opened."""
-    from tests.schema_stores import store_at_schema
-
     conn = store_at_schema(tmp_path / "old" / "steno.db", 15)
     conn.execute(f"DROP TRIGGER exchanges_fts_removed; DELETE FROM meta WHERE key = '{EPOCH_KEY}'")
     triggers = "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'"
