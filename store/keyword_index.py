@@ -63,7 +63,7 @@ import apsw
 
 from store import keyword_syntax
 from store.errors import StoreError
-from store.keyword_syntax import Expression, Node, Phrase
+from store.keyword_syntax import Expression, Node, Phrase, plain_phrases
 from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, KEYWORD_FIELDS, MONTHS, POOL
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
@@ -251,36 +251,6 @@ def needs_rebuild(store: Store) -> bool:
         return first(conn, UNQUEUED_TURN) is not None
 
 
-def plain_phrases(expression: str) -> list[str] | None:
-    """The phrases of an expression made of quoted phrases OR-ed (what the search
-    graph makes of plain language, ``nodes.extract.query_terms.term_expression``), or
-    None for any other FTS5 expression."""
-    phrases: list[str] = []
-    pos, n = 0, len(expression)
-    while True:
-        if pos >= n or expression[pos] != '"':
-            return None
-        end = pos + 1
-        text: list[str] = []
-        while True:
-            quote = expression.find('"', end)
-            if quote < 0:
-                return None
-            text.append(expression[end:quote])
-            if expression.startswith('""', quote):
-                text.append('"')
-                end = quote + 2
-                continue
-            end = quote + 1
-            break
-        phrases.append("".join(text))
-        if end == n:
-            return phrases
-        if not expression.startswith(" OR ", end):
-            return None
-        pos = end + 4
-
-
 # A turn's words per FTS5 column (body, context, dated), each ``_spaced``, and their
 # number in all columns.
 Columns = tuple[tuple[str, str, str], int]
@@ -454,11 +424,11 @@ class KeywordIndex:
         name, *args = FTS_TOKENIZE.split()
         self._fts_tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, args)
         self._tokenizer_lock = threading.Lock()
-        from store.sqlite.schema import render
+        from store.sqlite.schema import fts5_table
 
         # A caller's expression is checked by FTS5 on an empty table of the store's columns.
         self._syntax_check = apsw.Connection(":memory:")
-        self._syntax_check.execute(render(KEYWORD_FIELDS))
+        self._syntax_check.execute(fts5_table(KEYWORD_FIELDS))
         # The words the ``dated`` column holds besides a year's digits: the months'.
         self._months = frozenset(w for month in MONTHS for w in self.words(month))
         self.analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()

@@ -5,7 +5,8 @@ matched by FTS5 against the turn's own words only (``{body} : (...)``,
 ``store.sqlite.search.match_expression``), and ranked by bm25(), which counts each
 phrase's instances in the row and weighs the phrase by the rows it matches alone.
 This module reads an expression into the phrases FTS5 numbers and the tree it
-evaluates (``parse``), and says for a row's body words whether it matches and how many
+evaluates (``parse``; the search graph's own queries, OR-ed quoted phrases:
+``plain_phrases``), and says for a row's body words whether it matches and how many
 instances of each phrase bm25() counts (``Expression.counts``), following SQLite's
 ``ext/fts5/fts5_expr.c``:
 
@@ -32,7 +33,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_EXPANSIONS", "Expression", "Node", "Phrase", "parse"]
+__all__ = ["MAX_EXPANSIONS", "Expression", "Node", "Phrase", "parse", "plain_phrases"]
 
 # The tokens of a phrase's text: (text, whether it ends in ``*``) -> its words.
 Tokenize = Callable[[str, bool], list[str]]
@@ -297,3 +298,33 @@ def _overlap(a: Phrase, b: Phrase) -> bool:
 
     return any(can_be(a, i, t, b.prefix and j == len(b.tokens) - 1)
                for i in range(len(a.tokens)) for j, t in enumerate(b.tokens))
+
+
+def plain_phrases(expression: str) -> list[str] | None:
+    """The phrases of an expression made of quoted phrases OR-ed (what the search
+    graph makes of plain language, ``nodes.extract.query_terms.term_expression``), or
+    None for any other FTS5 expression."""
+    phrases: list[str] = []
+    pos, n = 0, len(expression)
+    while True:
+        if pos >= n or expression[pos] != '"':
+            return None
+        end = pos + 1
+        text: list[str] = []
+        while True:
+            quote = expression.find('"', end)
+            if quote < 0:
+                return None
+            text.append(expression[end:quote])
+            if expression.startswith('""', quote):
+                text.append('"')
+                end = quote + 2
+                continue
+            end = quote + 1
+            break
+        phrases.append("".join(text))
+        if end == n:
+            return phrases
+        if not expression.startswith(" OR ", end):
+            return None
+        pos = end + 4

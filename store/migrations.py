@@ -140,7 +140,7 @@ INITIAL: tuple[Operation, ...] = (
 
 # --- search fields and compact hashed vectors -----------------------------------
 
-CREATE_FTS_WITH_FIELDS = sqlite.render(KEYWORD_FIELDS)
+CREATE_FTS_WITH_FIELDS = sqlite.fts5_table(KEYWORD_FIELDS)
 INSERT_FTS_ROW = """
 INSERT INTO exchanges_fts(rowid, body, context, dated, scope) VALUES (?, ?, ?, ?, ?)"""
 SELECT_TURNS_TO_INDEX = "SELECT id, session_id, created_at, content FROM exchanges ORDER BY id"
@@ -494,6 +494,15 @@ KEYWORD_QUEUE = (
         column("dated TEXT"))),
 )
 
+
+def add_keyword_epoch(conn: Conn) -> None:
+    conn.execute(sqlite.keyword_epoch("exchanges_fts"))
+
+
+# The keyword index's epoch (``store.sqlite.schema.keyword_epoch``): a store created
+# since has it with its keyword table; an older one gains it here.
+KEYWORD_EPOCH = (Data(add_keyword_epoch),)
+
 # PostgreSQL's tuning for many writers and large stores. The hashed vectors lose their
 # HNSW index: each process searches its in-memory copy (store.postgres.vectors), and an
 # insert into the graph cost more than the rest of a turn's ingest. A session's row is
@@ -539,6 +548,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("session_cwd", SESSION_CWD),
     Migration("keyword_queue", KEYWORD_QUEUE, sqlite_only=True),
     Migration("scale_tuning", SCALE_TUNING, postgresql_only=True),
+    Migration("keyword_epoch", KEYWORD_EPOCH, sqlite_only=True),
 )
 # PostgreSQL's first step creates what the migrations before this one leave.
 POSTGRESQL_SINCE = "traces_without_text"

@@ -17,7 +17,7 @@ import apsw
 __all__ = ["CREATE_MIGRATIONS_TABLE", "HAS_MIGRATIONS_TABLE", "SCHEMA_VERSION", "SELECT_APPLIED",
            "pending_migrations"]
 
-SCHEMA_VERSION = 15  # SQLite's migrations (store.migrations.SQLITE_STEPS)
+SCHEMA_VERSION = 16  # SQLite's migrations (store.migrations.SQLITE_STEPS)
 
 CREATE_MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations(

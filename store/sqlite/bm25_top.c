@@ -1,8 +1,16 @@
 /*
-** bm25_top(fts, k, w0, w1, ...): FTS5's bm25(fts, w0, w1, ...), the same value computed
-** the same way (SQLite's ext/fts5/fts5_aux.c), for the rows that can be among the k best
-** of the statement; 1.0 (above any bm25() value with weights of 0 or more, never positive)
-** for a row that cannot be.
+** bm25_top(fts, k, w0, w1, ..., [counts]): FTS5's bm25(fts, w0, w1, ...), the same value
+** computed the same way (SQLite's ext/fts5/fts5_aux.c), for the rows that can be among
+** the k best of the statement; 1.0 (above any bm25() value with weights of 0 or more,
+** never positive) for a row that cannot be.
+**
+** counts (optional, a BLOB as its last argument): the table's row count then each
+** phrase's, native 64-bit integers, one more than the phrases; -1 for a phrase not
+** given. bm25() counts every phrase's rows over the whole table for its IDF (FTS5's
+** xQueryPhrase, about half of a session search's statement); a count given here is used
+** instead (store.sqlite.doc_freq keeps them, exact in the statement's snapshot). Counts
+** of another length, or of another row count than the table's, are not used: every
+** phrase is counted, as without them.
 **
 ** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
 ** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
@@ -26,6 +34,19 @@ SQLITE_EXTENSION_INIT1
 #define OUTSIDE 1.0 /* a row that cannot be among the k best */
 #define MAX_COLUMNS 16 /* more: the bound takes a size of 0 */
 #define MAX_K 65536     /* more, or a negative weight: every row is scored (bm25() itself) */
+
+/* bm25()'s IDF of a phrase that nHit of the table's nRow rows hold (fts5Bm25GetData). */
+static double idfOf(sqlite3_int64 nRow, sqlite3_int64 nHit) {
+  double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
+  if (idf <= 0.0) idf = 1e-6;
+  return idf;
+}
+
+/* How many arguments after k are weights: all but a last one that is the counts. */
+static int weightCount(int nVal, sqlite3_value **apVal) {
+  if (nVal > 1 && sqlite3_value_type(apVal[nVal - 1]) == SQLITE_BLOB) return nVal - 2;
+  return nVal - 1;
+}
 
 typedef struct Top {
   int nPhrase;
@@ -55,9 +76,9 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
   Top *p = (Top *)pApi->xGetAuxdata(pFts, 0);
   if (p == 0) {
     sqlite3_int64 nRow = 0, nToken = 0, nByte;
-    int i, nPhrase = pApi->xPhraseCount(pFts);
+    int i, nPhrase = pApi->xPhraseCount(pFts), nWeight = weightCount(nVal, apVal);
     /* the bound needs scores that fall as a row grows: weights of 0 or more */
-    for (i = 1; i < nVal; i++) {
+    for (i = 1; i <= nWeight; i++) {
       if (sqlite3_value_double(apVal[i]) < 0.0) k = 0;
     }
     if (k > MAX_K) k = 0;
@@ -75,6 +96,19 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
     if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
     p->nRow = nRow;
     for (i = 0; i < nPhrase; i++) p->aIDF[i] = -1.0;
+    if (rc == SQLITE_OK && nWeight < nVal - 1) {
+      const unsigned char *aCount = sqlite3_value_blob(apVal[nVal - 1]);
+      sqlite3_int64 n = -1;
+      if (aCount != 0 &&
+          sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 1)) {
+        memcpy(&n, aCount, sizeof(n)); /* a blob's bytes need not be aligned */
+      }
+      for (i = 0; n == nRow && i < nPhrase; i++) {
+        sqlite3_int64 nHit;
+        memcpy(&nHit, &aCount[sizeof(n) * (i + 1)], sizeof(nHit));
+        if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
+      }
+    }
     if (rc != SQLITE_OK) {
       sqlite3_free(p);
       return rc;
@@ -92,12 +126,9 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
 ** matching row holds) adds 0 to every score, and is not counted here. */
 static int countIdf(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Top *p, int i) {
   sqlite3_int64 nHit = 0;
-  double idf;
   int rc = pApi->xQueryPhrase(pFts, i, (void *)&nHit, countRow);
   if (rc != SQLITE_OK) return rc;
-  idf = log((p->nRow - nHit + 0.5) / (nHit + 0.5));
-  if (idf <= 0.0) idf = 1e-6;
-  p->aIDF[i] = idf;
+  p->aIDF[i] = idfOf(p->nRow, nHit);
   return SQLITE_OK;
 }
 
@@ -140,7 +171,7 @@ static void keep(Top *p, double s) {
 static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                     int nVal, sqlite3_value **apVal) {
   Top *p = 0;
-  int rc, i, nInst = 0, k, nCol;
+  int rc, i, nInst = 0, k, nCol, nWeight;
   sqlite3_int64 iRow, least = 0;
   int aLast[MAX_COLUMNS]; /* per column, the offset of its last match (-1: none) */
   double value;
@@ -159,6 +190,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     return;
   }
   memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
+  nWeight = weightCount(nVal, apVal);
   nCol = pApi->xColumnCount(pFts);
   for (i = 0; i < MAX_COLUMNS; i++) aLast[i] = -1;
   rc = pApi->xInstCount(pFts, &nInst);
@@ -166,7 +198,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     int ip, ic, io;
     rc = pApi->xInst(pFts, i, &ip, &ic, &io);
     if (rc == SQLITE_OK) {
-      p->aFreq[ip] += (nVal - 1 > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+      p->aFreq[ip] += (nWeight > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
       if (ic >= 0 && ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
     }
   }
@@ -200,6 +232,33 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   sqlite3_result_double(pCtx, value);
 }
 
+/*
+** phrase_mask(fts): which of the statement's first 56 phrases the row holds, bit i for
+** phrase i (one with an instance in the row), and in bits 56 to 62 how many phrases the
+** statement has (at most 127). Of an OR of phrases without column filters, bit i is set
+** exactly when the row matches phrase i alone: the rows bm25() counts for its IDF
+** (xQueryPhrase). store.sqlite.doc_freq counts the rows written since it last counted a
+** search's phrases with one such statement for all of them.
+*/
+static void phraseMask(const Fts5ExtensionApi *pApi, Fts5Context *pFts,
+                       sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  sqlite3_int64 mask = 0;
+  int i, rc = SQLITE_OK, nPhrase = pApi->xPhraseCount(pFts);
+  (void)nVal;
+  (void)apVal;
+  for (i = 0; rc == SQLITE_OK && i < nPhrase && i < 56; i++) {
+    Fts5PhraseIter iter;
+    int iCol = -1, iOff = -1;
+    rc = pApi->xPhraseFirst(pFts, i, &iter, &iCol, &iOff);
+    if (rc == SQLITE_OK && iCol >= 0) mask |= (sqlite3_int64)1 << i;
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  sqlite3_result_int64(pCtx, mask | (sqlite3_int64)(nPhrase < 127 ? nPhrase : 127) << 56);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
@@ -219,5 +278,7 @@ int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
     *pzErrMsg = sqlite3_mprintf("bm25_top: FTS5 is not available");
     return rc;
   }
-  return fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+  rc = fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
+  return rc;
 }

@@ -13,7 +13,36 @@ import apsw
 from store import schema
 from store.schema import Type
 
-__all__ = ["render", "step"]
+__all__ = ["EPOCH_KEY", "fts5_table", "keyword_epoch", "render", "step"]
+
+# ``meta``: a number that grows whenever a row of the keyword index is removed (a forget;
+# a turn indexed again, which removes its row first; every row, with the table). A
+# trigger on FTS5's table of row sizes (``_docsize``: one row per indexed row, which
+# FTS5 deletes in the statement that removes the row, so in its transaction) raises it,
+# whichever code or process writes the index; so does the table's creation (a table
+# dropped and made again). ``store.sqlite.doc_freq`` drops its kept document frequencies
+# when it changes (a row written below the largest without a removal it finds by the
+# row count). A trigger on the inserts would cost more than the ingest's index write
+# itself (FTS5 with it: 21 -> 56 us a row).
+EPOCH_KEY = "keyword_epoch"
+_BUMP = (f"INSERT INTO meta(key, value) VALUES ('{EPOCH_KEY}', '1')"
+         " ON CONFLICT (key) DO UPDATE SET value = value + 1")
+
+
+def fts5_table(k: schema.KeywordTable) -> str:
+    """The keyword index's FTS5 table alone (a store's has its epoch too: ``render``)."""
+    # Contentless: the text lives once, in exchanges; deletable row by row.
+    return (f"CREATE VIRTUAL TABLE {k.name} USING fts5(\n"
+            f"  {', '.join(k.fields)}, content='', contentless_delete=1,\n"
+            f"  tokenize='{k.tokenize}'\n)")
+
+
+def keyword_epoch(table: str) -> str:
+    """The keyword index ``table``'s trigger that raises ``meta``'s EPOCH_KEY, and one
+    raise of it."""
+    return (f"CREATE TRIGGER IF NOT EXISTS {table}_removed AFTER DELETE ON {table}_docsize\n"
+            f"BEGIN {_BUMP}; END;\n" + _BUMP)
+
 
 class SqliteRenderer(schema.Renderer):
     types: ClassVar[Mapping[Type, str]] = {
@@ -29,10 +58,7 @@ class SqliteRenderer(schema.Renderer):
     # An entry of a rowid table's index ends with the rowid: ``then_id`` is implied.
 
     def keyword_table(self, k: schema.KeywordTable) -> str:
-        # Contentless: the text lives once, in exchanges; deletable row by row.
-        return (f"CREATE VIRTUAL TABLE {k.name} USING fts5(\n"
-                f"  {', '.join(k.fields)}, content='', contentless_delete=1,\n"
-                f"  tokenize='{k.tokenize}'\n)")
+        return fts5_table(k) + ";\n" + keyword_epoch(k.name)
 
     def vector_table(self, v: schema.VectorTable) -> str:
         return (f"CREATE VIRTUAL TABLE {v.name} USING vec0(\n"

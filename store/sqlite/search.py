@@ -14,6 +14,7 @@ from collections.abc import Callable
 import apsw
 
 from store.correlation import turn_trace_sql
+from store.keyword_syntax import plain_phrases
 from store.search_filter import (
     BM25_WEIGHTS,
     POOL,
@@ -24,6 +25,7 @@ from store.search_filter import (
 )
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import bm25_top_path
+from store.sqlite.doc_freq import phrase_counts
 
 __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
            "match_expression", "merge_state", "scope_token"]
@@ -132,8 +134,10 @@ def match_expression(expression: str, flt: HitFilter, *, own_words: bool = False
     return match
 
 
-def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
-    """SQL and the filter's parameters for ranked keyword hits (MATCH and LIMIT go first/last).
+def keyword_sql(flt: HitFilter, *, counts: bool = False) -> tuple[str, list[object]]:
+    """SQL and the filter's parameters for ranked keyword hits (MATCH and LIMIT go first,
+    then the filter's; with ``counts``, the phrases' counts last, see
+    ``store.sqlite.doc_freq``: the caller appends them, or None).
 
     The inner query ranks by BM25 (``bm25_top``: FTS5's bm25() of the rows that can be
     among the best; the filters joined in, except compressed turns of one session: its
@@ -171,7 +175,10 @@ def keyword_sql(flt: HitFilter) -> tuple[str, list[object]]:
     # that can be among the best ?2 * POOL, without reading the size of those that cannot
     # (the same rows and values here; a store-wide search ~30% less CPU at 20,000 turns).
     # Where the install could not build it, FTS5's own bm25().
-    rank = (f"bm25_top(exchanges_fts, ?2 * {POOL}, {weights})" if bm25_top_path()
+    # With ``counts``, the phrases' document frequencies are handed to it as its last
+    # argument instead of being counted over the whole index by every statement.
+    given = f", ?{len(params) + 3}" if counts and bm25_top_path() else ""
+    rank = (f"bm25_top(exchanges_fts, ?2 * {POOL}, {weights}{given})" if bm25_top_path()
             else f"bm25(exchanges_fts, {weights})")
     inner = (
         f"SELECT exchanges_fts.rowid AS id, {rank} AS raw"
@@ -192,7 +199,14 @@ def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
     if caller_syntax:
         check_expression(conn, expression)
     match = match_expression(expression, flt, own_words=caller_syntax)
-    sql, params = keyword_sql(flt)
+    # the graph's own word queries are given their phrases' counts; FTS5 counts those of
+    # a caller's expression (column filters, prefixes, NEAR) itself
+    phrases = None if caller_syntax or not bm25_top_path() else plain_phrases(expression)
+    sql, params = keyword_sql(flt, counts=phrases is not None)
+    if phrases is not None:
+        assert isinstance(conn, apsw.Connection)
+        scope: list[str | None] = [] if flt.session_id is None else [None]
+        params.append(phrase_counts(conn, [*scope, *phrases]) or b"")  # b"": none given
     try:
         rows = all_rows(conn, sql, (match, limit, *params))
     except apsw.SQLError as ex:

@@ -87,8 +87,9 @@ def test_the_final_schema_folds_added_columns_and_replaced_indexes():
 
 def _sqlite_objects(conn: apsw.Connection) -> dict[tuple[str, str], object]:
     """Every table's columns, keys, foreign keys and indexes, every index's and virtual
-    table's SQL, and the rows of ``meta`` but the random store id: what a store's
-    schema is, whatever statements made it."""
+    table's and trigger's SQL, and the rows of ``meta`` but the random store id and the
+    keyword index's epoch (a count of its writes): what a store's schema is, whatever
+    statements made it."""
     found: dict[tuple[str, str], object] = {}
     for kind, name, sql in list(conn.execute("SELECT type, name, sql FROM sqlite_schema")):
         if kind == "table" and not sql.startswith("CREATE VIRTUAL"):
@@ -99,10 +100,11 @@ def _sqlite_objects(conn: apsw.Connection) -> dict[tuple[str, str], object]:
                 "WITHOUT ROWID" in sql)
         else:
             found[kind, name] = sql
-    found["meta", "rows"] = sorted(conn.execute("SELECT key, value FROM meta "
-                                                "WHERE key != 'store_id'"))
-    found["meta", "store_id"] = conn.execute(
-        "SELECT count(*) FROM meta WHERE key = 'store_id'").fetchall()
+    found["meta", "rows"] = sorted(conn.execute(
+        "SELECT key, value FROM meta WHERE key NOT IN ('store_id', 'keyword_epoch')"))
+    for key in ("store_id", "keyword_epoch"):
+        found["meta", key] = conn.execute(
+            "SELECT count(*) FROM meta WHERE key = ?", (key,)).fetchall()
     return found
 
 
