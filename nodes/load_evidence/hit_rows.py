@@ -20,12 +20,25 @@ SNIPPET_CHARS = 240
 
 def snippet(content: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
     """A window of the turn around the first query word it contains."""
-    flat = " ".join(content.split()) if len(content) < 50_000 else content[:50_000]
+    flat = content[:50_000] if len(content) >= 50_000 else (
+        content if _flat(content) else " ".join(content.split()))
     lower = flat.lower()
-    first = min((p for p in (lower.find(t) for t in terms) if p >= 0), default=0)
-    start = max(0, min(first - width // 4, len(flat) - width))
+    first = -1
+    for term in terms:
+        at = lower.find(term)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    start = max(0, min(max(first, 0) - width // 4, len(flat) - width))
     piece = flat[start : start + width]
     return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def _flat(text: str) -> bool:
+    """Whether ``text`` is its words joined by single spaces already (``str.split``'s
+    whitespace is all unprintable but the ASCII space): most turns are, and the split
+    and join cost two thirds of a snippet."""
+    return (text.isprintable() and "  " not in text and not text.startswith(" ")
+            and not text.endswith(" "))
 
 
 class HitPageWrites(TypedDict):
