@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from operator import itemgetter
 from typing import Any, TypedDict
 
 from nodes.context import Cfg, RunContext, node
@@ -52,13 +51,12 @@ def fused(keyword: Sequence[Sequence[Any]], semantic: Sequence[Sequence[Any]],
     for values, weight in parts:
         for exchange_id, value in values.items():
             scores[exchange_id] = scores.get(exchange_id, 0.0) + weight * value
-    ranked = sorted(scores.items())  # by id, then (stable) by score: ties keep id order
-    ranked.sort(key=_SCORE, reverse=True)
-    kept = [hit for hit in ranked if hit[1] > 0.0]
-    return [[i, s] for (i, _), s in zip(kept, rounded([s for _, s in kept], 8), strict=True)]
+    ranked = sorted(scores)  # by id, then (stable) by score: ties keep id order
+    ranked.sort(key=scores.__getitem__, reverse=True)
+    kept = [i for i in ranked if scores[i] > 0.0]
+    return [[i, s] for i, s in zip(kept, rounded([scores[i] for i in kept], 8), strict=True)]
 
 
-_SCORE = itemgetter(1)
 _MANY = 32  # values: from here numpy's rounding costs less than ``round`` one by one
 _HALVES_EXACT = 2.0**52  # below it every half-integer is a double
 

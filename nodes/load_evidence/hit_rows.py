@@ -11,7 +11,7 @@ from nodes.extract.fusion import hit_match, listed_ids
 from nodes.extract.nafe import SIGNATURES
 from nodes.extract.terms import content_words
 from store.exchanges import exchanges_by_ids
-from store.signal_flags import flags_by_exchange
+from store.signal_flags import StoredFlag, flags_by_exchange
 
 __all__ = ["SNIPPET_CHARS", "hit_page", "snippet"]
 
@@ -39,6 +39,14 @@ def _flat(text: str) -> bool:
     and join cost two thirds of a snippet."""
     return (text.isprintable() and "  " not in text and not text.startswith(" ")
             and not text.endswith(" "))
+
+
+def _signatures(flags: list[StoredFlag] | None) -> list[str]:
+    """The NAFE signatures among a turn's flags, in SIGNATURES order."""
+    if not flags:
+        return []
+    raised = {f.signature for f in flags}
+    return [sig for sig in SIGNATURES if sig in raised]
 
 
 class HitPageWrites(TypedDict):
@@ -80,8 +88,7 @@ def hit_page(query: Any, ranked: Any, keyword: Any, semantic: Any, provider: Any
             "blockers": ex.blockers,
             "brief_id": ex.brief_id,
             "trace_id": ex.trace_id,
-            "flags": [sig for sig in SIGNATURES
-                      if any(f.signature == sig for f in flags.get(ex.id, ()))],
+            "flags": _signatures(flags.get(ex.id)),
         })
     more = len(ranked) > len(page) and bool(page)
     req = request or {}
