@@ -204,7 +204,10 @@ class MatrixCache:
         the query's non-zero components only."""
         used = np.flatnonzero(query)
         weights = query[used]
-        if rows is not None:
+        low, high = 0, self._n
+        if rows is not None and len(rows):
+            low, high = int(rows[0]), int(rows[-1]) + 1
+        if rows is not None and high - low != len(rows):
             # the rows' values of each used component, one ``take`` a component: the
             # same matrix as a 2-D fancy index (``np.ix_``), which costs three times as
             # much (a session of 1,000 rows: 50 against 170 microseconds)
@@ -214,11 +217,14 @@ class MatrixCache:
             scores: npt.NDArray[np.float32] = np.einsum("ji,j->i", picked, weights,
                                                         dtype=np.float32)
             return scores
-        out = np.empty(self._n, dtype=np.float32)
-        for at in range(0, self._n, _BLOCK):
-            end = min(at + _BLOCK, self._n)
+        # the whole copy, or rows that are one run of positions (a session whose turns
+        # were not interleaved with another's): the same matrix read by slices, a block
+        # at a time (a session of 1,000 rows: 9 against 37 microseconds for the takes)
+        out = np.empty(high - low, dtype=np.float32)
+        for at in range(low, high, _BLOCK):
+            end = min(at + _BLOCK, high)
             np.einsum("ji,j->i", self._cols[used, at:end], weights, dtype=np.float32,
-                      out=out[at:end])
+                      out=out[at - low : end - low])
         return out
 
     def exact_scores(self, query: npt.NDArray[np.float32],

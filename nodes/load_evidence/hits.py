@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from nodes.context import Cfg, RunContext, node
 from nodes.extract.embedding_config import embedding_config
+from nodes.extract.fusion import rounded
 from store.backend import Backend
 from store.search import (
     FtsSyntaxError,
@@ -92,7 +93,7 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
         with store.read() as conn:
             live = {int(r[0]) for r in all_rows(conn, live_sql("?"), (flt.session_id,))}
             hits = cache.knn(conn, vec, CANDIDATES, flt.session_id, leave_out=live)
-        return [[i, round(s, 6)] for i, s in hits]
+        return _rounded(hits)
     filtered = flt.reads_rows or flt.compressed_only
     wide = CANDIDATES * _FILTERED_WIDTH if filtered else CANDIDATES
     with store.read() as conn:
@@ -101,7 +102,12 @@ def _nearest(store: Backend, cache: MatrixCache, vec: npt.NDArray[np.float32],
             keep = ids_matching(conn, [i for i, _ in hits], flt,
                                 in_session=flt.session_id is not None)
             hits = [h for h in hits if h[0] in keep]
-    return [[i, round(s, 6)] for i, s in hits[:CANDIDATES]]
+    return _rounded(hits[:CANDIDATES])
+
+
+def _rounded(hits: list[tuple[int, float]]) -> list[list[Any]]:
+    """[[id, similarity rounded to 6 places]]."""
+    return [[i, s] for (i, _), s in zip(hits, rounded([s for _, s in hits], 6), strict=True)]
 
 
 class VectorCandidatesWrites(TypedDict):

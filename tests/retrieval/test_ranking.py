@@ -4,11 +4,13 @@ brief ranking."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 import store.sqlite.search
-from nodes.extract.fusion import fused
+from nodes.extract.fusion import fused, rounded
 from nodes.extract.terms import CONTEXT_TERMS, context_terms
 from nodes.extract.vectors import quantize, text_vector
 from nodes.load_evidence.answers import _with_lent
@@ -102,6 +104,34 @@ def test_fusion_scales_each_list_and_breaks_ties_by_older_id():
     assert with_provider[11] == pytest.approx(0.27 + 1.0)
     assert with_provider[9] == pytest.approx(0.5 + 0.5)
     assert fused([], []) == []
+
+
+def test_rounded_lists_are_round_bit_for_bit(monkeypatch: pytest.MonkeyPatch):
+    # what the fused and vector lists hold: scores of all sizes, float32 cosines, and
+    # values whose decimal rounding is a tie or nearly one (where a product in doubles
+    # alone would round the wrong way), plus zeros, negatives, huge and non-finite ones
+    rng = np.random.default_rng(3)
+
+    def halves(digits: int) -> list[float]:  # decimal ties, and the doubles beside them
+        ties = (rng.integers(0, 10**9, 3_000) + 0.5) / 10.0**digits
+        return [*ties.tolist(), *np.nextafter(ties, np.inf).tolist(),
+                *np.nextafter(ties, -np.inf).tolist()]
+
+    many = rng.random(20_000) * rng.choice([1e-9, 1e-3, 0.3, 1.0, 40.0], 20_000)
+    values = [*many.tolist(), *many.astype(np.float32).tolist(), 0.0, -0.0, -0.125,
+              -3e-9, 2.5e-8, 1.5e-6, 0.123456785, 0.1234565, 1e30, float("inf"),
+              float("-inf"), float("nan"), *(rng.random(2_000) * 1e9).tolist(),
+              *halves(8), *halves(6)]
+
+    def bits(xs: list[float]) -> list[str]:
+        return [x.hex() for x in xs]  # -0.0 and 0.0 apart; every NaN the same
+
+    for digits in (6, 8):
+        assert bits(rounded(values, digits)) == bits([round(v, digits) for v in values])
+        assert bits(rounded(values[:5], digits)) == bits([round(v, digits)
+                                                          for v in values[:5]])
+    monkeypatch.delitem(sys.modules, "numpy")  # not loaded: rounded one by one
+    assert bits(rounded(values, 8)) == bits([round(v, 8) for v in values])
 
 
 def test_a_question_lends_part_of_its_score_to_the_turn_that_answers_it(app: App):

@@ -450,19 +450,27 @@ VOCAB = ["postgres", "vacuum", "react", "hooks", "kafka", "lag", "ingress", "tls
 
 def test_the_two_pass_search_returns_the_exact_top_k_with_the_exact_scores(
         db: Store, monkeypatch: pytest.MonkeyPatch):
-    # A real store of 2,400 turns in 4 sessions; the sample that sets the first pass's
-    # threshold made small, so that a store this size takes the path a million rows do.
-    turns = [new_turn(" ".join(VOCAB[(i * 7 + j * j) % len(VOCAB)] for j in range(i % 9 + 3))
-                      + f" item {i % 50}", session=f"s{i % 4}") for i in range(2_400)]
-    record(db, *turns)
+    # A real store of 2,400 turns in 4 interleaved sessions, then 1,200 of a fifth in one
+    # run (its first pass reads slices of the copy, the others' take their rows); the
+    # sample that sets the first pass's threshold and the block it reads at a time made
+    # small, so that a store this size takes the path a million rows do.
+    def text(i: int) -> str:
+        return (" ".join(VOCAB[(i * 7 + j * j) % len(VOCAB)] for j in range(i % 9 + 3))
+                + f" item {i % 50}")
+
+    record(db, *(new_turn(text(i), session=f"s{i % 4}") for i in range(2_400)))
+    record(db, *(new_turn(text(i * 13), session="s4") for i in range(1_200)))
     cache = store.vectors.VectorCache(DIM)
     queries = ["postgres vacuum", "why does the kafka consumer lag", "tls", "item 7",
                "react hooks cache index migration schema retry timeout deploy"]
     with db.read() as conn:
-        sessions = [session_row_id(conn, f"s{i}") for i in range(4)]
+        sessions = [session_row_id(conn, f"s{i}") for i in range(5)]
         cache.knn(conn, text_vector("warm", DIM), 1)
-    for sample in (store.vectors._SAMPLE, 64):
+    run = cache._session_rows(sessions[4])
+    assert run[-1] - run[0] + 1 == len(run)  # internal: one run of positions
+    for sample, block in ((store.vectors._SAMPLE, store.vectors._BLOCK), (64, 500)):
         monkeypatch.setattr(store.vectors, "_SAMPLE", sample)
+        monkeypatch.setattr(store.vectors, "_BLOCK", block)
         for text in queries:
             query = text_vector(text, DIM)
             for k in (1, 10, 100, 400):
