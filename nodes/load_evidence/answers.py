@@ -61,13 +61,12 @@ def _with_lent(ranked: list[list[Any]], lent: list[tuple[int, float]]) -> list[l
     first, ties: older id first. The hits that gained nothing are sorted by two C-keyed
     stable sorts (they are nearly in order already), the few answers placed among them
     by bisection."""
-    kept: list[list[Any]] = []
     scores = dict.fromkeys((answer for answer, _ in lent), 0.0)
-    for hit in ranked:
-        if hit[0] in scores:
-            scores[hit[0]] = float(hit[1])
-        else:
-            kept.append(hit)
+    kept = [hit for hit in ranked if hit[0] not in scores]
+    if len(kept) < len(ranked):  # answers ranked already start from their own score
+        listed = dict(ranked)
+        for answer in scores.keys() & listed.keys():
+            scores[answer] = float(listed[answer])
     for answer, share in lent:
         scores[answer] += share
     kept.sort(key=_ID)
