@@ -59,18 +59,18 @@ _ID, _SCORE = itemgetter(0), itemgetter(1)
 def _with_lent(ranked: list[list[Any]], lent: list[tuple[int, float]]) -> list[list[Any]]:
     """``ranked`` with the scores lent to answers added (in the questions' order), best
     first, ties: older id first. The hits that gained nothing are sorted by two C-keyed
-    stable sorts (they are nearly in order already; the one by id only when two scores
-    are equal), the few answers placed among them by bisection."""
+    stable sorts (they are nearly in order already), the few answers placed among them
+    by bisection."""
+    kept: list[list[Any]] = []
     scores = dict.fromkeys((answer for answer, _ in lent), 0.0)
-    kept = [hit for hit in ranked if hit[0] not in scores]
-    if len(kept) < len(ranked):  # answers ranked already start from their own score
-        listed = dict(ranked)
-        for answer in scores.keys() & listed.keys():
-            scores[answer] = float(listed[answer])
+    for hit in ranked:
+        if hit[0] in scores:
+            scores[hit[0]] = float(hit[1])
+        else:
+            kept.append(hit)
     for answer, share in lent:
         scores[answer] += share
-    if len(set(map(_SCORE, kept))) < len(kept):  # else the order by score is the only one
-        kept.sort(key=_ID)
+    kept.sort(key=_ID)
     kept.sort(key=_SCORE, reverse=True)  # stable: equal scores stay in id order
     moved = sorted((-score, i) for i, score in scores.items())
     out: list[list[Any]] = []
