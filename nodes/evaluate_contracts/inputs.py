@@ -92,8 +92,18 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
 
 
 def iso(seconds: float) -> str:
-    """Epoch seconds as an ISO 8601 UTC string (seconds precision)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Epoch seconds as an ISO 8601 UTC string (seconds precision): ``strftime``'s
+    ``%Y-%m-%dT%H:%M:%SZ`` of the same datetime, put together from its fields in a
+    third of the time (a search reply has one a hit). ``%Y`` pads no year below 1000:
+    ``strftime`` writes those."""
+    t = datetime.fromtimestamp(seconds, UTC)
+    if t.year < 1000:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    two = _TWO_DIGITS
+    return f"{t.year}-{two[t.month]}-{two[t.day]}T{two[t.hour]}:{two[t.minute]}:{two[t.second]}Z"
+
+
+_TWO_DIGITS = [f"{i:02d}" for i in range(60)]
 
 
 def check_trace_id(value: Any) -> str | None:

@@ -38,10 +38,13 @@ __all__ = [
 ]
 
 
+_FINGERPRINTED = ("query", "session_id", "cross_session", "mode", "role", "since", "until",
+                  "trace_id", "flag")
+_FINGERPRINT_JSON = json.JSONEncoder(default=str)  # json.dumps(..., default=str), made once
+
+
 def _fingerprint(req: Mapping[str, Any]) -> str:
-    keys = ("query", "session_id", "cross_session", "mode", "role", "since", "until",
-            "trace_id", "flag")
-    raw = json.dumps([req.get(k) for k in keys], default=str)
+    raw = _FINGERPRINT_JSON.encode([req.get(k) for k in _FINGERPRINTED])
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 

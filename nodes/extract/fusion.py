@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Iterable, Sequence
+from operator import itemgetter
 from typing import Any, TypedDict
 
 from nodes.context import Cfg, RunContext, node
@@ -24,6 +25,7 @@ from nodes.extract.embedding_config import embedding_config
 __all__ = ["VECTOR_WEIGHT", "fused", "fused_hits", "hit_match", "listed_ids", "rounded"]
 
 VECTOR_WEIGHT = 0.3
+_FIRST = itemgetter(0)
 
 
 def _by_best(hits: Sequence[Sequence[Any]]) -> dict[int, float]:
@@ -103,8 +105,12 @@ def fused_hits(keyword: Any, semantic: Any = None, provider: Any = None, *, run:
 
 
 def listed_ids(*lists: Sequence[Sequence[Any]] | None) -> set[int]:
-    """The exchange ids of candidate lists ([[id, score]])."""
-    return {int(i) for hits in lists for i, _ in hits or ()}
+    """The exchange ids of candidate lists ([[id, score]], the ids ints)."""
+    out: set[int] = set()
+    for hits in lists:
+        if hits:
+            out.update(map(_FIRST, hits))
+    return out
 
 
 def hit_match(exchange_ids: Iterable[int], keyword_ids: Collection[int],
