@@ -163,7 +163,7 @@ class Tantivy:
     def search(self, text: str, session: int | None, caller: bool
                ) -> list[tuple[int, float]]:
         from nodes.extract.query_terms import term_expression
-        from store.keyword_index import plain_phrases
+        from store.keyword_syntax import plain_phrases
 
         if caller:
             return self.fts.search(text, session, caller)
@@ -178,7 +178,7 @@ class Tantivy:
         ranking) the last of FTS5's best POOL x CANDIDATES by bm25() lies, in units of
         POOL x CANDIDATES (what ``store.keyword_index.DEPTH`` must cover); None when FTS5
         finds nothing."""
-        from store.keyword_index import plain_phrases
+        from store.keyword_syntax import plain_phrases
         from store.search_filter import BM25_WEIGHTS, HitFilter
         from store.sqlite.search import match_expression
 

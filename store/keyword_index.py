@@ -63,7 +63,7 @@ import apsw
 
 from store import keyword_syntax
 from store.errors import StoreError
-from store.keyword_syntax import Expression, Node, Phrase, plain_phrases
+from store.keyword_syntax import Expression, Node, Phrase
 from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, KEYWORD_FIELDS, MONTHS, POOL
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
@@ -91,7 +91,6 @@ __all__ = [
     "index_directory",
     "keeps_index",
     "needs_rebuild",
-    "plain_phrases",
     "queue_entries",
     "queue_removals",
     "search_state",

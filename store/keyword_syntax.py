@@ -33,7 +33,8 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_EXPANSIONS", "Expression", "Node", "Phrase", "parse", "plain_phrases"]
+__all__ = ["MAX_EXPANSIONS", "Expression", "Node", "Phrase", "fts_phrase", "parse",
+           "plain_phrases"]
 
 # The tokens of a phrase's text: (text, whether it ends in ``*``) -> its words.
 Tokenize = Callable[[str, bool], list[str]]
@@ -298,6 +299,12 @@ def _overlap(a: Phrase, b: Phrase) -> bool:
 
     return any(can_be(a, i, t, b.prefix and j == len(b.tokens) - 1)
                for i in range(len(a.tokens)) for j, t in enumerate(b.tokens))
+
+
+def fts_phrase(text: str) -> str:
+    """Quote any text as one FTS5 string (the one quoting helper for FTS queries;
+    ``plain_phrases`` reads an OR of them back)."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def plain_phrases(expression: str) -> list[str] | None:

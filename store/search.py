@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from store.correlation import turn_trace_sql
 from store.dialect import dialect
-from store.keyword_index import plain_phrases
+from store.keyword_syntax import plain_phrases
 from store.search_filter import FtsSyntaxError, HitFilter, flag_condition, live_sql
 from store.sql import Conn, all_rows, id_list, where
 
@@ -24,16 +24,10 @@ if TYPE_CHECKING:
 __all__ = [
     "FtsSyntaxError",
     "HitFilter",
-    "fts_phrase",
     "ids_matching",
     "keyword_hits",
     "syntax_notes",
 ]
-
-def fts_phrase(text: str) -> str:
-    """Quote any text as one FTS5 string (the one quoting helper for FTS queries)."""
-    return '"' + text.replace('"', '""') + '"'
-
 
 def keyword_hits(
     conn: Conn, expression: str, flt: HitFilter, limit: int, *,

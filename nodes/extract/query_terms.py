@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 
 from nodes.context import Cfg, node
 from nodes.extract.terms import content_words
-from store.search import fts_phrase
+from store.keyword_syntax import fts_phrase
 
 __all__ = ["keyword_query", "term_expression", "uses_fts_syntax"]
 

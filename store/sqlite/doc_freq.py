@@ -39,6 +39,7 @@ from collections.abc import Sequence
 
 import apsw
 
+from store.keyword_syntax import fts_phrase
 from store.sql import first
 from store.sqlite.schema import EPOCH_KEY
 
@@ -92,10 +93,6 @@ def _varint(data: bytes) -> int:
     return value
 
 
-def _quoted(phrase: str) -> str:
-    return '"' + phrase.replace('"', '""') + '"'
-
-
 def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes | None:
     """The counts argument of ``bm25_top`` for a MATCH of ``phrases`` in FTS5's order
     (a phrase's text, quoted as one FTS5 string and matched in every column; None for
@@ -143,7 +140,7 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
                       for (i, phrase, _, n), more in zip(part, added, strict=True)]
     if whole:
         marks = [COUNT_ALL.format(m=m) for m in range(1, len(whole) + 1)]
-        every = first(conn, "SELECT " + ", ".join(marks), [_quoted(p) for _, p in whole])
+        every = first(conn, "SELECT " + ", ".join(marks), [fts_phrase(p) for _, p in whole])
         assert every is not None
         found += [(i, phrase, int(n)) for (i, phrase), n in zip(whole, every, strict=True)]
     if len(known) + len(found) > MAX_PHRASES:
@@ -159,7 +156,7 @@ def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] |
     statement (``phrase_mask`` of their OR, from the smallest ``last``); None if FTS5
     numbered the phrases otherwise."""
     added = [0] * len(phrases)
-    match = " OR ".join(_quoted(phrase) for phrase, _ in phrases)
+    match = " OR ".join(fts_phrase(phrase) for phrase, _ in phrases)
     since = min(last for _, last in phrases)
     for rowid, mask in conn.execute(ADDED, (match, since)):
         if mask >> 56 != len(phrases):

@@ -28,8 +28,8 @@ from store.keyword_index import (
     KeywordEntry,
     index_directory,
     needs_rebuild,
-    plain_phrases,
 )
+from store.keyword_syntax import plain_phrases
 from store.search import HitFilter, keyword_hits
 from store.sql import Conn
 from store.sqlite import search as fts5_search

@@ -25,9 +25,10 @@ from store.briefs import BriefDraft, ClaimLost, claim_brief, session_briefs
 from store.db import Store
 from store.errors import StoreError
 from store.exchanges import NewTurn, count_live, record_turn, session_row_id
+from store.keyword_syntax import fts_phrase
 from store.migrations import RECORDED, SCHEMA_VERSION, migrate
 from store.runs import PRUNE_EVERY, TraceBuffer, load_trace, save_trace
-from store.search import FtsSyntaxError, HitFilter, fts_phrase, ids_matching, keyword_hits
+from store.search import FtsSyntaxError, HitFilter, ids_matching, keyword_hits
 from store.sql import Row, all_rows
 
 DIM = DEFAULT_VECTOR_DIM  # what the migrations create and the app opens the store with
