@@ -4,13 +4,21 @@
 ** the k best of the statement; 1.0 (above any bm25() value with weights of 0 or more,
 ** never positive) for a row that cannot be.
 **
-** counts (optional, a BLOB as its last argument): the table's row count then each
-** phrase's, native 64-bit integers, one more than the phrases; -1 for a phrase not
-** given. bm25() counts every phrase's rows over the whole table for its IDF (FTS5's
-** xQueryPhrase, about half of a session search's statement); a count given here is used
-** instead (store.sqlite.doc_freq keeps them, exact in the statement's snapshot). Counts
-** of another length, or of another row count than the table's, are not used: every
-** phrase is counted, as without them.
+** counts (optional, a BLOB as its last argument): the table's row count, the keyword
+** index's epoch, then each phrase's count, native 64-bit integers, two more than the
+** phrases; -1 for a phrase not given. bm25() counts every phrase's rows over the whole
+** table for its IDF (FTS5's xQueryPhrase, about half of a session search's statement); a
+** count given here is used instead (store.sqlite.doc_freq keeps them, exact in the
+** statement's snapshot). Counts of another length, or of another row count than the
+** table's, are not used: every phrase is counted, as without them.
+**
+** With counts that are used, the rows' sizes are kept too, per connection, from one
+** statement to the next (a session's searches read the same rows' sizes again): a
+** row's size changes only if the row is removed and written again, and every removal
+** raises the epoch (a trigger on the table of sizes, store.sqlite.schema), so sizes
+** kept under one epoch are exact for any snapshot of that epoch; another epoch drops
+** them. Without counts nothing is kept or read from what is kept. Counts are handed
+** over for one keyword table of a connection (the store's): its epoch keys the sizes.
 **
 ** bm25() reads every matching row's size in tokens (a lookup in the table's docsize
 ** table, about 60% of a store-wide search's statement at 20,000 turns). A row's score
@@ -34,6 +42,21 @@ SQLITE_EXTENSION_INIT1
 #define OUTSIDE 1.0 /* a row that cannot be among the k best */
 #define MAX_COLUMNS 16 /* more: the bound takes a size of 0 */
 #define MAX_K 65536     /* more, or a negative weight: every row is scored (bm25() itself) */
+#define MAX_KEPT_ROWID (1 << 24) /* rows above it: their sizes are read, never kept */
+
+/* A connection's kept row sizes: aSize[rowid] is the row's size in tokens plus one
+** (0: not kept), all of the one epoch. */
+typedef struct Sizes {
+  sqlite3_int64 epoch;
+  sqlite3_int64 nSize; /* entries of aSize */
+  unsigned int *aSize;
+} Sizes;
+
+static void sizesFree(void *pArg) {
+  Sizes *z = (Sizes *)pArg;
+  if (z) sqlite3_free(z->aSize);
+  sqlite3_free(z);
+}
 
 /* bm25()'s IDF of a phrase that nHit of the table's nRow rows hold (fts5Bm25GetData). */
 static double idfOf(sqlite3_int64 nRow, sqlite3_int64 nHit) {
@@ -60,6 +83,7 @@ typedef struct Top {
   sqlite3_int64 iLastRow; /* the last row scored, and its value: a row evaluated twice */
   double lastValue;       /* is scored (and kept) once */
   int bLast;
+  Sizes *pSizes; /* the connection's kept sizes, of this statement's epoch (0: none) */
 } Top;
 
 static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser) {
@@ -100,13 +124,25 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
       const unsigned char *aCount = sqlite3_value_blob(apVal[nVal - 1]);
       sqlite3_int64 n = -1;
       if (aCount != 0 &&
-          sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 1)) {
+          sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 2)) {
         memcpy(&n, aCount, sizeof(n)); /* a blob's bytes need not be aligned */
       }
       for (i = 0; n == nRow && i < nPhrase; i++) {
         sqlite3_int64 nHit;
-        memcpy(&nHit, &aCount[sizeof(n) * (i + 1)], sizeof(nHit));
+        memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
         if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
+      }
+      if (n == nRow) {
+        Sizes *z = (Sizes *)pApi->xUserData(pFts);
+        sqlite3_int64 epoch;
+        memcpy(&epoch, &aCount[sizeof(n)], sizeof(epoch));
+        if (z != 0 && z->epoch != epoch) {
+          sqlite3_free(z->aSize);
+          z->aSize = 0;
+          z->nSize = 0;
+          z->epoch = epoch;
+        }
+        p->pSizes = z;
       }
     }
     if (rc != SQLITE_OK) {
@@ -168,6 +204,35 @@ static void keep(Top *p, double s) {
   p->aHeap[i] = s;
 }
 
+/* The row's size in tokens (FTS5's xColumnSize of every column), from the kept sizes
+** when they hold it; read and kept otherwise. Keeping it is skipped, never an error,
+** when memory is short. */
+static int rowSize(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Sizes *z,
+                   sqlite3_int64 iRow, int *pnTok) {
+  int rc;
+  if (z != 0 && iRow > 0 && iRow < z->nSize && z->aSize[iRow] != 0) {
+    *pnTok = (int)(z->aSize[iRow] - 1);
+    return SQLITE_OK;
+  }
+  rc = pApi->xColumnSize(pFts, -1, pnTok);
+  if (rc != SQLITE_OK || z == 0 || iRow <= 0 || iRow >= MAX_KEPT_ROWID || *pnTok < 0) {
+    return rc;
+  }
+  if (iRow >= z->nSize) {
+    sqlite3_int64 n = z->nSize ? z->nSize : 1024;
+    unsigned int *a;
+    while (n <= iRow) n *= 2;
+    if (n > MAX_KEPT_ROWID) n = MAX_KEPT_ROWID;
+    a = (unsigned int *)sqlite3_realloc64(z->aSize, (sqlite3_uint64)n * sizeof(*a));
+    if (a == 0) return SQLITE_OK;
+    memset(&a[z->nSize], 0, (size_t)(n - z->nSize) * sizeof(*a));
+    z->aSize = a;
+    z->nSize = n;
+  }
+  z->aSize[iRow] = (unsigned int)*pnTok + 1;
+  return SQLITE_OK;
+}
+
 static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                     int nVal, sqlite3_value **apVal) {
   Top *p = 0;
@@ -217,7 +282,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   } else {
     int nTok;
     double s;
-    rc = pApi->xColumnSize(pFts, -1, &nTok);
+    rc = rowSize(pApi, pFts, p->pSizes, iRow, &nTok);
     if (rc != SQLITE_OK) {
       sqlite3_result_error_code(pCtx, rc);
       return;
@@ -265,6 +330,7 @@ __declspec(dllexport)
 int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   fts5_api *fts5 = 0;
   sqlite3_stmt *pStmt = 0;
+  Sizes *z;
   int rc;
   SQLITE_EXTENSION_INIT2(pApi);
   rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &pStmt, 0);
@@ -278,7 +344,14 @@ int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
     *pzErrMsg = sqlite3_mprintf("bm25_top: FTS5 is not available");
     return rc;
   }
-  rc = fts5->xCreateFunction(fts5, "bm25_top", 0, bm25Top, 0);
+  z = (Sizes *)sqlite3_malloc(sizeof(Sizes));
+  if (z == 0) return SQLITE_NOMEM;
+  memset(z, 0, sizeof(Sizes));
+  rc = fts5->xCreateFunction(fts5, "bm25_top", (void *)z, bm25Top, sizesFree);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(z); /* not registered: FTS5 never calls sizesFree for it */
+    return rc;
+  }
   if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
   return rc;
 }

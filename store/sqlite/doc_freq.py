@@ -97,8 +97,9 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     """The counts argument of ``bm25_top`` for a MATCH of ``phrases`` in FTS5's order
     (a phrase's text, quoted as one FTS5 string and matched in every column; None for
     one left to FTS5 to count, such as the session's scope token): the table's row
-    count, then each phrase's rows (-1: not given), in ``conn``'s current snapshot. None
-    when nothing can be given (see the module's notes)."""
+    count, the epoch (which keys the row sizes the ranking function keeps), then each
+    phrase's rows (-1: not given), in ``conn``'s current snapshot. None when nothing can
+    be given (see the module's notes)."""
     if conn.get_autocommit():
         return None
     with _lock:
@@ -148,7 +149,7 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     for i, phrase, n in found:
         counts[i] = n
         known[phrase] = (top, n)
-    return array("q", [rows, *counts]).tobytes()
+    return array("q", [rows, int(epoch), *counts]).tobytes()
 
 
 def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] | None:

@@ -207,24 +207,76 @@ def test_the_ranking_function_uses_the_counts_it_is_given_and_only_those(app: Ap
         app.run("ingest", {"role": "user", "session_id": "a", "content":
                            f"turn {i}: the latency{' budget' * (i % 3) if i % 5 == 0 else ''}"})
     match = '"budget" OR "latency"'
-    sql = ("SELECT rowid, {f} FROM exchanges_fts WHERE exchanges_fts MATCH ?1"
-           " ORDER BY rowid")
     with app.store.read() as conn:
         assert isinstance(conn, apsw.Connection)
-        plain = all_rows(conn, sql.format(f=f"bm25(exchanges_fts, {WEIGHTS})"), (match,))
+        plain = _ranked(conn, match)
         given = doc_freq.phrase_counts(conn, ["budget", "latency"])
         assert given is not None
-        rows, budget, latency = array("q", given)
+        rows, epoch, budget, latency = array("q", given)
+        assert epoch == _epoch_in(conn)
         assert 0 < budget < rows / 2 and len(plain) > 3  # an IDF above bm25()'s floor
 
         def ranked(counts: list[int]) -> list[tuple[object, ...]]:
-            blob = array("q", counts).tobytes()
-            return [tuple(r) for r in all_rows(
-                conn, sql.format(f=f"bm25_top(exchanges_fts, 1000, {WEIGHTS}, ?2)"),
-                (match, blob))]
+            return _ranked(conn, match, array("q", counts).tobytes())
 
-        assert ranked([rows, budget, latency]) == plain
-        assert ranked([rows, -1, latency]) == plain  # -1: counted by FTS5
-        assert ranked([rows, budget + 3, latency]) != plain
-        assert ranked([rows + 1, budget + 3, latency]) == plain  # another snapshot's
-        assert ranked([rows, budget + 3]) == plain  # not this statement's phrases
+        assert ranked([rows, epoch, budget, latency]) == plain
+        assert ranked([rows, epoch, -1, latency]) == plain  # -1: counted by FTS5
+        assert ranked([rows, epoch, budget + 3, latency]) != plain
+        assert ranked([rows + 1, epoch, budget + 3, latency]) == plain  # another snapshot's
+        assert ranked([rows, epoch, budget + 3]) == plain  # not this statement's phrases
+
+
+SIZED = ("SELECT rowid, {f} FROM exchanges_fts WHERE exchanges_fts MATCH ?1"
+         " ORDER BY rowid")
+
+
+def _ranked(conn: apsw.Connection, match: str, blob: bytes | None = None
+            ) -> list[tuple[object, ...]]:
+    """Every matching row and its value: bm25()'s, or bm25_top's handed ``blob``."""
+    f = (f"bm25(exchanges_fts, {WEIGHTS})" if blob is None
+         else f"bm25_top(exchanges_fts, 1000, {WEIGHTS}, ?2)")
+    return [tuple(r) for r in all_rows(conn, SIZED.format(f=f),
+                                       (match,) if blob is None else (match, blob))]
+
+
+def _epoch_in(conn: apsw.Connection) -> int:
+    row = first(conn, EPOCH)
+    assert row is not None
+    return int(row[0])
+
+
+def test_row_sizes_are_kept_for_one_epoch(app: App):
+    """The ranking function keeps the rows' sizes it read, per connection, under the
+    epoch it is handed: a row indexed again with other words (its size changed) is
+    ranked by its new size once the epoch its removal raised is handed over; handed the
+    old epoch, the old size kept for the row shows, which is how the sizes are known to
+    be kept and keyed by the epoch."""
+    for i in range(30):
+        app.run("ingest", {"role": "user", "session_id": "a",
+                           "content": f"turn {i}: the latency budget" + " word" * (i % 7)})
+    match = '"latency" OR "budget"'
+    with app.store.read() as conn:
+        assert isinstance(conn, apsw.Connection)
+        given = doc_freq.phrase_counts(conn, ["latency", "budget"])
+        assert given is not None
+        rows, epoch, latency, budget = array("q", given)
+        before = _ranked(conn, match, given)
+        assert before == _ranked(conn, match)  # the sizes read, and kept
+        row = int(before[3][0])
+    with app.store.write() as conn:  # the row indexed again, three times as long
+        conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (row,))
+        conn.execute("INSERT INTO exchanges_fts(rowid, body, context, dated, scope)"
+                     " VALUES (?, ?, '', '', '')",
+                     (row, "the latency budget " + "other words " * 12))
+    with app.store.read() as conn:
+        assert isinstance(conn, apsw.Connection)
+        assert _epoch_in(conn) > epoch
+        plain = _ranked(conn, match)
+        stale = array("q", [rows, epoch, latency, budget]).tobytes()
+        moved, now = dict(_ranked(conn, match, stale)), dict(plain)
+        assert moved.pop(row) != now.pop(row)  # the size kept under the old epoch
+        assert moved == now
+        given = doc_freq.phrase_counts(conn, ["latency", "budget"])
+        assert given is not None
+        assert _ranked(conn, match, given) == plain  # the new epoch: sizes read again
+        assert _ranked(conn, match, given) == plain  # and kept
