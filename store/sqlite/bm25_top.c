@@ -352,6 +352,5 @@ int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
     sqlite3_free(z); /* not registered: FTS5 never calls sizesFree for it */
     return rc;
   }
-  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
-  return rc;
+  return fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
 }
