@@ -23,7 +23,7 @@ from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.keyword_syntax import plain_phrases
 from store.search_filter import BM25_WEIGHTS, HitFilter
-from store.sql import all_rows, first
+from store.sql import Conn, all_rows, first
 from store.sqlite import doc_freq, search
 from store.sqlite.schema import EPOCH_KEY
 from tests.schema_stores import store_at_schema
@@ -58,11 +58,28 @@ def app(tmp_path: Path) -> Iterator[App]:
         opened.close()
 
 
-def _epoch(app: App) -> int:
-    with app.store.read() as conn:
-        row = first(conn, EPOCH)
+def _epoch_in(conn: Conn) -> int:
+    row = first(conn, EPOCH)
     assert row is not None
     return int(row[0])
+
+
+def _epoch(app: App) -> int:
+    with app.store.read() as conn:
+        return _epoch_in(conn)
+
+
+SIZED = ("SELECT rowid, {f} FROM exchanges_fts WHERE exchanges_fts MATCH ?1"
+         " ORDER BY rowid")
+
+
+def _ranked(conn: apsw.Connection, match: str, blob: bytes | None = None
+            ) -> list[tuple[object, ...]]:
+    """Every matching row and its value: bm25()'s, or bm25_top's handed ``blob``."""
+    f = (f"bm25(exchanges_fts, {WEIGHTS})" if blob is None
+         else f"bm25_top(exchanges_fts, 1000, {WEIGHTS}, ?2)")
+    return [tuple(r) for r in all_rows(conn, SIZED.format(f=f),
+                                       (match,) if blob is None else (match, blob))]
 
 
 def _searches_are_bm25s(app: App, monkeypatch: pytest.MonkeyPatch, rng: random.Random
@@ -226,25 +243,6 @@ def test_the_ranking_function_uses_the_counts_it_is_given_and_only_those(app: Ap
         assert ranked([rows, epoch, budget + 3]) == plain  # not this statement's phrases
 
 
-SIZED = ("SELECT rowid, {f} FROM exchanges_fts WHERE exchanges_fts MATCH ?1"
-         " ORDER BY rowid")
-
-
-def _ranked(conn: apsw.Connection, match: str, blob: bytes | None = None
-            ) -> list[tuple[object, ...]]:
-    """Every matching row and its value: bm25()'s, or bm25_top's handed ``blob``."""
-    f = (f"bm25(exchanges_fts, {WEIGHTS})" if blob is None
-         else f"bm25_top(exchanges_fts, 1000, {WEIGHTS}, ?2)")
-    return [tuple(r) for r in all_rows(conn, SIZED.format(f=f),
-                                       (match,) if blob is None else (match, blob))]
-
-
-def _epoch_in(conn: apsw.Connection) -> int:
-    row = first(conn, EPOCH)
-    assert row is not None
-    return int(row[0])
-
-
 def test_row_sizes_are_kept_for_one_epoch(app: App):
     """The ranking function keeps the rows' sizes it read, per connection, under the
     epoch it is handed: a row indexed again with other words (its size changed) is
@@ -263,7 +261,7 @@ def test_row_sizes_are_kept_for_one_epoch(app: App):
         before = _ranked(conn, match, given)
         assert before == _ranked(conn, match)  # the sizes read, and kept
         row = int(before[3][0])
-    with app.store.write() as conn:  # the row indexed again, three times as long
+    with app.store.write() as conn:  # the row indexed again, with more words
         conn.execute("DELETE FROM exchanges_fts WHERE rowid = ?", (row,))
         conn.execute("INSERT INTO exchanges_fts(rowid, body, context, dated, scope)"
                      " VALUES (?, ?, '', '', '')",
