@@ -127,14 +127,14 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
           sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 2)) {
         memcpy(&n, aCount, sizeof(n)); /* a blob's bytes need not be aligned */
       }
-      for (i = 0; n == nRow && i < nPhrase; i++) {
-        sqlite3_int64 nHit;
-        memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
-        if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
-      }
       if (n == nRow) {
         Sizes *z = (Sizes *)pApi->xUserData(pFts);
         sqlite3_int64 epoch;
+        for (i = 0; i < nPhrase; i++) {
+          sqlite3_int64 nHit;
+          memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
+          if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
+        }
         memcpy(&epoch, &aCount[sizeof(n)], sizeof(epoch));
         if (z != 0 && z->epoch != epoch) {
           sqlite3_free(z->aSize);
@@ -221,8 +221,7 @@ static int rowSize(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Sizes *z,
   if (iRow >= z->nSize) {
     sqlite3_int64 n = z->nSize ? z->nSize : 1024;
     unsigned int *a;
-    while (n <= iRow) n *= 2;
-    if (n > MAX_KEPT_ROWID) n = MAX_KEPT_ROWID;
+    while (n <= iRow) n *= 2; /* at most MAX_KEPT_ROWID: iRow is below it */
     a = (unsigned int *)sqlite3_realloc64(z->aSize, (sqlite3_uint64)n * sizeof(*a));
     if (a == 0) return SQLITE_OK;
     memset(&a[z->nSize], 0, (size_t)(n - z->nSize) * sizeof(*a));

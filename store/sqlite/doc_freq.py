@@ -72,7 +72,7 @@ class _Kept:
     """One connection's counts: phrase -> (largest rowid counted, rows holding it), and
     the snapshot of its last search: the epoch, the largest rowid, the row count."""
 
-    def __init__(self, epoch: str, top: int, rows: int) -> None:
+    def __init__(self, epoch: int, top: int, rows: int) -> None:
         self.epoch, self.top, self.rows = epoch, top, rows
         self.counts: dict[str, tuple[int, int]] = {}
 
@@ -107,7 +107,7 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     row = first(conn, STATE, (NONE_ABOVE if kept is None else kept.top,))
     if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
         return None
-    epoch, top, rows, above = str(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3])
+    epoch, top, rows, above = int(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3])
     if kept is None or kept.epoch != epoch or kept.rows + above != rows or top < kept.top:
         # Rows only appended since the last search: the rows now are the rows then and
         # those above its largest rowid. More: a row was written below it (without a
@@ -149,7 +149,7 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     for i, phrase, n in found:
         counts[i] = n
         known[phrase] = (top, n)
-    return array("q", [rows, int(epoch), *counts]).tobytes()
+    return array("q", [rows, epoch, *counts]).tobytes()
 
 
 def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] | None:
