@@ -235,7 +235,7 @@ static int rowSize(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Sizes *z,
 static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                     int nVal, sqlite3_value **apVal) {
   Top *p = 0;
-  int rc, i, nInst = 0, k, nCol, nWeight;
+  int rc, i, k, nCol, nWeight;
   sqlite3_int64 iRow, least = 0;
   int aLast[MAX_COLUMNS]; /* per column, the offset of its last match (-1: none) */
   double value;
@@ -257,13 +257,18 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   nWeight = weightCount(nVal, apVal);
   nCol = pApi->xColumnCount(pFts);
   for (i = 0; i < MAX_COLUMNS; i++) aLast[i] = -1;
-  rc = pApi->xInstCount(pFts, &nInst);
-  for (i = 0; rc == SQLITE_OK && i < nInst; i++) {
-    int ip, ic, io;
-    rc = pApi->xInst(pFts, i, &ip, &ic, &io);
-    if (rc == SQLITE_OK) {
-      p->aFreq[ip] += (nWeight > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
-      if (ic >= 0 && ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
+  /* each phrase's instances from its own position list: bm25()'s xInst gives the same
+  ** ones, each phrase's in the same order (so the same sums), after FTS5 has merged
+  ** every phrase's instances into one array (4-7% of a search's statement, 20,000
+  ** turns) */
+  for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    Fts5PhraseIter it;
+    int ic, io;
+    rc = pApi->xPhraseFirst(pFts, i, &it, &ic, &io);
+    while (rc == SQLITE_OK && ic >= 0) {
+      p->aFreq[i] += (nWeight > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
+      if (ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
+      pApi->xPhraseNext(pFts, &it, &ic, &io);
     }
   }
   for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
