@@ -352,8 +352,7 @@ def _ranked(raw: list[tuple[float, int, int]], limit: int) -> list[tuple[int, fl
     """FTS5's path over (bm25 score, id, length in bytes): the best POOL x limit by
     bm25(), then the length prior; the best ``limit``, ties by id."""
     raw.sort(key=lambda r: (-r[0], r[1]))
-    scored = [(i, s * max(n, 1) ** fts5_search.LENGTH_PRIOR)
-              for s, i, n in raw[:POOL * limit] if s > 0]
+    scored = [(i, s * fts5_search.length_factor(n)) for s, i, n in raw[:POOL * limit] if s > 0]
     return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 

@@ -43,7 +43,7 @@ from store.keyword_syntax import fts_phrase
 from store.sql import first
 from store.sqlite.schema import EPOCH_KEY
 
-__all__ = ["MAX_PHRASES", "phrase_counts"]
+__all__ = ["MAX_PHRASES", "Kept", "counts_in", "phrase_counts", "snapshot"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
@@ -68,16 +68,20 @@ SELECT rowid, phrase_mask(exchanges_fts) FROM exchanges_fts
 WHERE exchanges_fts MATCH ? AND rowid > ? ORDER BY rowid DESC"""
 
 
-class _Kept:
+class Kept:
     """One connection's counts: phrase -> (largest rowid counted, rows holding it), and
-    the snapshot of its last search: the epoch, the largest rowid, the row count."""
+    the snapshot of its last search: the epoch, the largest rowid, the row count. Also
+    the length in bytes of each turn the search ranked (``store.sqlite.search.ranked``),
+    by rowid: a turn's content never changes while its rowid stays in the index, and
+    removing it raises the epoch, which makes a new ``Kept``."""
 
     def __init__(self, epoch: int, top: int, rows: int) -> None:
         self.epoch, self.top, self.rows = epoch, top, rows
         self.counts: dict[str, tuple[int, int]] = {}
+        self.lengths: dict[int, int] = {}
 
 
-_kept: weakref.WeakKeyDictionary[apsw.Connection, _Kept] = weakref.WeakKeyDictionary()
+_kept: weakref.WeakKeyDictionary[apsw.Connection, Kept] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()  # the dictionary's; a connection's own counts are its thread's
 
 
@@ -93,13 +97,9 @@ def _varint(data: bytes) -> int:
     return value
 
 
-def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes | None:
-    """The counts argument of ``bm25_top`` for a MATCH of ``phrases`` in FTS5's order
-    (a phrase's text, quoted as one FTS5 string and matched in every column; None for
-    one left to FTS5 to count, such as the session's scope token): the table's row
-    count, the epoch (which keys the row sizes the ranking function keeps), then each
-    phrase's rows (-1: not given), in ``conn``'s current snapshot. None when nothing can
-    be given (see the module's notes)."""
+def snapshot(conn: apsw.Connection) -> Kept | None:
+    """What ``conn`` keeps, brought to its current snapshot (kept from its last search
+    when still exact, else new); None outside a read transaction."""
     if conn.get_autocommit():
         return None
     with _lock:
@@ -112,11 +112,27 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
         # Rows only appended since the last search: the rows now are the rows then and
         # those above its largest rowid. More: a row was written below it (without a
         # removal, which raises the epoch): what was kept may miss it.
-        kept = _Kept(epoch, top, rows)
+        kept = Kept(epoch, top, rows)
         with _lock:
             _kept[conn] = kept
     kept.top, kept.rows = top, rows
-    known = kept.counts
+    return kept
+
+
+def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes | None:
+    """The counts argument of ``bm25_top`` for a MATCH of ``phrases`` in FTS5's order
+    (a phrase's text, quoted as one FTS5 string and matched in every column; None for
+    one left to FTS5 to count, such as the session's scope token): the table's row
+    count, the epoch (which keys the row sizes the ranking function keeps), then each
+    phrase's rows (-1: not given), in ``conn``'s current snapshot. None when nothing can
+    be given (see the module's notes)."""
+    kept = snapshot(conn)
+    return None if kept is None else counts_in(conn, kept, phrases)
+
+
+def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) -> bytes:
+    """``phrase_counts`` in the snapshot ``kept`` was just brought to (``snapshot``)."""
+    epoch, top, rows, known = kept.epoch, kept.top, kept.rows, kept.counts
     counts = [-1] * len(phrases)
     behind: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
     whole: list[tuple[int, str]] = []

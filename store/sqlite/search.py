@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from operator import itemgetter
 
 import apsw
 
@@ -23,12 +24,13 @@ from store.search_filter import (
     flag_condition,
     live_sql,
 )
-from store.sql import Conn, Transactions, all_rows, first
+from store.sql import Conn, Row, Transactions, all_rows, first
 from store.sqlite import bm25_top_path
-from store.sqlite.doc_freq import phrase_counts
+from store.sqlite.doc_freq import counts_in, snapshot
 
 __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
-           "match_expression", "merge_state", "scope_token"]
+           "length_factor", "match_expression", "merge_state", "ranked",
+           "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
 # (in conversations the long turns carry the facts; pivoted length normalisation makes
@@ -37,6 +39,9 @@ __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "k
 # LoCoMo-format conversations: 0.15-0.25 help alike; 0.2 gives +4 points of recall@5
 # and +1.5 of recall@10.
 LENGTH_PRIOR = 0.2
+LENGTHS = "SELECT id, octet_length(content) FROM exchanges WHERE id IN ({marks})"
+MAX_PARAMS = 500  # ids a statement of LENGTHS reads at once
+MAX_LENGTHS = 1 << 17  # turns' lengths a connection keeps (more: all are dropped)
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
 
@@ -135,14 +140,12 @@ def match_expression(expression: str, flt: HitFilter, *, own_words: bool = False
 
 
 def keyword_sql(flt: HitFilter, *, counts: bool = False) -> tuple[str, list[object]]:
-    """SQL and the filter's parameters for ranked keyword hits (MATCH and LIMIT go first,
-    then the filter's; with ``counts``, the phrases' counts last, see
-    ``store.sqlite.doc_freq``: the caller appends them, or None).
-
-    The inner query ranks by BM25 (``bm25_top``: FTS5's bm25() of the rows that can be
-    among the best; the filters joined in, except compressed turns of one session: its
-    live turns left out); the outer one multiplies the best ``POOL`` times
-    LIMIT by the length prior and keeps LIMIT.
+    """SQL and the filter's parameters for the best ``POOL`` times LIMIT keyword hits by
+    BM25 as (id, bm25 value), best first (MATCH and LIMIT go first, then the filter's;
+    with ``counts``, the phrases' counts last, see ``store.sqlite.doc_freq``: the caller
+    appends them, or None). ``bm25_top`` is FTS5's bm25() of the rows that can be among
+    the best; the filters are joined in, except compressed turns of one session: its
+    live turns are left out. ``ranked`` then applies the length prior.
     """
     clauses = ["exchanges_fts MATCH ?1"]
     params: list[object] = []
@@ -180,16 +183,36 @@ def keyword_sql(flt: HitFilter, *, counts: bool = False) -> tuple[str, list[obje
     given = f", ?{len(params) + 3}" if counts and bm25_top_path() else ""
     rank = (f"bm25_top(exchanges_fts, ?2 * {POOL}, {weights}{given})" if bm25_top_path()
             else f"bm25(exchanges_fts, {weights})")
-    inner = (
+    sql = (
         f"SELECT exchanges_fts.rowid AS id, {rank} AS raw"
         " FROM exchanges_fts" + join + " WHERE " + " AND ".join(clauses)
         + f" ORDER BY raw LIMIT ?2 * {POOL}"
     )
-    sql = (
-        f"SELECT h.id, -h.raw * pow(max(octet_length(e.content), 1), {LENGTH_PRIOR}) AS score"
-        f" FROM ({inner}) h JOIN exchanges e ON e.id = h.id ORDER BY score DESC, h.id LIMIT ?2"
-    )
     return sql, params
+
+
+def ranked(conn: Conn, rows: list[Row], limit: int, lengths: dict[int, int]
+           ) -> list[tuple[int, float]]:
+    """The best ``limit`` of ``keyword_sql``'s rows by BM25 times the length prior, as
+    (exchange id, score), ties by id; a row whose turn is not stored is left out.
+    ``lengths`` holds turns' contents' lengths in bytes by id (a connection's, kept
+    between its searches: ``store.sqlite.doc_freq.Kept``); the missing ones are read and
+    added."""
+    missing = [int(r[0]) for r in rows if r[0] not in lengths]
+    for start in range(0, len(missing), MAX_PARAMS):
+        part = missing[start:start + MAX_PARAMS]
+        lengths.update(conn.execute(LENGTHS.format(marks=",".join("?" * len(part))), part))
+    prior, pw = LENGTH_PRIOR, math.pow  # length_factor, inline (a length is never below 0)
+    scored = [(i, -raw * pw(lengths[i] or 1, prior)) for i, raw in rows if i in lengths]
+    scored.sort(key=itemgetter(0))
+    scored.sort(key=itemgetter(1), reverse=True)  # stable: equal scores stay by id
+    return scored[:limit]
+
+
+def length_factor(length: int) -> float:
+    """What a turn's BM25 score is multiplied by for its length in bytes (LENGTH_PRIOR;
+    C's pow(), as SQLite's pow())."""
+    return math.pow(max(length, 1), LENGTH_PRIOR)
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
@@ -203,14 +226,21 @@ def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
     # a caller's expression (column filters, prefixes, NEAR) itself
     phrases = None if caller_syntax or not bm25_top_path() else plain_phrases(expression)
     sql, params = keyword_sql(flt, counts=phrases is not None)
+    assert isinstance(conn, apsw.Connection)
+    kept = snapshot(conn)  # None outside a read transaction: nothing is kept then
     if phrases is not None:
-        assert isinstance(conn, apsw.Connection)
         scope: list[str | None] = [] if flt.session_id is None else [None]
-        params.append(phrase_counts(conn, [*scope, *phrases]) or b"")  # b"": none given
+        # b"": none given
+        params.append(b"" if kept is None else counts_in(conn, kept, [*scope, *phrases]))
     try:
         rows = all_rows(conn, sql, (match, limit, *params))
     except apsw.SQLError as ex:
         if _syntax_error(ex):
             raise FtsSyntaxError(str(ex)) from None
         raise
-    return [(int(r[0]), float(r[1])) for r in rows]
+    lengths: dict[int, int] = {}
+    if kept is not None:
+        if len(kept.lengths) > MAX_LENGTHS:
+            kept.lengths.clear()
+        lengths = kept.lengths
+    return ranked(conn, rows, limit, lengths)

@@ -13,10 +13,10 @@ import pytest
 
 from store.db import Store
 from store.search import HitFilter
-from store.search_filter import BM25_WEIGHTS
+from store.search_filter import BM25_WEIGHTS, POOL
 from store.sql import all_rows
 from store.sqlite import bm25_top_path, search
-from store.sqlite.search import keyword_sql, match_expression, scope_token
+from store.sqlite.search import keyword_sql, match_expression, ranked, scope_token
 
 WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
 VOCAB = [f"w{i}" for i in range(40)]
@@ -106,7 +106,8 @@ def test_the_search_statement_is_bm25s(store: Store, monkeypatch: pytest.MonkeyP
             for limit in (3, 20):
                 got = all_rows(conn, sql, (match, limit, *params))
                 assert got == all_rows(conn, plain, (match, limit, *params))
-                assert len(got) == limit
+                assert limit <= len(got) <= POOL * limit
+                assert len(ranked(conn, got, limit, {})) == limit
 
 
 def test_a_negative_weight_scores_every_row_as_bm25_does(store: Store):
