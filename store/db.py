@@ -114,6 +114,7 @@ class Store:
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
         self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
+        self._small_due = 0  # turns from which its small segments are (merge_small)
         self.upkeep = Upkeep()  # FTS5's merge, the derived keyword index's flush and build
         self._keeps_keywords = False  # seen keeping the derived keyword index
         self.synchronous = synchronous
@@ -228,7 +229,7 @@ class Store:
             return None
         largest, queued = search_state(conn)
         if largest < KeywordIndex.answers_from:
-            if largest >= max(self._merge_due, MERGE_FROM):
+            if largest >= max(min(self._merge_due, self._small_due), MERGE_FROM):
                 self.upkeep.start(self._keep_merged, "fts5-merge")
             return None
         derived = self.keyword_index()  # opened once per process (Tantivy imported then)
@@ -239,14 +240,18 @@ class Store:
         return None if queued > BULK_QUEUE else derived
 
     def _keep_merged(self) -> None:
-        """FTS5's merge (``store.sqlite.search.keep_merged``), on the upkeep thread; the
-        searches start no other before the store has grown to its next due size."""
+        """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its
+        small segments (``merge_small``), on the upkeep thread; the searches start no
+        other before the store has grown to the next due size of either."""
         from store.keyword_index import KeywordIndex
-        from store.sqlite.search import keep_merged, merge_state
+        from store.sqlite.search import SMALL_TURNS, keep_merged, merge_small, merge_state
 
         try:
-            keep_merged(self, self.upkeep.stopping, below=KeywordIndex.answers_from)
-            self._merge_due = merge_state(self)[1]
+            stop, below = self.upkeep.stopping, KeywordIndex.answers_from
+            if not keep_merged(self, stop, below=below) and merge_state(self)[0] < below:
+                merge_small(self, stop)
+            largest, self._merge_due = merge_state(self)
+            self._small_due = largest + SMALL_TURNS
         except Exception as ex:  # left as it is: a later search tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 

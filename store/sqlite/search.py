@@ -29,7 +29,7 @@ from store.sqlite import bm25_top_path
 from store.sqlite.doc_freq import counts_in, snapshot
 
 __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
-           "length_factor", "match_expression", "merge_state", "ranked",
+           "length_factor", "match_expression", "merge_small", "merge_state", "ranked",
            "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
@@ -55,11 +55,21 @@ CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND 
 # again once the store has grown by MERGE_GROWTH since the last time (each turn's entry
 # is then rewritten a few times in all, as by a tiered merge), in steps of MERGE_PAGES
 # pages, each its own short write, so that ingests interleave.
+#
+# Between two such merges every committed turn adds a segment again, and FTS5's
+# automerge leaves up to three of each size: 15 segments 1,000 turns after a merge at
+# 20,000 turns, where a session search's statement took 27% more instructions than
+# merged. ``merge_small`` merges those among themselves (every size holding two or
+# more, FTS5's 'merge' with 'usermerge' 2) and leaves the large segment as it is: three
+# segments then (+14%), for 8 ms of CPU. The upkeep thread runs it once SMALL_TURNS
+# turns were written since the last merge of either kind.
 MERGE_GROWTH = 1.25
 MERGE_PAGES = 64
 MERGE_FROM = 1_000  # turns: a smaller index has few segments and costs little anyway
+SMALL_TURNS = 100
 MERGED_KEY = "fts_merged_at"  # meta: the largest turn id when the index was last merged
 MERGE_STEP = "INSERT INTO exchanges_fts(exchanges_fts, rank) VALUES ('merge', ?)"
+PAIRS = "INSERT INTO exchanges_fts(exchanges_fts, rank) VALUES ('usermerge', 2)"
 MERGE_STATE = """
 SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
        (SELECT value FROM meta WHERE key = ?)"""
@@ -98,6 +108,24 @@ def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *
             steps += 1
             if conn.total_changes() - before < 2:  # nothing left to merge (FTS5's test)
                 conn.execute(SET_MERGED, (MERGED_KEY, str(largest)))
+                return steps
+    return steps
+
+
+def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
+    """Merge the FTS5 index's segments of each size that holds two or more into one of
+    the next size, until no size does (each step its own short write, as in
+    ``keep_merged``); how many steps it took."""
+    steps = 0
+    while not stop():
+        with store.write() as conn:
+            assert isinstance(conn, apsw.Connection)
+            if not steps:
+                conn.execute(PAIRS)  # kept in the index's configuration
+            before = conn.total_changes()
+            conn.execute(MERGE_STEP, (MERGE_PAGES,))
+            steps += 1
+            if conn.total_changes() - before < 2:
                 return steps
     return steps
 

@@ -596,6 +596,43 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
     assert audit(app) == {}
 
 
+def test_small_segments_are_merged_among_themselves_with_the_same_hits(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """Between two merges of the whole index, the segments that turns written one at a
+    time add are merged among themselves once a search finds SMALL_TURNS turns written
+    since the last merge: fewer segments, the same hits."""
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    monkeypatch.setattr(fts5_search, "SMALL_TURNS", 10)
+    monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 1_000)  # FTS5's
+    store = app.store
+    assert isinstance(store, Store)
+
+    def segments() -> int:
+        with store.read() as conn:
+            return int(conn.execute(
+                "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
+
+    def hits() -> dict[str, list[tuple[int, float]]]:
+        with store.read() as conn:
+            return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
+
+    for n in range(160):
+        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]}")
+    assert fts5_search.keep_merged(store) >= 1 and segments() == 1
+    for n in range(39):  # not enough growth for the whole index to be due again
+        ingest(app, f"s{n % 3}", f"later turn {n} on {WORDS[(n * 3) % len(WORDS)]}")
+    before, split = hits(), segments()
+    assert split > 3
+    assert fts5_search.keep_merged(store) == 0
+    store.upkeep.wait()
+    with store.read() as conn:  # a search finds the small merge due and starts it
+        store.searched_keywords(conn)
+    store.upkeep.wait()
+    assert segments() < split and hits() == before
+    assert fts5_search.merge_small(store) == 1  # nothing left to merge: one step, no change
+    assert audit(app) == {}
+
+
 def test_queries_in_fts5_syntax_are_answered_as_fts5_answers_them(tmp_path: Path):
     """A caller's expression (prefixes, NEAR groups, phrases, AND, OR) is answered by the
     derived index with FTS5's hits and scores, store-wide and in a session, over turns in
