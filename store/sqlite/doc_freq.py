@@ -26,8 +26,9 @@ Exact, in the statement's own snapshot:
   back) nothing is handed over or kept.
 
 Kept per connection (a connection reads one file for its life, and is one thread's),
-``MAX_PHRASES`` at most. Without the compiled ranking function (FTS5's bm25()) nothing
-is kept.
+``MAX_PHRASES`` at most, with the lengths of the turns its searches ranked
+(``store.sqlite.search.ranked``). Without the compiled ranking function (FTS5's bm25())
+no count is kept.
 """
 
 from __future__ import annotations
