@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from store.correlation import turn_trace_sql
@@ -145,7 +145,8 @@ class TurnIndex:
         self.keywords, self.vectors = [], []
 
 
-def record_turn(conn: Conn, turn: NewTurn, *, fresh_trace: str | None = None) -> Recorded:
+def record_turn(conn: Conn, turn: NewTurn, *, fresh_trace: Callable[[], str] | None = None
+                ) -> Recorded:
     """Store one turn with its keyword and vector index entries. Call inside a write.
 
     A turn whose ``source_key`` is already stored is not stored again: the existing
@@ -154,10 +155,10 @@ def record_turn(conn: Conn, turn: NewTurn, *, fresh_trace: str | None = None) ->
     one write: ``record_turns``.)
 
     With ``fresh_trace`` (the ingest's trace ids): a turn that names no trace id takes
-    its session's, or ``fresh_trace`` for a session that has none, and the turn's trace
-    id becomes its session's when the session has none (in the statement that updates
-    the session row). Without it, a turn without a trace id has none. ``trace_id`` of
-    the result: the turn's.
+    its session's, or for a session that has none a new one, ``fresh_trace()`` (called
+    only then), and the turn's trace id becomes its session's when the session has none
+    (in the statement that updates the session row). Without it, a turn without a trace
+    id has none. ``trace_id`` of the result: the turn's.
     """
     if turn.source_key is not None:
         found = first(conn, FIND_SOURCE_KEY, (turn.source_key,))
@@ -165,7 +166,7 @@ def record_turn(conn: Conn, turn: NewTurn, *, fresh_trace: str | None = None) ->
             return Recorded(found[0], found[1], True, count_live(conn, found[1]))
     _, head, session_trace = session_head(conn, turn.session)
     trace = turn.trace_id if fresh_trace is None else (
-        turn.trace_id or session_trace or fresh_trace)
+        turn.trace_id or session_trace or fresh_trace())
     linked = chain_hash(head, turn.content_hash, turn.session, turn.role, turn.created_at,
                         turn.source_key, trace)
     session_id = one(conn, UPSERT_SESSION, (turn.session, turn.created_at, linked,

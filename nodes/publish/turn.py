@@ -10,6 +10,7 @@ same transaction, so no compression can take it as an ordinary turn in between."
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypedDict
 
 from nodes.context import RunContext, node
@@ -54,7 +55,7 @@ def recorded_turn(conn: Conn, get: Callable[[str], Any]) -> dict[str, Any]:
     turn = get("turn")
     # the turn's trace id, else its session's, else a new one that becomes the session's
     rec = record_turn(conn, _new_turn(get, turn["trace_id"]),
-                      fresh_trace=new_trace_id(turn["created_at"]))
+                      fresh_trace=partial(new_trace_id, turn["created_at"]))
     trace_id = rec.trace_id
     if rec.duplicate:
         trace_id = exchange_trace(conn, rec.exchange_id)
