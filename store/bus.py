@@ -181,7 +181,11 @@ class Bus:
             return []
         with self._poll_lock:
             try:
-                with self._open(write=False) as conn:
+                # most machines have no bus: told by a stat, without trying to open it
+                if not self._present():
+                    self._failed(BusUnavailable("missing", f"no bus file at {self.path}"))
+                    return []
+                with self._open(write=False, present=True) as conn:
                     conn.execute("BEGIN")  # one snapshot for the scan and the reads
                     try:
                         found = self._read_pending(conn, task_id, limit)
@@ -296,14 +300,18 @@ class Bus:
 
     # --- internals ------------------------------------------------------------------
 
-    @contextmanager
-    def _open(self, *, write: bool, timeout_ms: int | None = None
-              ) -> Iterator[apsw.Connection]:
+    def _present(self) -> bool:
+        """Whether the bus file is there (one ``stat``)."""
         try:
-            present = self.path.is_file()
+            return self.path.is_file()
         except OSError as ex:
             raise BusUnavailable("unusable", f"cannot reach {self.path}: {ex}") from ex
-        if not present:
+
+    @contextmanager
+    def _open(self, *, write: bool, timeout_ms: int | None = None, present: bool = False
+              ) -> Iterator[apsw.Connection]:
+        """A connection to the bus file (``present``: the caller has just seen it there)."""
+        if not (present or self._present()):
             raise BusUnavailable("missing", f"no bus file at {self.path}")
         flags = apsw.SQLITE_OPEN_READWRITE if write else apsw.SQLITE_OPEN_READONLY
         conn: apsw.Connection | None = None
