@@ -23,7 +23,7 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -48,10 +48,12 @@ def _hashed(feature: str) -> tuple[int, float]:
     return h, 1.0 if (h >> 31) & 1 else -1.0
 
 
-@lru_cache(maxsize=65_536)
-def _word_features(word: str, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """Buckets and signs of a word's padded character trigrams (cached: word
-    frequencies are Zipfian, so most words of a turn were seen before)."""
+WORD_CACHE = 65_536  # words whose features are kept, per dimension
+
+
+def _word_features(word: str, dim: int) -> tuple[bytes, bytes, npt.NDArray[np.float64]]:
+    """Buckets (int64 bytes) and signs (float64 bytes, and as an array) of a word's
+    padded character trigrams."""
     padded = f"#{word}#"
     grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
     index = np.empty(len(grams), dtype=np.int64)
@@ -59,23 +61,39 @@ def _word_features(word: str, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDAr
     for n, gram in enumerate(grams):
         h, sign = _hashed("c:" + gram)  # the trigram feature name of the first vectors
         index[n], value[n] = h % dim, sign
-    return index, value
+    return index.tobytes(), value.tobytes(), value
+
+
+# Each word's features, by dimension (kept: word frequencies are Zipfian, so most
+# words of a turn were seen before); emptied when it holds WORD_CACHE words.
+_known_words: dict[int, dict[str, tuple[bytes, bytes, npt.NDArray[np.float64]]]] = {}
 
 
 @lru_cache(maxsize=256)
 def _own_features(text: str, dim: int) -> npt.NDArray[np.float64]:
     """Bucket weights of a text's own words, before normalisation (cached: a turn is
     vectorised again as the context of the next two turns of its session)."""
-    vec = np.zeros(dim, dtype=np.float64)
     counts = Counter(content_tokens(text))
-    if counts:
+    if not counts:
+        vec = np.zeros(dim, dtype=np.float64)
+    else:
+        known = _known_words.setdefault(dim, {})
+        if len(known) >= WORD_CACHE:
+            known.clear()
         index, value = [], []
         for word, count in counts.items():
-            idx, sign = _word_features(word[:64], dim)
-            index.append(idx)
+            features = known.get(word)
+            if features is None:
+                features = known[word] = _word_features(word[:64], dim)
+            index.append(features[0])
             # sublinear term frequency (1 for a word said once: its signs as they are)
-            value.append(sign if count == 1 else sign * (1.0 + math.log(count)))
-        vec += np.bincount(np.concatenate(index), weights=np.concatenate(value), minlength=dim)
+            value.append(features[1] if count == 1
+                         else (features[2] * (1.0 + math.log(count))).tobytes())
+        # every word's features in turn, one bincount over their bytes joined (no
+        # array a word to concatenate): a bucket's sum adds them in the same order
+        vec = cast(npt.NDArray[np.float64], np.bincount(
+            np.frombuffer(b"".join(index), dtype=np.int64),
+            weights=np.frombuffer(b"".join(value), dtype=np.float64), minlength=dim))
     vec.flags.writeable = False
     return vec
 
