@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from nodes.extract.terms import ASCII_WORD_CHARS, ascii_words, non_word_spaces
+
 __all__ = ["MAX_FLAGS", "MAX_SPAN_CHARS", "SIGNATURES", "Flag", "nafe_flags_in"]
 
 SIGNATURES = ("NARRATIVE_RESCUE", "MORAL_OVERRIDE", "AUTHORITY_DRIFT", "INTENT_INFERENCE")
@@ -179,6 +181,15 @@ _NEGATION = (
 _CLAUSE_BREAK = r"[,;:()]|\b(?:but|so|then|because|although|though)\b"
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _WORD = re.compile(r"[\w']+")
+_WORD_SPACED = non_word_spaces(ASCII_WORD_CHARS + "'")  # _WORD's characters in ASCII
+
+
+def _words(probe: str) -> set[str]:
+    lowered = probe.lower()
+    if lowered.isascii():  # most turns: the same words, split without the regex
+        return set(ascii_words(lowered, _WORD_SPACED))
+    return set(_WORD.findall(lowered))
+
 
 # Screening: a cue is only tried on a turn holding one of its trigger words (one
 # tokenisation per turn instead of a regex scan per cue; a test checks that the
@@ -237,7 +248,7 @@ def nafe_flags_in(text: str, *, screen: bool = True) -> list[Flag]:
     ``screen=False`` tries every cue (the tests compare it with the screened scan).
     """
     probe = text.replace("’", "'")  # same length: offsets stay valid
-    words = set(_WORD.findall(probe.lower())) if screen else set()
+    words = _words(probe) if screen else set()
     found: dict[tuple[str, int], Flag] = {}
     budget = MAX_CANDIDATES
     for signature, triggers, cue_source, need_source in _SCREENED:

@@ -33,6 +33,7 @@ from nodes.extract.patterns import (
     SignalPatterns,
 )
 from nodes.extract.sentences import sentences
+from nodes.extract.terms import ASCII_WORD_CHARS, ascii_words, non_word_spaces
 
 __all__ = [
     "MAX_ITEMS",
@@ -56,8 +57,9 @@ _CLAUSE_BREAK = re.compile(
     r"[,;:()\[\]]|\b(?:but|and|so|then|while|though|although|because|after)\b", re.I
 )
 _WORD = re.compile(r"[\w']+")
+_WORD_SPACED = non_word_spaces(ASCII_WORD_CHARS + "'")  # _WORD's characters in ASCII
 _QUESTION_TAIL = " \"')]*_`»”"
-_TRIGGER_ENDING = re.compile("(?:" + "|".join(BLOCKER_TRIGGER_ENDINGS) + r")(?![\w'])")
+_TRIGGER_ENDINGS = tuple(ending + " " for ending in BLOCKER_TRIGGER_ENDINGS)
 
 
 def decisions(text: str, patterns: SignalPatterns = DEFAULT_PATTERNS) -> list[str]:
@@ -136,13 +138,18 @@ class _Found:
 
 
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower().replace("’", "'")))
+    lowered = text.lower()
+    if lowered.isascii():  # most turns: the same words, split without the regex
+        return set(ascii_words(lowered, _WORD_SPACED))
+    return set(_WORD.findall(lowered.replace("’", "'")))
 
 
 def _ending(words: set[str]) -> bool:
-    """Whether one of ``words`` ends like an exception class name (one search over
-    them joined, not a test a word)."""
-    return _TRIGGER_ENDING.search(" ".join(words)) is not None
+    """Whether one of ``words`` ends like an exception class name: an ending followed by
+    the space after its word, in the words joined (one search an ending, not a test a
+    word; words hold no space)."""
+    joined = " ".join(words) + " "
+    return any(ending in joined for ending in _TRIGGER_ENDINGS)
 
 
 def may_hold_decision(text: str) -> bool:

@@ -4,11 +4,12 @@ index's context column and the hashed vectors."""
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_tokens", "content_words", "context_terms",
-           "words"]
+__all__ = ["ASCII_WORD_CHARS", "CONTEXT_TERMS", "STOP_WORDS", "ascii_words", "content_tokens",
+           "content_words", "context_terms", "non_word_spaces", "words"]
 
 # Words a turn borrows from the turns before it, at most: ~32 words cost the keyword
 # index ~170 bytes per 300-character turn; recall stops improving beyond ~32.
@@ -16,6 +17,27 @@ CONTEXT_TERMS = 32
 OWN_CHARS = 20_000  # a word used only beyond this in a huge turn may be borrowed again
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+ASCII_WORD_CHARS = string.ascii_letters + string.digits + "_"  # what \w matches in ASCII
+
+
+def non_word_spaces(word_chars: str) -> bytes:
+    """A ``bytes.translate`` table that turns every ASCII character but ``word_chars``
+    into a space."""
+    table = bytearray(range(256))
+    for code in range(128):
+        if chr(code) not in word_chars:
+            table[code] = ord(" ")
+    return bytes(table)
+
+
+def ascii_words(text: str, spaced: bytes) -> list[str]:
+    """The runs of word characters of ASCII ``text``, in order (``spaced``: the table of
+    ``non_word_spaces`` that names them): what ``re.findall`` of one or more of those
+    characters finds, split by C at a fraction of the regex's cost."""
+    return text.encode("ascii").translate(spaced).decode("ascii").split()
+
+
+_SPACED = non_word_spaces(ASCII_WORD_CHARS)
 
 # Function words and question scaffolding ("what did we ...") that carry no topic.
 STOP_WORDS = frozenset(
@@ -70,7 +92,10 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
 # a batch has in hand.
 @lru_cache(maxsize=256)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(text.lower()))
+    lowered = text.lower()
+    if lowered.isascii():  # most turns
+        return tuple(ascii_words(lowered, _SPACED))
+    return tuple(_WORD.findall(lowered))
 
 
 @lru_cache(maxsize=256)
