@@ -35,7 +35,7 @@ def check_text(name: str, value: Any, *, max_chars: int, allow_empty: bool = Fal
     """A string that is valid Unicode (no lone surrogates) and within bounds."""
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
+    if not allow_empty and (not value or value.isspace()):  # what strips to nothing
         raise InvalidInput(f"{name} must not be empty or only white space")
     if len(value) > max_chars:
         raise InvalidInput(f"{name} is {len(value):,} characters; at most {max_chars:,} allowed")
@@ -47,6 +47,8 @@ def check_text(name: str, value: Any, *, max_chars: int, allow_empty: bool = Fal
 
 def lone_surrogate(value: str) -> str | None:
     """What is wrong with text holding a lone surrogate (not valid Unicode), else None."""
+    if value.isascii():  # known without reading it, and no surrogate is ASCII
+        return None
     bad = _SURROGATE.search(value)
     if bad is None:
         return None
