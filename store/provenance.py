@@ -24,21 +24,15 @@ GENESIS = bytes(32)
 BACKFILL_BATCH = 1_000
 
 
-def _field(h: hashlib._Hash, value: str) -> None:
-    data = value.encode("utf-8", "surrogatepass")
-    h.update(len(data).to_bytes(4, "big"))
-    h.update(data)
-
-
 def chain_hash(previous: bytes, content_hash: bytes, session: str, role: str,
                created_at: float, source_key: str | None, trace_id: str | None) -> bytes:
     """The chain hash of one turn (length-prefixed fields: no two turns collide by
-    shifting text between fields)."""
-    h = hashlib.sha256(previous)
-    h.update(content_hash)
+    shifting text between fields), hashed in one call over its parts joined."""
+    parts = [previous, content_hash]
     for value in (session, role, repr(float(created_at)), source_key or "", trace_id or ""):
-        _field(h, value)
-    return h.digest()
+        data = value.encode("utf-8", "surrogatepass")
+        parts += (len(data).to_bytes(4, "big"), data)
+    return hashlib.sha256(b"".join(parts)).digest()
 
 
 SELECT_HEAD = "SELECT id, chain_head, trace_id FROM sessions WHERE name = ?"

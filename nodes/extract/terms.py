@@ -102,7 +102,7 @@ def _tokens(text: str) -> tuple[str, ...]:
 def content_tokens(text: str) -> tuple[str, ...]:
     """The words of ``text`` that are not stop words, in order, repeats kept (cached
     for the few texts in hand, as ``words`` is not)."""
-    return tuple(w for w in _tokens(text) if w not in STOP_WORDS)
+    return tuple([w for w in _tokens(text) if w not in STOP_WORDS])
 
 
 @lru_cache(maxsize=256)
