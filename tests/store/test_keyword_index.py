@@ -563,6 +563,18 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
         opened.close()
 
 
+def _segments(store: Store) -> int:
+    """How many segments the store's FTS5 index has."""
+    with store.read() as conn:
+        return int(conn.execute(
+            "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
+
+
+def _word_hits(store: Store) -> dict[str, list[tuple[int, float]]]:
+    with store.read() as conn:
+        return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
+
+
 def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
         app: App, monkeypatch: pytest.MonkeyPatch):
 
@@ -574,25 +586,16 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
     store = app.store
     assert isinstance(store, Store)
 
-    def segments() -> int:
-        with store.read() as conn:
-            return int(conn.execute(
-                "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
-
-    def hits() -> dict[str, list[tuple[int, float]]]:
-        with store.read() as conn:
-            return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
-
-    before, split = hits(), segments()
+    before, split = _word_hits(store), _segments(store)
     assert split > 1
     assert fts5_search.keep_merged(store, below=40) == 0  # the derived index's size
-    assert segments() == split
+    assert _segments(store) == split
     assert fts5_search.keep_merged(store) > 1
-    assert segments() == 1 and hits() == before
+    assert _segments(store) == 1 and _word_hits(store) == before
     assert fts5_search.keep_merged(store) == 0  # not due until the store grows
     for n in range(10):
         ingest(app, "s0", f"later turn {n} on {WORDS[n % len(WORDS)]}")
-    assert fts5_search.keep_merged(store) >= 1 and segments() == 1
+    assert fts5_search.keep_merged(store) >= 1 and _segments(store) == 1
     assert audit(app) == {}
 
 
@@ -607,28 +610,19 @@ def test_small_segments_are_merged_among_themselves_with_the_same_hits(
     store = app.store
     assert isinstance(store, Store)
 
-    def segments() -> int:
-        with store.read() as conn:
-            return int(conn.execute(
-                "SELECT count(DISTINCT segid) FROM exchanges_fts_idx").fetchone()[0])
-
-    def hits() -> dict[str, list[tuple[int, float]]]:
-        with store.read() as conn:
-            return {w: keyword_hits(conn, f'"{w}" OR "turn"', HitFilter(), 10) for w in WORDS}
-
     for n in range(160):
         ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]}")
-    assert fts5_search.keep_merged(store) >= 1 and segments() == 1
+    assert fts5_search.keep_merged(store) >= 1 and _segments(store) == 1
     for n in range(39):  # not enough growth for the whole index to be due again
         ingest(app, f"s{n % 3}", f"later turn {n} on {WORDS[(n * 3) % len(WORDS)]}")
-    before, split = hits(), segments()
+    before, split = _word_hits(store), _segments(store)
     assert split > 3
     assert fts5_search.keep_merged(store) == 0
     store.upkeep.wait()
     with store.read() as conn:  # a search finds the small merge due and starts it
         store.searched_keywords(conn)
     store.upkeep.wait()
-    assert segments() < split and hits() == before
+    assert _segments(store) < split and _word_hits(store) == before
     assert fts5_search.merge_small(store) == 1  # nothing left to merge: one step, no change
     assert audit(app) == {}
 
