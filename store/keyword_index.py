@@ -352,8 +352,8 @@ def _ranked(raw: list[tuple[float, int, int]], limit: int) -> list[tuple[int, fl
     """FTS5's path over (bm25 score, id, length in bytes): the best POOL x limit by
     bm25(), then the length prior; the best ``limit``, ties by id."""
     raw.sort(key=lambda r: (-r[0], r[1]))
-    scored = [(i, s * fts5_search.length_factor(n)) for s, i, n in raw[:POOL * limit] if s > 0]
-    return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return fts5_search.best_first([(i, s * fts5_search.length_factor(n))
+                                   for s, i, n in raw[:POOL * limit] if s > 0], limit)
 
 
 def _keep_best(heap: list[float], size: int, score: float) -> None:

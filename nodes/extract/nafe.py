@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from nodes.extract.terms import ASCII_WORD_CHARS, ascii_words, non_word_spaces
+from nodes.extract.terms import word_splitter
 
 __all__ = ["MAX_FLAGS", "MAX_SPAN_CHARS", "SIGNATURES", "Flag", "nafe_flags_in"]
 
@@ -180,16 +180,7 @@ _NEGATION = (
     r"|refused|without|neither|nor|no need to)\b")
 _CLAUSE_BREAK = r"[,;:()]|\b(?:but|so|then|because|although|though)\b"
 _SENTENCE_END = re.compile(r"[.!?\n]")
-_WORD = re.compile(r"[\w']+")
-_WORD_SPACED = non_word_spaces(ASCII_WORD_CHARS + "'")  # _WORD's characters in ASCII
-
-
-def _words(probe: str) -> set[str]:
-    lowered = probe.lower()
-    if lowered.isascii():  # most turns: the same words, split without the regex
-        return set(ascii_words(lowered, _WORD_SPACED))
-    return set(_WORD.findall(lowered))
-
+_words_of = word_splitter("'")
 
 # Screening: a cue is only tried on a turn holding one of its trigger words (one
 # tokenisation per turn instead of a regex scan per cue; a test checks that the
@@ -248,7 +239,7 @@ def nafe_flags_in(text: str, *, screen: bool = True) -> list[Flag]:
     ``screen=False`` tries every cue (the tests compare it with the screened scan).
     """
     probe = text.replace("’", "'")  # same length: offsets stay valid
-    words = _words(probe) if screen else set()
+    words = set(_words_of(probe.lower())) if screen else set()
     found: dict[tuple[str, int], Flag] = {}
     budget = MAX_CANDIDATES
     for signature, triggers, cue_source, need_source in _SCREENED:

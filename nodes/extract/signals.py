@@ -33,7 +33,7 @@ from nodes.extract.patterns import (
     SignalPatterns,
 )
 from nodes.extract.sentences import sentences
-from nodes.extract.terms import ASCII_WORD_CHARS, ascii_words, non_word_spaces
+from nodes.extract.terms import word_splitter
 
 __all__ = [
     "MAX_ITEMS",
@@ -56,8 +56,7 @@ _ELLIPSIS = "…"
 _CLAUSE_BREAK = re.compile(
     r"[,;:()\[\]]|\b(?:but|and|so|then|while|though|although|because|after)\b", re.I
 )
-_WORD = re.compile(r"[\w']+")
-_WORD_SPACED = non_word_spaces(ASCII_WORD_CHARS + "'")  # _WORD's characters in ASCII
+_words_of = word_splitter("'")
 _QUESTION_TAIL = " \"')]*_`»”"
 _TRIGGER_ENDINGS = tuple(ending + " " for ending in BLOCKER_TRIGGER_ENDINGS)
 
@@ -138,10 +137,7 @@ class _Found:
 
 
 def _words(text: str) -> set[str]:
-    lowered = text.lower()
-    if lowered.isascii():  # most turns: the same words, split without the regex
-        return set(ascii_words(lowered, _WORD_SPACED))
-    return set(_WORD.findall(lowered.replace("’", "'")))
+    return set(_words_of(text.lower().replace("’", "'")))
 
 
 def _ending(words: set[str]) -> bool:

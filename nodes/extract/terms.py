@@ -5,39 +5,35 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-__all__ = ["ASCII_WORD_CHARS", "CONTEXT_TERMS", "STOP_WORDS", "ascii_words", "content_tokens",
-           "content_words", "context_terms", "non_word_spaces", "words"]
+__all__ = ["CONTEXT_TERMS", "STOP_WORDS", "content_tokens", "content_words", "context_terms",
+           "word_splitter", "words"]
 
 # Words a turn borrows from the turns before it, at most: ~32 words cost the keyword
 # index ~170 bytes per 300-character turn; recall stops improving beyond ~32.
 CONTEXT_TERMS = 32
 OWN_CHARS = 20_000  # a word used only beyond this in a huge turn may be borrowed again
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-ASCII_WORD_CHARS = string.ascii_letters + string.digits + "_"  # what \w matches in ASCII
+
+def word_splitter(extra: str = "") -> Callable[[str], list[str]]:
+    """``re.findall`` of runs of word characters (``\\w``, and ``extra``), in order. ASCII
+    text (most turns) is split by one ``bytes.translate`` (every other character to a
+    space) and ``str.split`` instead, at a fraction of the regex's cost: the same words."""
+    pattern = re.compile(rf"[\w{re.escape(extra)}]+")
+    kept = string.ascii_letters + string.digits + "_" + extra  # what \w matches in ASCII
+    spaced = bytes(code if code >= 128 or chr(code) in kept else 32 for code in range(256))
+
+    def split(text: str) -> list[str]:
+        if text.isascii():
+            return text.encode("ascii").translate(spaced).decode("ascii").split()
+        return pattern.findall(text)
+
+    return split
 
 
-def non_word_spaces(word_chars: str) -> bytes:
-    """A ``bytes.translate`` table that turns every ASCII character but ``word_chars``
-    into a space."""
-    table = bytearray(range(256))
-    for code in range(128):
-        if chr(code) not in word_chars:
-            table[code] = ord(" ")
-    return bytes(table)
-
-
-def ascii_words(text: str, spaced: bytes) -> list[str]:
-    """The runs of word characters of ASCII ``text``, in order (``spaced``: the table of
-    ``non_word_spaces`` that names them): what ``re.findall`` of one or more of those
-    characters finds, split by C at a fraction of the regex's cost."""
-    return text.encode("ascii").translate(spaced).decode("ascii").split()
-
-
-_SPACED = non_word_spaces(ASCII_WORD_CHARS)
+_split = word_splitter()
 
 # Function words and question scaffolding ("what did we ...") that carry no topic.
 STOP_WORDS = frozenset(
@@ -57,7 +53,7 @@ STOP_WORDS = frozenset(
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens."""
-    return _WORD.findall(text.lower())
+    return _split(text.lower())
 
 
 def content_words(text: str) -> list[str]:
@@ -92,10 +88,7 @@ def context_terms(text: str, previous: Sequence[str], limit: int = CONTEXT_TERMS
 # a batch has in hand.
 @lru_cache(maxsize=256)
 def _tokens(text: str) -> tuple[str, ...]:
-    lowered = text.lower()
-    if lowered.isascii():  # most turns
-        return tuple(ascii_words(lowered, _SPACED))
-    return tuple(_WORD.findall(lowered))
+    return tuple(words(text))
 
 
 @lru_cache(maxsize=256)

@@ -8,6 +8,7 @@ the turn itself (``store.search_filter.BM25_WEIGHTS``); scope never scores.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from operator import itemgetter
@@ -28,9 +29,9 @@ from store.sql import Conn, Row, Transactions, all_rows, first
 from store.sqlite import bm25_top_path
 from store.sqlite.doc_freq import counts_in, snapshot
 
-__all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "keyword_sql",
-           "length_factor", "match_expression", "merge_small", "merge_state", "ranked",
-           "scope_token"]
+__all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "keep_merged", "keyword_hits",
+           "keyword_sql", "length_factor", "match_expression", "merge_small", "merge_state",
+           "ranked", "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
 # (in conversations the long turns carry the facts; pivoted length normalisation makes
@@ -39,8 +40,9 @@ __all__ = ["LENGTH_PRIOR", "check_expression", "keep_merged", "keyword_hits", "k
 # LoCoMo-format conversations: 0.15-0.25 help alike; 0.2 gives +4 points of recall@5
 # and +1.5 of recall@10.
 LENGTH_PRIOR = 0.2
-LENGTHS = "SELECT id, octet_length(content) FROM exchanges WHERE id IN ({marks})"
-MAX_PARAMS = 500  # ids a statement of LENGTHS reads at once
+# one statement text for any number of ids (a list of marks would be a statement a size)
+LENGTHS = ("SELECT id, octet_length(content) FROM exchanges"
+           " WHERE id IN (SELECT value FROM json_each(?))")
 MAX_LENGTHS = 1 << 17  # turns' lengths a connection keeps (more: all are dropped)
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
@@ -227,20 +229,24 @@ def ranked(conn: Conn, rows: list[Row], limit: int, lengths: dict[int, int]
     between its searches: ``store.sqlite.doc_freq.Kept``); the missing ones are read and
     added."""
     missing = [int(r[0]) for r in rows if r[0] not in lengths]
-    for start in range(0, len(missing), MAX_PARAMS):
-        part = missing[start:start + MAX_PARAMS]
-        lengths.update(conn.execute(LENGTHS.format(marks=",".join("?" * len(part))), part))
-    prior, pw = LENGTH_PRIOR, math.pow  # length_factor, inline (a length is never below 0)
-    scored = [(i, -raw * pw(lengths[i] or 1, prior)) for i, raw in rows if i in lengths]
-    scored.sort(key=itemgetter(0))
-    scored.sort(key=itemgetter(1), reverse=True)  # stable: equal scores stay by id
-    return scored[:limit]
+    if missing:
+        lengths.update(conn.execute(LENGTHS, (json.dumps(missing),)))
+    prior, pw = LENGTH_PRIOR, math.pow  # length_factor, inline: a call a row costs more
+    return best_first([(i, -raw * pw(lengths[i] or 1, prior))
+                       for i, raw in rows if i in lengths], limit)
 
 
 def length_factor(length: int) -> float:
     """What a turn's BM25 score is multiplied by for its length in bytes (LENGTH_PRIOR;
-    C's pow(), as SQLite's pow())."""
-    return math.pow(max(length, 1), LENGTH_PRIOR)
+    C's pow(), as SQLite's pow(); a length is never below 0)."""
+    return math.pow(length or 1, LENGTH_PRIOR)
+
+
+def best_first(scored: list[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
+    """The best ``limit`` of (exchange id, score), ties by id."""
+    scored.sort(key=itemgetter(0))
+    scored.sort(key=itemgetter(1), reverse=True)  # stable: equal scores stay by id
+    return scored[:limit]
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
