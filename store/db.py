@@ -125,7 +125,7 @@ class Store:
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
-        self._all: list[apsw.Connection] = []
+        self._all: list[tuple[threading.Thread, apsw.Connection]] = []  # by thread
         self._all_lock = threading.Lock()
         self._closed = False
         self._create_file()
@@ -375,7 +375,9 @@ class Store:
         return conn
 
     def connection(self) -> apsw.Connection:
-        """This thread's connection (opened on first use)."""
+        """This thread's connection (opened on first use). Opening one closes those of
+        threads that have ended (the upkeep's, a thread pool's idle workers): each
+        holds three file descriptors and its page cache until the store closes."""
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
@@ -383,7 +385,11 @@ class Store:
             conn = self._open()
             self._local.conn = conn
             with self._all_lock:
-                self._all.append(conn)
+                ended = [c for thread, c in self._all if not thread.is_alive()]
+                self._all = [(thread, c) for thread, c in self._all if thread.is_alive()]
+                self._all.append((threading.current_thread(), conn))
+            for done in ended:
+                done.close()
         return conn
 
     def write(self) -> AbstractContextManager[apsw.Connection]:
@@ -465,5 +471,5 @@ class Store:
     def _close_connections(self) -> None:
         with self._all_lock:
             conns, self._all = self._all, []
-        for conn in conns:
+        for _, conn in conns:
             conn.close()

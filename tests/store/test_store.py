@@ -126,6 +126,39 @@ def test_wal_mode_and_foreign_keys_on_every_connection(db: Store):
     assert modes == [("wal", 1), ("wal", 1)]
 
 
+
+
+def _open_on(path: Path) -> int:
+    """How many of this process's file descriptors are open on ``path``'s file, its log
+    or its shared-memory index."""
+    names = {str(path), f"{path}-wal", f"{path}-shm"}
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) in names)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc (Linux)")
+def test_connections_of_ended_threads_are_closed_when_another_opens(db: Store):
+    """Each thread has a connection of its own; threads that end (the upkeep's, a thread
+    pool's idle workers) must not each leave one open until the store closes: a
+    long-lived server would run out of file descriptors."""
+    record(db, new_turn("kept across the threads"))
+    path = db.path.resolve()
+    live = _open_on(path)  # this thread's connection and the store's own
+    seen = []
+
+    def short_lived() -> None:
+        with db.read() as conn:
+            seen.append(conn.execute("SELECT count(*) FROM exchanges").fetchone()[0])
+
+    for _ in range(40):
+        thread = threading.Thread(target=short_lived)
+        thread.start()
+        thread.join(timeout=10)
+    assert seen == [1] * 40
+    # the last thread's connection is left until the next opens: one more at most
+    assert _open_on(path) <= live + 3
+    record(db, new_turn("written after them"))  # this thread's connection still works
+    assert scalar(db, "SELECT count(*) FROM exchanges") == 2
 # --- turns ----------------------------------------------------------------------------------
 
 def test_record_turn_indexes_it_and_source_key_dedups(db: Store):
