@@ -12,7 +12,7 @@ spoken to with the raw JSON-RPC client (``common.RawClient``); the turns are
 ``ingest_query.make_turns``'s (sessions of 1,000 turns: compression runs every eighth
 turn, as for a real session). After a warm-up, the turns go in blocks of ``--block``,
 each block to every server in turn (the order swaps from one block to the next).
-Reported per checkout: ingest p50/p95 and the floor's p50 measured beside it, their
+Reported per checkout: ingest p50/p95/p99/max and the floor's p50 measured beside it, their
 ratio, sequential turns/s (the ingest calls' mean latency), the reply's size, the
 server's CPU per ingest (its CPU over the pairs less the floor's, measured in blocks of
 floor calls alone) and the share of it spent on other threads than the serving one (the
@@ -108,7 +108,8 @@ class _Side:
         per = [1e3 * c / n - f for c, f in zip(self.pair_cpu, floor_ms, strict=True)]
         p50, f50 = percentile(self.lat, 50), percentile(self.floor, 50)
         return {"calls": n, "errors": len(self.errors), "error_samples": self.errors[:3],
-                "p50_ms": p50, "p95_ms": percentile(self.lat, 95), "floor_p50_ms": f50,
+                "p50_ms": p50, "p95_ms": percentile(self.lat, 95),
+                "p99_ms": percentile(self.lat, 99), "max_ms": max(self.lat), "floor_p50_ms": f50,
                 "ratio_p50": p50 / f50, "turns_per_s": 1e3 * n / sum(self.lat),
                 "reply_bytes_p50": percentile(self.sizes, 50),
                 "cpu_ms_per_ingest": sum(per), "cpu_ms_other_threads": per[1],
@@ -197,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out = run(args)
     raw = out["raw"]
-    print_table(["checkout", "ingest p50", "p95", "floor p50", "ratio", "turns/s",
+    print_table(["checkout", "ingest p50", "p95", "p99", "max", "floor p50", "ratio", "turns/s",
                  "CPU/ingest", "other threads", "floor CPU", "reply B", "errors"],
-                [[name, f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
+                [[name, f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}", f"{r['p99_ms']:.2f}",
+                  f"{r['max_ms']:.1f}",
                   f"{r['floor_p50_ms']:.2f}", f"{r['ratio_p50']:.2f}x",
                   f"{r['turns_per_s']:.0f}", f"{r['cpu_ms_per_ingest']:.2f}",
                   f"{r['cpu_ms_other_threads']:.2f}", f"{r['floor_cpu_ms']:.2f}",

@@ -2,7 +2,9 @@
 
 Writers in this process take a lock before ``BEGIN IMMEDIATE`` so they queue in
 memory instead of sleeping in SQLite's busy handler; writers in other processes are
-serialised by SQLite itself (busy timeout). Readers never block writers (WAL).
+serialised by SQLite itself (busy timeout). Readers never block writers (WAL). The
+log is copied back into the file on a thread of its own once a commit leaves it long
+(``CHECKPOINT_PAGES``), not inside that commit.
 
 A file that cannot be written (a read-only file system or file) is opened read-only:
 every read works, ``write()`` and ``exclusive()`` refuse with ``StoreReadOnly``, and
@@ -62,6 +64,15 @@ MMAP_BYTES = 1 << 30
 # statements, and with 100 the compression's (every eighth turn of a session) were
 # prepared again each time.
 STATEMENT_CACHE = 256
+# Pages in the write-ahead log from which it is copied back into the file (SQLite's
+# default). A checkpoint is the one fsync of a commit in NORMAL mode: it runs on a
+# thread of its own (``Store._checkpoint``), not inside the commit that crossed it.
+CHECKPOINT_PAGES = 1000
+# The thread's checkpoint lets the log restart only if it ends between two writes; writes
+# back to back (a bulk import) leave it no gap, and from this many pages the writer
+# waits for the thread and checkpoints after its commit itself, as SQLite would have at
+# CHECKPOINT_PAGES.
+CHECKPOINT_LIMIT = 4 * CHECKPOINT_PAGES
 
 
 def _best_practice(connection: apsw.Connection) -> None:
@@ -118,9 +129,11 @@ class Store:
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
+        self._log_pages = 0  # in the write-ahead log after the last commit
         self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
         self._small_due = 0  # turns from which its small segments are (merge_small)
         self.upkeep = Upkeep()  # FTS5's merge, the derived keyword index's flush and build
+        self.checkpoints = Upkeep()  # the log copied back into the file
         self._keeps_keywords = False  # seen keeping the derived keyword index
         self.synchronous = synchronous
         self._local = threading.local()
@@ -355,6 +368,7 @@ class Store:
                 conn.set_busy_timeout(self.busy_timeout_ms)
                 if not self.read_only:  # a read-only store keeps the mode it has
                     conn.execute("PRAGMA journal_mode=WAL")
+                    conn.set_wal_hook(self._committed)  # in place of SQLite's checkpoints
                 conn.execute("PRAGMA synchronous="
                              f"{'FULL' if self.synchronous == 'full' else 'NORMAL'}")
                 conn.execute("PRAGMA foreign_keys=ON")
@@ -373,6 +387,29 @@ class Store:
             conn.close()
             raise
         return conn
+
+    def _committed(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
+        """After each commit of this process's connections: a log of ``CHECKPOINT_PAGES``
+        or more is copied back into the file on the checkpoint thread (one at a time; a
+        commit while it runs asks again). The commit returns without waiting for it."""
+        self._log_pages = pages
+        if pages >= CHECKPOINT_PAGES:
+            self.checkpoints.start(self._checkpoint, "wal-checkpoint")
+        return apsw.SQLITE_OK
+
+    def _checkpoint(self) -> None:
+        """A passive checkpoint, SQLite's own after a commit: it copies what no reader
+        still needs and waits for nothing. On a bare connection of its own (no
+        extension is read), closed when done."""
+        try:
+            conn = apsw.Connection(self._uri, flags=self._flags)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+        except apsw.Error as ex:  # the log stays: the next commit asks again
+            print(f"stenographer: the write-ahead log was not checkpointed: {ex}",
+                  file=sys.stderr)
 
     def connection(self) -> apsw.Connection:
         """This thread's connection (opened on first use). Opening one closes those of
@@ -417,6 +454,10 @@ class Store:
                 if not conn.get_autocommit():
                     conn.execute("ROLLBACK")
                 raise
+            if self._log_pages >= CHECKPOINT_LIMIT:  # the thread's cannot catch up
+                self._log_pages = 0
+                self.checkpoints.wait()
+                conn.wal_checkpoint()
         if counted:
             self._local.commits = self.commits() + 1
 
@@ -466,6 +507,7 @@ class Store:
             self.traces.close()
         finally:
             self._closed = True
+            self.checkpoints.wait()  # the last commits' (the traces') included
             self._close_connections()
 
     def _close_connections(self) -> None:

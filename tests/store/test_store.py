@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import store.db
 import store.sqlite.vec0
 import store.vectors
 from nodes.extract.vectors import quantize, text_vector
@@ -159,6 +160,62 @@ def test_connections_of_ended_threads_are_closed_when_another_opens(db: Store):
     assert _open_on(path) <= live + 3
     record(db, new_turn("written after them"))  # this thread's connection still works
     assert scalar(db, "SELECT count(*) FROM exchanges") == 2
+
+
+def test_the_log_is_checkpointed_off_the_committing_thread_and_stays_bounded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A commit that leaves the write-ahead log at CHECKPOINT_PAGES or more does not copy
+    it back itself (the checkpoint's fsync would stall the call): the checkpoint thread
+    does, and the log restarts instead of growing with every commit."""
+    monkeypatch.setattr(store.db, "CHECKPOINT_PAGES", 40)
+    monkeypatch.setattr(store.db, "CHECKPOINT_LIMIT", 160)
+    ran_on, log_pages = [], []
+    checkpoint, committed = Store._checkpoint, Store._committed
+
+    def watched(self: Store) -> None:
+        ran_on.append(threading.current_thread())
+        checkpoint(self)
+
+    def counted(self: Store, conn: apsw.Connection, name: str, pages: int) -> int:
+        log_pages.append(pages)  # frames in the log after each commit
+        return committed(self, conn, name, pages)
+
+    monkeypatch.setattr(Store, "_checkpoint", watched)
+    monkeypatch.setattr(Store, "_committed", counted)
+    path = tmp_path / "steno.db"
+    db = Store(path, vector_dim=DIM)
+    try:
+        # calls with a gap between them (a server's): the thread's checkpoints end in
+        # the gaps, and the log restarts below the writer's own limit. First, until one
+        # has ended with no reader in the log (the new file's schema is 120 pages).
+        for n in range(10):
+            record(db, new_turn(f"an early turn {n}"))
+            db.checkpoints.wait()
+            if log_pages[-1] < 40:
+                break
+        written = n + 1
+        log_pages.clear()
+        for n in range(150):
+            record(db, new_turn(f"turn {n} " + "words of a turn " * 20, f"s{n % 7}"))
+            db.checkpoints.wait()
+        assert 40 <= max(log_pages) < 100
+        assert ran_on and threading.current_thread() not in ran_on
+        # writes back to back (a bulk import): the writer's own checkpoint bounds it
+        log_pages.clear()
+        for n in range(300):
+            record(db, new_turn(f"bulk {n} " + "words of a turn " * 20, f"s{n % 7}"))
+        assert 40 <= max(log_pages) < 2 * 160  # 4,500 pages if nothing checkpointed
+        db.checkpoints.wait()
+    finally:
+        db.close()
+    reopened = Store(path, vector_dim=DIM)
+    try:
+        assert scalar(reopened, "SELECT count(*) FROM exchanges") == written + 450
+        assert scalar(reopened, "PRAGMA integrity_check") == "ok"
+    finally:
+        reopened.close()
+
+
 # --- turns ----------------------------------------------------------------------------------
 
 def test_record_turn_indexes_it_and_source_key_dedups(db: Store):
