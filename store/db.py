@@ -69,9 +69,8 @@ STATEMENT_CACHE = 256
 # thread of its own (``Store._checkpoint``), not inside the commit that crossed it.
 CHECKPOINT_PAGES = 1000
 # The thread's checkpoint lets the log restart only if it ends between two writes; writes
-# back to back (a bulk import) leave it no gap, and from this many pages the writer
-# waits for the thread and checkpoints after its commit itself, as SQLite would have at
-# CHECKPOINT_PAGES.
+# back to back (a bulk import) leave it no gap, and from this many pages the commit
+# waits for the thread and checkpoints itself, as SQLite would have at CHECKPOINT_PAGES.
 CHECKPOINT_LIMIT = 4 * CHECKPOINT_PAGES
 
 
@@ -129,7 +128,6 @@ class Store:
         self._vector_dim = vector_dim
         self._vectors: VectorCache | None = None
         self._keywords: KeywordIndex | None = None
-        self._log_pages = 0  # in the write-ahead log after the last commit
         self._merge_due = 0  # turns from which FTS5's segments may be due for a merge
         self._small_due = 0  # turns from which its small segments are (merge_small)
         self.upkeep = Upkeep()  # FTS5's merge, the derived keyword index's flush and build
@@ -391,9 +389,13 @@ class Store:
     def _committed(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
         """After each commit of this process's connections: a log of ``CHECKPOINT_PAGES``
         or more is copied back into the file on the checkpoint thread (one at a time; a
-        commit while it runs asks again). The commit returns without waiting for it."""
-        self._log_pages = pages
-        if pages >= CHECKPOINT_PAGES:
+        commit while it runs asks again). The commit returns without waiting for it,
+        unless the log has reached ``CHECKPOINT_LIMIT``: then it waits for the thread and
+        checkpoints itself."""
+        if pages >= CHECKPOINT_LIMIT:  # writes back to back leave the thread no gap
+            self.checkpoints.wait()
+            self._checkpoint()
+        elif pages >= CHECKPOINT_PAGES:
             self.checkpoints.start(self._checkpoint, "wal-checkpoint")
         return apsw.SQLITE_OK
 
@@ -454,10 +456,6 @@ class Store:
                 if not conn.get_autocommit():
                     conn.execute("ROLLBACK")
                 raise
-            if self._log_pages >= CHECKPOINT_LIMIT:  # the thread's cannot catch up
-                self._log_pages = 0
-                self.checkpoints.wait()
-                conn.wal_checkpoint()
         if counted:
             self._local.commits = self.commits() + 1
 
