@@ -149,10 +149,11 @@ META_KEY = "keyword_index"
 # A turn is queued only while the store keeps the index (``meta`` holds its key: from
 # the moment its first build starts, ``KeywordIndex.rebuild``); below ``answers_from`` a
 # store keeps none and queues nothing, FTS5 holds its turns.
+# ``KEEPS`` is read once a write, and only then do the queue's rows go in: below
+# ``answers_from`` a write runs no statement a turn for a queue that takes nothing.
 KEEPS = "SELECT 1 FROM meta WHERE key = 'keyword_index'"
-INSERT_PENDING = f"""
-INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated)
-SELECT ?, ?, ? WHERE EXISTS ({KEEPS})"""
+INSERT_PENDING = """
+INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated) VALUES (?, ?, ?)"""
 SELECT_PENDING_SEQS = "SELECT seq, exchange_id FROM keyword_pending"
 ANY_PENDING = "SELECT 1 FROM keyword_pending LIMIT 1"
 SELECT_PENDING_ROWS = """
@@ -183,14 +184,16 @@ WHERE NOT EXISTS (SELECT 1 FROM keyword_pending p WHERE p.exchange_id = e.id) LI
 
 def queue_entries(conn: Conn, entries: Sequence[tuple[int, str, str]]) -> None:
     """Queue turns' entries ``(exchange id, context, dated)`` for the index (in the
-    transaction that stores or re-indexes the turns)."""
-    conn.executemany(INSERT_PENDING, entries)
+    transaction that stores or re-indexes the turns), if the store keeps the index."""
+    if entries and keeps_index(conn):
+        conn.executemany(INSERT_PENDING, entries)
 
 
 def queue_removals(conn: Conn, ids: Sequence[int]) -> None:
     """Queue the removal of forgotten turns' entries (in the transaction that deletes
-    them)."""
-    conn.executemany(INSERT_PENDING, [(i, None, None) for i in ids])
+    them), if the store keeps the index."""
+    if ids and keeps_index(conn):
+        conn.executemany(INSERT_PENDING, [(i, None, None) for i in ids])
 
 
 SELECT_STORED = """
