@@ -95,13 +95,17 @@ def _counted_things(parts: Sequence[Part]) -> tuple[list[tuple[str, str | None, 
     return [(noun, forms[noun], n) for noun, n in counts.items()], refs
 
 
-def _nouns(parts: Sequence[Part]) -> set[str]:
-    return {noun for noun, _, _ in _counted_things(parts)[0]}
+def _kinds(part: Part) -> set[str]:
+    """The nouns ``part`` counts as when left out."""
+    if isinstance(part, Item) or part.noun is not None:
+        assert part.noun is not None
+        return {part.noun}
+    return {noun for noun, _, _ in _counted_things(part.parts)[0]}
 
 
-def _summary(parts: Sequence[Part], shown: set[str]) -> str:
-    """"3 more decisions and 2 blockers": "more" where some of that kind are shown."""
-    things, _ = _counted_things(parts)
+def _summary(things: Sequence[tuple[str, str | None, int]], shown: set[str]) -> str:
+    """"3 more decisions and 2 blockers" (``_counted_things``' counts): "more" where some
+    of that kind are shown."""
     words = []
     for noun, form, n in things:
         more = "more " if noun in shown else ""
@@ -112,21 +116,22 @@ def _summary(parts: Sequence[Part], shown: set[str]) -> str:
 def _note(parts: Sequence[Part], shown: set[str], newest_last: bool, advice: str) -> str:
     """"… 3 more decisions (#12, #40, #41, …) left out: raise max_chars": the refs
     nearest the cut (for groups kept from their end, the newest), in document order."""
-    refs = list(dict.fromkeys(_counted_things(parts)[1]))
+    things, all_refs = _counted_things(parts)
+    refs = list(dict.fromkeys(all_refs))
     if len(refs) <= MAX_REFS:
         cited = refs
     elif newest_last:
         cited = ["…", *refs[-MAX_REFS:]]
     else:
         cited = [*refs[:MAX_REFS], "…"]
-    return f"… {_summary(parts, shown)} ({', '.join(cited)}) left out: {advice}"
+    return f"… {_summary(things, shown)} ({', '.join(cited)}) left out: {advice}"
 
 
 def _note_bound(parts: Sequence[Part], advice: str) -> int:
     """What a note of any of ``parts`` costs at most: all of them counted, every kind
     "more", the longest refs."""
     things, refs = _counted_things(parts)
-    summary = _summary(parts, {noun for noun, _, _ in things})
+    summary = _summary(things, {noun for noun, _, _ in things})
     longest = sorted((len(r) for r in set(refs)), reverse=True)[:MAX_REFS]
     cited = sum(longest) + 2 * MAX_REFS + 1  # the refs, their ", " and a "…"
     return len(f"… {summary} () left out: {advice}") + cited + 1
@@ -155,17 +160,19 @@ def _fit(group: Group, room: int, advice: str, *, alone: bool) -> list[str] | No
 
     for n, index in enumerate(order):
         after, lines = order[n + 1:], _whole(parts[index])
-        seen = kinds | _nouns([parts[index]])
-        if used + _cost(lines) + bound <= room or (
-                used + _cost(lines) + note_cost(after, seen) <= room):
+        seen = kinds | _kinds(parts[index])
+        cost = _cost(lines)
+        # what the note of the parts after this one takes (any note fits within bound)
+        rest = 0 if used + cost + bound <= room else note_cost(after, seen)
+        if used + cost + rest <= room:
             shown[index] = lines
-            used += _cost(lines)
+            used += cost
             kinds, left = seen, after
             continue
         part = parts[index]
         inner = part if isinstance(part, Group) else part.inner() if part.inner else None
         if inner is not None:
-            partial = _fit(inner, room - used - note_cost(after, seen), advice, alone=False)
+            partial = _fit(inner, room - used - rest, advice, alone=False)
             if partial is not None:
                 shown[index] = partial
                 kinds, left = seen, after
@@ -218,8 +225,8 @@ def fitted(max_chars: int, title: Sequence[str], sections: Sequence[tuple[Group,
 def _closing_line(parts: Sequence[Part], max_chars: int, advice: str) -> str:
     if not parts:
         return ""
-    return (f"… {_summary(parts, set())} left out to stay within {max_chars:,} characters: "
-            f"{advice}")
+    return (f"… {_summary(_counted_things(parts)[0], set())} left out to stay within "
+            f"{max_chars:,} characters: {advice}")
 
 
 class Budget:
