@@ -148,9 +148,8 @@ META_KEY = "keyword_index"
 
 # A turn is queued only while the store keeps the index (``meta`` holds its key: from
 # the moment its first build starts, ``KeywordIndex.rebuild``); below ``answers_from`` a
-# store keeps none and queues nothing, FTS5 holds its turns.
-# ``KEEPS`` is read once a write, and only then do the queue's rows go in: below
-# ``answers_from`` a write runs no statement a turn for a queue that takes nothing.
+# store keeps none and queues nothing, FTS5 holds its turns. ``KEEPS`` is read once in
+# the write that would queue, so that no statement runs a turn for an empty queue.
 KEEPS = "SELECT 1 FROM meta WHERE key = 'keyword_index'"
 INSERT_PENDING = """
 INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated) VALUES (?, ?, ?)"""
