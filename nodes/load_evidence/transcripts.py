@@ -25,8 +25,8 @@ from nodes.extract.transcripts import CorruptRecord, parse_record, session_from_
 from store.cursors import Cursor, get_cursor
 from store.errors import NotFound
 
-__all__ = ["HEAD_BYTES", "MAX_LINE_BYTES", "file_head", "file_identity", "read_batch",
-           "transcript_batch", "transcript_start"]
+__all__ = ["HEAD_BYTES", "MAX_LINE_BYTES", "file_head", "file_identity", "file_start",
+           "read_batch", "transcript_batch", "transcript_start"]
 
 HEAD_BYTES = 1024  # the first bytes whose hash tells a rewritten file from a grown one
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a longer line is skipped as corrupt
@@ -84,13 +84,19 @@ class TranscriptStartWrites(TypedDict):
 
 @node
 def transcript_start(source: Any, *, run: RunContext) -> TranscriptStartWrites:
+    try:
+        return {"start": file_start(run, source)}
+    except OSError as ex:
+        raise _unreadable(source["path"], ex) from None
+
+
+def file_start(run: RunContext, source: dict[str, Any]) -> dict[str, Any]:
+    """Where the file's next batch starts (``transcript_start``): its stored cursor,
+    checked against the file as it is now. OSError when the file cannot be read."""
     path = Path(source["path"])
     with run.store.read() as conn:
         cur = get_cursor(conn, source["kind"], str(path))
-    try:
-        return {"start": _start(source["kind"], path, cur)}
-    except OSError as ex:
-        raise _unreadable(path, ex) from None
+    return _start(source["kind"], path, cur)
 
 
 def _start(kind: str, path: Path, cur: Cursor | None) -> dict[str, Any]:

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-import nodes.batch as batch_module
 from nodes.batch import EXTRACT, each_turn, previous_after, split_drop, split_finish, split_start
 from nodes.context import RunContext, node
-from nodes.load_evidence.transcripts import read_batch
+from nodes.load_evidence.transcripts import file_start, read_batch
 
-__all__ = ["AHEAD_SHARE", "ahead_taken", "capture_items", "capture_reply", "cursor_step",
-           "file_failed", "file_tally", "next_source", "read_ahead"]
+__all__ = ["AHEAD_FROM", "AHEAD_SHARE", "ahead_taken", "capture_items", "capture_reply",
+           "cursor_step", "file_failed", "file_tally", "next_source", "read_ahead"]
 
 # The worker's part of the next batch's per-turn functions, computed while this process
 # stores and compresses the batch before it (``read_ahead``).
 AHEAD_SHARE = 0.75
+# From this many turns to compute, a batch read ahead hands the worker its share: fewer
+# than nodes.batch.SPLIT_FROM, since this process does not wait for the worker's answer
+# (it stores the batch before meanwhile), so a small batch costs it only what is sent.
+AHEAD_FROM = 16
 
 
 def _fresh(source: dict[str, Any]) -> dict[str, Any]:
@@ -48,16 +51,20 @@ class NextSourceWrites(TypedDict):
 def next_source(reports: Any, report: Any, files: Any, ahead: Any = None, *,
                 run: RunContext) -> NextSourceWrites:
     """The next file to read (None: all were read, or a stop was asked), with a fresh
-    report; the report of the file before it joins ``reports``. A batch read ahead in
-    the file before (a stop was asked) is dropped."""
-    _drop(run, ahead)
+    report; the report of the file before it joins ``reports``. A batch read ahead is
+    kept when it is the next file's first (``read_ahead``), dropped otherwise (one of
+    the file before: a stop was asked)."""
     reports, report = list(reports or []), report
     if report is not None:
         reports.append(report)
     if len(reports) >= len(files) or _stopped(run):
+        _drop(run, ahead)
         return {"reports": reports, "report": None, "source": None, "ahead": None}
     source = files[len(reports)]
-    return {"reports": reports, "report": _fresh(source), "source": source, "ahead": None}
+    if ahead is not None and ahead["source"] != source:
+        _drop(run, ahead)
+        ahead = None
+    return {"reports": reports, "report": _fresh(source), "source": source, "ahead": ahead}
 
 
 class CaptureItemsWrites(TypedDict):
@@ -151,22 +158,31 @@ class ReadAheadWrites(TypedDict):
 
 
 @node
-def read_ahead(source: Any, start: Any, batch: Any, items: Any, *,
-               run: RunContext) -> ReadAheadWrites:
-    """When the batch was full: the file's next batch read now, before this one is
-    stored, validated and redacted, the turns before each read as if this batch were
-    stored (``previous_after``), and AHEAD_SHARE of its per-turn functions (``EXTRACT``)
-    handed to the worker process, which computes them while this process stores and
-    compresses this batch. ``ahead_taken`` takes it up as the next batch, or drops it.
-    Not with a coordination bus (its shutdown events are read batch by batch) nor while
-    a rotated file is drained."""
+def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, reports: Any,
+               *, run: RunContext) -> ReadAheadWrites:
+    """The batch after this one read now, before this one is stored: the file's next
+    when this one was full, else the first of the pass's next file. It is validated and
+    redacted, the turns before each read as if this batch were stored
+    (``previous_after``), and AHEAD_SHARE of its per-turn functions (``EXTRACT``) handed
+    to the worker process, which computes them while this process stores and compresses
+    this batch. ``ahead_taken`` takes it up as the next batch, or drops it. Not with a
+    coordination bus (its shutdown events are read batch by batch) nor while a rotated
+    file is drained (nor for a next file that starts so)."""
     end = batch["end"]
-    if (not end["more"] or start["drain"] or _stopped(run) or run.bus is not None
-            or run.turn_worker is None):
+    if start["drain"] or _stopped(run) or run.bus is not None or run.turn_worker is None:
         return {"ahead": None}
-    following = {**start, "position": end["position"], "lines": end["lines"],
-                 "head": end["head"], "session": end["session"], "reset": None}
     try:
+        if end["more"]:
+            following = {**start, "position": end["position"], "lines": end["lines"],
+                         "head": end["head"], "session": end["session"], "reset": None}
+        else:
+            after = len(reports or ()) + 1  # the file after this one (``next_source``)
+            if after >= len(files):
+                return {"ahead": None}
+            source = files[after]
+            following = file_start(run, source)
+            if following["drain"]:
+                return {"ahead": None}
         read = read_batch(source, following)
     except OSError:
         return {"ahead": None}  # read again in its turn, which reports the error
@@ -176,8 +192,8 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, *,
     with run.store.read() as conn:
         previous_after(conn, items, taken)
     todo = [i for i in taken if i.get("rejected") is None and not i.get("duplicate")]
-    share = AHEAD_SHARE if len(todo) >= batch_module.SPLIT_FROM else 0.0
-    return {"ahead": {"start": following, "batch": read, "items": taken,
+    share = AHEAD_SHARE if len(todo) >= AHEAD_FROM else 0.0
+    return {"ahead": {"source": source, "start": following, "batch": read, "items": taken,
                       "split": split_start(run, todo, EXTRACT, share)}}
 
 

@@ -303,18 +303,21 @@ def test_a_session_learns_the_directory_its_records_name(rig: Rig, dirs: dict[st
 def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A full batch has the file's next batch read, validated, redacted and mostly
-    computed by the worker process while it is stored (``read_ahead``), the turns before
-    each and the source keys taken from the batch not yet stored: the store ends as a
-    pass without it leaves it (rows, hashes, chains, flags, index entries, briefs), a
-    record repeated in the next batch included. A batch read ahead and then not taken up
-    (a stop was asked) leaves the worker free."""
+    computed by the worker process while it is stored (``read_ahead``), a file's last
+    batch the next file's first, the turns before each and the source keys taken from
+    the batch not yet stored: the store ends as a pass without it leaves it (rows,
+    hashes, chains, flags, index entries, briefs), a record repeated in the next batch
+    included. A batch read ahead and then not taken up (a stop was asked) leaves the
+    worker free."""
     import dataclasses
     import threading
 
     import nodes.batch as batch_module
+    import nodes.publish.capture_pass as capture_pass
     from tests.graphs.test_ingest_batch import SECRET, audit_failures, held, rows
 
     monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    monkeypatch.setattr(capture_pass, "AHEAD_FROM", 3)
     claude, codex = tmp_path / "claude", tmp_path / "codex"
     t = ClaudeTranscript(claude)
     chunks = []
@@ -325,7 +328,10 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
     t.append(*chunks)
     c = CodexTranscript(codex)
     c.append(c.meta(), *[c.user(f"the token {SECRET} opens deploy {n}") for n in range(30)])
-    stores = []
+    for f in range(4):  # files of one batch each: each read ahead while the one before
+        small = ClaudeTranscript(claude, session=f"00000000-0000-4000-8000-{f:012d}")
+        small.append(*[small.user(f"we decided on plan {f}.{n}") for n in range(f + 3)])
+    stores, reports = [], []
     for name, worker in (("ahead", True), ("plain", False)):
         app = open_app(Settings(data_dir=tmp_path / name, turn_limit=8))
         stores.append(app)
@@ -335,13 +341,21 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
         out, trace = app.graphs.run("capture", {"request": {
             "sources": [{"kind": k, "path": str(p)} for k, p in sources],
             "max_records": 7}}, app.ctx)
-        assert sum(f["captured"] for f in out["reply"]["files"]) == 80 + 30
+        assert sum(f["captured"] for f in out["reply"]["files"]) == 80 + 30 + 3 + 4 + 5 + 6
         stages = [s["node"] for s in trace["stages"]]
-        # a batch read ahead and taken up skips the stages before the store
+        # a batch read ahead and taken up skips the stages before the store: every
+        # batch but the pass's first (the files of one batch included)
         skipped = stages.count("ingest_store") - stages.count("ingest_extract")
-        assert (skipped > 10) if worker else skipped == 0, stages
+        assert skipped == (stages.count("ingest_store") - 1 if worker else 0), stages
+        reports.append(out["reply"]["files"])
     try:
+        assert reports[0] == reports[1]
         ahead, plain = (rows(app) for app in stores)
+        for app, got in zip(stores, (ahead, plain), strict=True):
+            with app.store.read() as conn:  # where each file's cursor stands
+                got["cursors"] = list(conn.execute(
+                    "SELECT kind, name, position, lines, identity, head, session, captured, "
+                    "duplicates, skipped, resets FROM cursors ORDER BY kind, name"))
         # the trace ids are made at random, so the chain hashes differ: each chain
         # verifies (the audit)
         ahead["exchanges"] = [r[:8] for r in ahead["exchanges"]]
