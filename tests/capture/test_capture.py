@@ -313,11 +313,9 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
     import threading
 
     import nodes.batch as batch_module
-    import nodes.publish.capture_pass as capture_pass
     from tests.graphs.test_ingest_batch import SECRET, audit_failures, held, rows
 
     monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
-    monkeypatch.setattr(capture_pass, "AHEAD_FROM", 3)
     claude, codex = tmp_path / "claude", tmp_path / "codex"
     t = ClaudeTranscript(claude)
     chunks = []
