@@ -462,9 +462,14 @@ class Store:
     @contextmanager
     def exclusive(self) -> Iterator[apsw.Connection]:
         """This thread's connection with the process's write lock held and no
-        transaction open: for statements that cannot run in one (VACUUM, checkpoints)."""
+        transaction open: for statements that cannot run in one (VACUUM, checkpoints).
+        The checkpoint thread's run in flight ends first (no commit of this process
+        starts another while the lock is held): SQLite answers a checkpoint asked while
+        another runs with SQLITE_BUSY at once, without waiting, so a forget's rewrite
+        would leave the old pages in the log."""
         conn = self._writable("rewrite")
         with self._write_lock, self._failures("rewrite"):
+            self.checkpoints.wait()
             yield conn
 
     def _writable(self, doing: Doing) -> apsw.Connection:

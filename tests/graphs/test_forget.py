@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from stenographer.app import App, open_app
@@ -199,3 +202,54 @@ def test_bad_requests_are_rejected_and_change_nothing(app: App, request_: dict[s
         app.run("forget", {"confirm": True, "session_id": "nope"})
     assert query(app, "SELECT count(*) FROM exchanges") == [(1,)]
     assert SECRET.encode() in before
+
+
+SLOW_VFS = "steno-test-slow-sync"
+
+
+class _SlowSyncFile(apsw.VFSFile):
+    def xSync(self, flags: int) -> None:
+        time.sleep(0.5)  # a busy disk: the checkpoint holds SQLite's checkpoint lock
+        super().xSync(flags)
+
+
+class _SlowSyncVFS(apsw.VFS):
+    def __init__(self) -> None:
+        super().__init__(SLOW_VFS, base="")
+
+    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:
+        return _SlowSyncFile("", name, flags)
+
+
+def test_a_checkpoint_in_flight_does_not_keep_forgotten_pages_in_the_log(tmp_path: Path):
+    """The store's checkpoint thread copying the log back when a forget rewrites the
+    file: SQLite answers a second checkpoint with SQLITE_BUSY at once, so the forget
+    first waits for the one in flight; the log is then emptied and holds no byte of
+    what was forgotten."""
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=TURN_LIMIT))
+    vfs = _SlowSyncVFS()
+    try:
+        for i in range(6):
+            ingest(app, "ops", f"Turn {i}: the deploy key {SECRET} is rotated."
+                   if i == 3 else f"Turn {i}: the pipeline runs in eu-west-{i}.")
+        store = app.store
+        started = threading.Event()
+
+        def slow_checkpoint() -> None:
+            conn = apsw.Connection(str(store.path), vfs=SLOW_VFS)
+            try:
+                started.set()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+
+        store.checkpoints.wait()
+        assert store.checkpoints.start(slow_checkpoint, "wal-checkpoint")
+        started.wait(5)
+        reply = forget(app, text=SECRET, reason="leaked")
+        assert reply["count"] == 1 and reply["log_emptied"]
+        data = file_bytes(app)
+        assert SECRET.encode() not in data and b"deploy key" not in data
+    finally:
+        app.close()
+        vfs.unregister()
