@@ -329,6 +329,10 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
     for f in range(4):  # files of one batch each: each read ahead while the one before
         small = ClaudeTranscript(claude, session=f"00000000-0000-4000-8000-{f:012d}")
         small.append(*[small.user(f"we decided on plan {f}.{n}") for n in range(f + 3)])
+    # the first file's session going on in a file of another project, read ahead while
+    # the first file's last batch is stored: its first turns follow that batch's
+    resumed = ClaudeTranscript(claude, session=t.session, project="-home-me-work-zz")
+    resumed.append(*[resumed.user(f"we went on with plan 3.{n}") for n in range(4)])
     stores, reports = [], []
     for name, worker in (("ahead", True), ("plain", False)):
         app = open_app(Settings(data_dir=tmp_path / name, turn_limit=8))
@@ -339,7 +343,7 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
         out, trace = app.graphs.run("capture", {"request": {
             "sources": [{"kind": k, "path": str(p)} for k, p in sources],
             "max_records": 7}}, app.ctx)
-        assert sum(f["captured"] for f in out["reply"]["files"]) == 80 + 30 + 3 + 4 + 5 + 6
+        assert sum(f["captured"] for f in out["reply"]["files"]) == 80 + 30 + 3 + 4 + 5 + 6 + 4
         stages = [s["node"] for s in trace["stages"]]
         # a batch read ahead and taken up skips the stages before the store: every
         # batch but the pass's first (the files of one batch included)
