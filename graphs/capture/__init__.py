@@ -8,11 +8,12 @@ one transaction; each record with its source key, so a record already stored cou
 "already captured" and one the validation refuses is reported and stepped over) → the
 cursor moves past the batch, with the counts and the last success or error → the file's
 report; again from "where to read from" while the batch was full (or a rotated
-predecessor was drained) and no stop was asked, then the next file. A full batch has
-the file's next one read, validated and redacted before it is stored, and most of that
-one's per-turn stages computed by the worker process while this one is stored and
-compressed (``read_ahead``); the next round takes it up after "where to read from" when
-the cursor starts where it was read from (``ahead_taken``), on to reading the next. A
+predecessor was drained) and no stop was asked, then the next file. Each batch has the
+one after it (the file's next, or the next file's first) read, validated and redacted
+before it is stored, and most of that one's per-turn stages computed by the worker
+process while this one is stored and compressed (``read_ahead``); the next round takes
+it up after "where to read from" when the cursor starts where it was read from
+(``ahead_taken``), on to reading the next. A
 file that cannot be read, or a batch the store cannot take, ends that file with its
 error (nothing of the batch is stored; the next pass reads it again). A watcher
 (``stenographer.capture``) runs the graph once per tick over the files that changed.
