@@ -97,9 +97,9 @@ def _counted_things(parts: Sequence[Part]) -> tuple[list[tuple[str, str | None, 
 
 def _kinds(part: Part) -> set[str]:
     """The nouns ``part`` counts as when left out."""
-    if isinstance(part, Item) or part.noun is not None:
-        assert part.noun is not None
+    if part.noun is not None:  # an item's always is
         return {part.noun}
+    assert isinstance(part, Group)
     return {noun for noun, _, _ in _counted_things(part.parts)[0]}
 
 

@@ -56,14 +56,13 @@ def next_source(reports: Any, report: Any, files: Any, ahead: Any = None, *,
     reports, report = list(reports or []), report
     if report is not None:
         reports.append(report)
-    if len(reports) >= len(files) or _stopped(run):
-        _drop(run, ahead)
-        return {"reports": reports, "report": None, "source": None, "ahead": None}
-    source = files[len(reports)]
+    done = len(reports) >= len(files) or _stopped(run)
+    source = None if done else files[len(reports)]
     if ahead is not None and ahead["source"] != source:
         _drop(run, ahead)
         ahead = None
-    return {"reports": reports, "report": _fresh(source), "source": source, "ahead": ahead}
+    return {"reports": reports, "report": None if source is None else _fresh(source),
+            "source": source, "ahead": ahead}
 
 
 class CaptureItemsWrites(TypedDict):
