@@ -69,15 +69,6 @@ EXTRACT = ("turn_signals", "nafe_flags", "turn_vector", "search_fields")
 # stage does, and its few source turns cost little to send: the worker takes its part
 # of a compression from this many briefs (nodes.publish.brief.compressed_sessions).
 BRIEFS_SPLIT_FROM = 8
-# The worker's part of such a stage's turns. The two processes work at once only inside
-# a stage (the next stage waits for both), so a stage ends soonest when they finish
-# their parts together: about half each, the worker's part costing it a little more
-# (its turns are sent and answered). Balancing their CPU instead (the worker taking
-# four fifths, since this process alone also validates, stores and compresses) leaves
-# this process waiting in every stage. bench/scale.py, 20,000 turns in batches of
-# 2,000 on a quiet machine of two cores: 2,192-2,261 turns/s with 0.8; 2,619-2,906
-# with 0.4, 0.5 or 0.6.
-WORKER_SHARE = 0.5
 
 
 class BatchItemsWrites(TypedDict):
@@ -116,8 +107,8 @@ def each_turn(run: RunContext, items: list[dict[str, Any]], name: str | Sequence
     """Run the per-turn node function ``name`` (or the functions a sequence of names
     names, in turn) on each item still to be stored, the item's values as its channels,
     adding what it writes to the item. From SPLIT_FROM turns, functions that read no
-    store (``OFFLOADED``) are run on the last WORKER_SHARE of them by the run's worker
-    process (nodes.turn_worker) while this one runs the others."""
+    store (``OFFLOADED``) are run by the run's worker process (nodes.turn_worker) from
+    the first turn and by this one from the last, until the two meet."""
     names = (name,) if isinstance(name, str) else tuple(name)
     todo = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
     if names == ("checked_turn",):
@@ -135,67 +126,71 @@ def each_split(run: RunContext, items: list[dict[str, Any]], names: tuple[str, .
                cfg: Mapping[str, Any] | None = None) -> None:
     """Run the node functions ``OFFLOADED[name]`` of ``names`` (they read no store) in
     turn on each item, the item's values as their channels, adding what they write to
-    the item: from SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the last WORKER_SHARE of
-    them in the run's worker process (one request for all of ``names``) while this one
-    runs the others."""
+    the item: from SPLIT_FROM items (BRIEFS_SPLIT_FROM briefs), the run's worker process
+    takes them from the first (one request for all of ``names``) while this one takes
+    them from the last."""
     split_from = BRIEFS_SPLIT_FROM if names == ("brief_draft",) else SPLIT_FROM
-    share = WORKER_SHARE if len(items) >= split_from else 0.0
-    split_finish(run, split_start(run, items, names, share, cfg))
+    split_finish(run, split_start(run, items, names, len(items) >= split_from, cfg))
 
 
 class Split(NamedTuple):
-    """Items being computed: ``theirs`` by the worker process (``sent``), ``mine`` by
-    this one once ``split_finish`` is called."""
+    """Items being computed: by the worker process from the first when ``sent``, the
+    rest by this one once ``split_finish`` is called."""
 
     names: tuple[str, ...]
     cfg: Mapping[str, Any] | None
-    mine: list[dict[str, Any]]
-    theirs: list[dict[str, Any]]
+    items: list[dict[str, Any]]
     sent: bool
 
 
 def split_start(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
-                share: float, cfg: Mapping[str, Any] | None = None) -> Split:
-    """Hand the last ``share`` of ``items`` to the run's worker process, which runs the
-    node functions ``names`` (of ``OFFLOADED``: they read no store) in turn on each,
-    and return at once: this process computes the rest in ``split_finish``, which must
-    follow (the worker answers one request at a time)."""
-    theirs = items[len(items) - int(len(items) * share):] if share else []
+                offload: bool, cfg: Mapping[str, Any] | None = None) -> Split:
+    """Hand ``items`` (when ``offload``) to the run's worker process, which runs the node
+    functions ``names`` (of ``OFFLOADED``: they read no store) in turn on each from the
+    first, and return at once: ``split_finish``, which must follow (the worker answers
+    one request at a time), computes them here from the last until the two meet. A
+    request sent before this process's other work leaves it less to do here."""
     worker = run.turn_worker
-    sent = bool(theirs) and worker is not None and worker.send(
-        run, names if len(names) > 1 else names[0], cfg, reads(theirs, _chain_reads(names)))
-    mine = items[:len(items) - len(theirs)] if sent else items
-    return Split(names, cfg, mine, theirs if sent else [], sent)
+    sent = offload and bool(items) and worker is not None and worker.send(
+        run, names if len(names) > 1 else names[0], cfg, reads(items, _chain_reads(names)))
+    return Split(names, cfg, items, sent)
 
 
 def split_finish(run: RunContext, split: Split) -> None:
-    """Compute this process's items of ``split``, then add the worker's writes to its
-    items (computed here when the worker failed)."""
+    """Compute the items of ``split`` the worker has not taken, from the last, then add
+    the worker's writes to its items (the items it did not answer for, computed here:
+    all of them when it failed)."""
     fns = [OFFLOADED[n] for n in split.names]
-    try:
-        for item in split.mine:
+    items = split.items
+    if not split.sent:
+        for item in items:
             item.update(chained(call, fns, item, run, split.cfg))
+        return
+    worker = run.turn_worker
+    assert worker is not None
+    try:
+        while (index := worker.take_last(len(items))) is not None:
+            items[index].update(chained(call, fns, items[index], run, split.cfg))
     except BaseException:
         split_drop(run, split)
         raise
-    if split.sent:
-        writes = _received(run)
-        if writes is None or len(writes) != len(split.theirs):  # the worker failed
-            writes = [chained(call, fns, item, run, split.cfg) for item in split.theirs]
-        for item, written in zip(split.theirs, writes, strict=True):
-            item.update(written)
+    mine = len(items) - worker.taken_last()  # the first index computed here
+    writes = worker.receive() or []
+    for item, written in zip(items[:mine], writes[:mine], strict=False):
+        item.update(written)
+    for item in items[len(writes):mine]:  # not answered for: the worker failed
+        item.update(chained(call, fns, item, run, split.cfg))
 
 
 def split_drop(run: RunContext, split: Split) -> None:
-    """Wait for the worker's part of ``split`` and drop it, when what it was for failed:
-    the worker takes the process's next request only once this one is answered."""
+    """Stop the worker's part of ``split`` and wait for its answer, dropped, when what
+    it was for failed: the worker takes the process's next request only once this one
+    is answered."""
     if split.sent:
-        _received(run)
-
-
-def _received(run: RunContext) -> list[dict[str, Any]] | None:
-    assert run.turn_worker is not None
-    return run.turn_worker.receive()
+        worker = run.turn_worker
+        assert worker is not None
+        worker.take_all(len(split.items))
+        worker.receive()
 
 
 def _chain_reads(names: tuple[str, ...]) -> tuple[str, ...]:

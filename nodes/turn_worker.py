@@ -1,42 +1,42 @@
-"""Half of a large batch's per-turn stages computed in a second process.
+"""A large batch's per-turn stages computed by two processes at once.
 
 The per-turn node functions of a batch that read no store (redaction, decisions and
 blockers, NAFE flags, the vector, the keyword fields: ``nodes.batch.OFFLOADED``) are
 pure Python over each turn's values, and in one process they take turns on one core
-with the batch's write. ``TurnWorker`` hands most of a stage's turns
-(``nodes.batch.WORKER_SHARE``) to a worker process (started on first use and kept for
-the process's later batches) while this process computes the rest, so a machine with
-two free cores computes both at once. The worker runs the same node functions on the
-same channel values, with the same settings and patterns, so each turn gets exactly
-what this process would give it; a worker that failed or cannot be reached leaves its
-part to this process.
+with the batch's write. ``TurnWorker`` hands a stage's turns to a worker process
+(started on first use and kept for the process's later batches), which computes them
+from the first while this process computes them from the last (``take_last``), until
+the two meet: each side takes the next turn only while the other has not taken it
+(``Claims``), so neither waits for the other's share however busy its core is, and a
+request sent ahead of this process's other work (a capture pass's next batch, an
+import's) is mostly done by the worker by the time this process comes to it. The
+worker runs the same node functions on the same channel values, with the same
+settings and patterns, so each turn gets exactly what this process would give it; a
+worker that failed or cannot be reached leaves its turns to this process.
 
 The per-turn functions after the turns before each go to it in one request (a chain
-of them, ``nodes.batch.EXTRACT``). An import hands it most of a batch's while it writes
-the batch before (nodes.publish.bundle_apply), a capture pass most of the next batch's
+of them, ``nodes.batch.EXTRACT``). An import sends it a batch's while it writes
+the batch before (nodes.publish.bundle_apply), a capture pass the next batch's
 while it stores this one (nodes.publish.capture_pass); a bulk batch's compression
-hands it part of its briefs' text (``brief_draft``), the derived index's first build
-most of its entries' fields (nodes.publish.keyword_index).
+sends it its briefs' text (``brief_draft``), the derived index's first build its
+entries' fields (nodes.publish.keyword_index).
 
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
-writes pickled replies on stdout. It ignores Ctrl-C and ends when its stdin closes:
+writes pickled replies on stdout, the turns it computed (the first of the request's,
+in order). It ignores Ctrl-C and ends when its stdin closes:
 when the parent closes it or exits (a parent killed by SIGKILL included). It never
 opens the store: what a batch stores is written by this process alone.
-
-Measured on bench/scale.py's generated turns (20,000, 2,000 a batch, in process, a
-quiet machine of two cores): 2,619-2,906 turns/s with the worker taking half of each
-stage's turns, against 1,975 in one process; this process spends 255-330 µs of CPU a
-turn and the worker 120-170. What is sent and the worker's start-up cost 10-65 µs a
-turn in all (an import of 20,000 turns, bench/sync.py, at load 2-4: 456 µs a turn of
-both processes against 391 in one).
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import pickle
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
@@ -52,6 +52,70 @@ _BOOT = "from nodes.turn_worker import serve; serve()"
 Channels = list[dict[str, Any]]
 
 
+class Claims:
+    """How many turns of the request in hand each process has taken: the worker from
+    the first (``FRONT``), this process from the last (``BACK``), two integers in a
+    page both map. Each writes its own counter only, and takes its next turn only while
+    that turn is not past the other's: the two meet wherever their speeds put them. A
+    counter read before the other's last write only lets both take the same turn (it is
+    computed twice, to the same result), never leaves a turn to neither."""
+
+    FRONT, BACK = 0, 1
+
+    def __init__(self, fd: int) -> None:
+        self._map = mmap.mmap(fd, mmap.PAGESIZE)
+        self._view = memoryview(self._map)
+        self._ints = self._view.cast("i")
+
+    @staticmethod
+    def make() -> tuple[int, IO[bytes]] | None:
+        """A page's file to share with a worker (its descriptor, and the file to keep
+        open), or None where descriptors cannot be passed to a child (Windows: the
+        worker then computes every turn it is sent)."""
+        if sys.platform == "win32":  # pragma: no cover - no pass_fds there
+            return None
+        if hasattr(os, "memfd_create"):
+            file: IO[bytes] = open(os.memfd_create("steno-claims"), "r+b")  # noqa: SIM115
+        else:  # pragma: no cover - macOS
+            file = tempfile.TemporaryFile()  # noqa: SIM115
+        file.truncate(mmap.PAGESIZE)
+        return file.fileno(), file
+
+    def reset(self) -> None:
+        """Nothing taken: a new request (the worker holds none)."""
+        self._ints[self.FRONT] = self._ints[self.BACK] = 0
+
+    def take_first(self, index: int, count: int) -> bool:
+        """The worker takes turn ``index`` of ``count`` unless this process has."""
+        if index >= count - self._ints[self.BACK]:
+            return False
+        self._ints[self.FRONT] = index + 1
+        return True
+
+    def take_last(self, count: int) -> int | None:
+        """This process takes the last turn of ``count`` not taken yet: its index, or
+        None when the worker has taken it."""
+        back = self._ints[self.BACK]
+        index = count - 1 - back
+        if index < self._ints[self.FRONT]:
+            return None
+        self._ints[self.BACK] = back + 1
+        return index
+
+    def take_all(self, count: int) -> None:
+        """This process takes every turn left (the request's result is not wanted)."""
+        self._ints[self.BACK] = count
+
+    def taken_last(self) -> int:
+        """How many turns this process has taken from the last."""
+        return self._ints[self.BACK]
+
+    def close(self) -> None:
+        self._ints.release()
+        self._view.release()
+        self._map.close()
+
+
 def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
     """The worker's loop. The first request is the run context's settings and patterns
     and the directory the parent's package was imported from; each later one
@@ -65,9 +129,10 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
     requests = requests or sys.stdin.buffer
     replies = replies or sys.stdout.buffer
     try:
-        settings, patterns, secret_patterns, root = pickle.load(requests)
+        settings, patterns, secret_patterns, root, claims_fd = pickle.load(requests)
     except EOFError:
         return
+    claims = None if claims_fd is None else Claims(claims_fd)
     try:
         from nodes.batch import OFFLOADED
         from nodes.context import RunContext, bulk_allocations, call
@@ -88,9 +153,13 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
             return
         try:
             fns = [OFFLOADED[n] for n in ((name,) if isinstance(name, str) else name)]
+            writes: Channels = []
             with bulk_allocations():
-                reply: tuple[str, Any] = ("ok", [chained(call, fns, t, run, cfg)
-                                                 for t in turns])
+                for index, turn in enumerate(turns):
+                    if claims is not None and not claims.take_first(index, len(turns)):
+                        break
+                    writes.append(chained(call, fns, turn, run, cfg))
+            reply: tuple[str, Any] = ("ok", writes)
         except Exception as exc:  # reported; the parent computes the half itself
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
@@ -98,11 +167,13 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
 
 
 class TurnWorker:
-    """One worker process, asked one stage's half-batch at a time (one caller at a
+    """One worker process, asked one stage's turns at a time (one caller at a
     time: a lock serialises the runs of a process that share it)."""
 
     def __init__(self) -> None:
         self._worker: subprocess.Popen[bytes] | None = None
+        self._claims: Claims | None = None
+        self._claims_file: IO[bytes] | None = None
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
         self._owner: int | None = None  # the thread whose request the worker holds
@@ -132,6 +203,8 @@ class TurnWorker:
                 self._release()
                 return False
             assert worker.stdin is not None
+            if self._claims is not None:
+                self._claims.reset()
             pickle.dump((name, dict(cfg or {}), turns), worker.stdin,
                         protocol=pickle.HIGHEST_PROTOCOL)
             worker.stdin.flush()
@@ -141,9 +214,26 @@ class TurnWorker:
             return False
         return True
 
+    def take_last(self, count: int) -> int | None:
+        """The last turn of the request in hand (``count`` turns) that the worker has
+        not taken, taken by this process: its index; None when none is left."""
+        claims = self._claims
+        if claims is None:
+            return None
+        return claims.take_last(count)
+
+    def taken_last(self) -> int:
+        """How many turns of the request in hand this process has taken from the last."""
+        return 0 if self._claims is None else self._claims.taken_last()
+
+    def take_all(self, count: int) -> None:
+        """Take every turn the worker has not started (its answer is not wanted)."""
+        if self._claims is not None:
+            self._claims.take_all(count)
+
     def receive(self) -> list[dict[str, Any]] | None:
-        """The writes of each turn of the last ``send``, in order; None when the worker
-        failed (compute them here then)."""
+        """The writes of the first turns of the last ``send``, in order, as many as the
+        worker took; None when the worker failed (compute them here then)."""
         try:
             worker = self._worker
             assert worker is not None and worker.stdout is not None
@@ -168,6 +258,14 @@ class TurnWorker:
             worker, self._worker = self._worker, None
         if worker is not None:
             worker_process.end(worker, kill=False)
+        self._unshare()
+
+    def _unshare(self) -> None:
+        claims, file, self._claims, self._claims_file = self._claims, self._claims_file, None, None
+        if claims is not None:
+            claims.close()
+        if file is not None:
+            file.close()
 
     def _lose(self) -> None:
         """The worker cannot be used again: no half goes to it (called with the lock)."""
@@ -175,16 +273,24 @@ class TurnWorker:
         worker, self._worker = self._worker, None
         if worker is not None:
             worker_process.end(worker, kill=True)
+        self._unshare()
 
     def _start(self, run: RunContext) -> subprocess.Popen[bytes] | None:
-        worker = worker_process.start(_BOOT)
+        shared = Claims.make()
+        fds = () if shared is None else (shared[0],)
+        worker = worker_process.start(_BOOT, fds)
         if worker is None:
+            if shared is not None:
+                shared[1].close()
             self._broken = True
             return None
         self._worker = worker
+        if shared is not None:
+            self._claims_file = shared[1]
+            self._claims = Claims(shared[0])
         assert worker.stdin is not None
         pickle.dump((run.settings, run.patterns, run.secret_patterns,
-                     worker_process.package_root()), worker.stdin,
+                     worker_process.package_root(), shared and shared[0]), worker.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)  # a failure: send's, the worker lost
         return worker
 

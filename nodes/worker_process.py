@@ -30,14 +30,16 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
-def start(boot: str) -> subprocess.Popen[bytes] | None:
-    """A worker running the Python statement ``boot`` with this package's code, or None
-    when it cannot be started."""
+def start(boot: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes] | None:
+    """A worker running the Python statement ``boot`` with this package's code (and the
+    file descriptors ``pass_fds``, under the same numbers), or None when it cannot be
+    started."""
     path = os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH")) if p)
     try:
         return subprocess.Popen([sys.executable, "-P", "-c", boot],
                                 env=dict(os.environ, PYTHONPATH=path),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                pass_fds=pass_fds)
     except OSError:
         return None
 

@@ -16,13 +16,13 @@ and now hold a full batch of uncompressed ones (compressed after the import).
 
 A batch's computation overlaps the write of the batch before it: the batch is read
 against the store (which does not hold the batch before it yet) and the turns planned
-before it (their origins, source keys and contents: ``_Seen``), most of its turns go to
+before it (their origins, source keys and contents: ``_Seen``), its turns go to
 the worker process (nodes.turn_worker), and this process writes the batch before,
-then computes the rest. The writes, their order and their transactions are those of
-one batch after another, so what a crash leaves is unchanged; what is computed is
-the same too, as long as the batch before was stored as planned. When it was not (it
-held a tombstone, or a turn became a duplicate in its write), the batch is read and
-computed again after that write.
+then computes those the worker has not taken yet. The writes, their order and their
+transactions are those of one batch after another, so what a crash leaves is
+unchanged; what is computed is the same too, as long as the batch before was stored
+as planned. When it was not (it held a tombstone, or a turn became a duplicate in its
+write), the batch is read and computed again after that write.
 """
 
 from __future__ import annotations
@@ -34,15 +34,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import nodes.batch as batch_module
-from nodes.batch import (
-    EXTRACT,
-    WORKER_SHARE,
-    Split,
-    split_drop,
-    split_finish,
-    split_start,
-    turns_before,
-)
+from nodes.batch import EXTRACT, Split, split_drop, split_finish, split_start, turns_before
 from nodes.bundles import records
 from nodes.context import Cfg, RunContext, node
 from nodes.evaluate_contracts.sync_input import max_record_bytes
@@ -64,14 +56,6 @@ def _new_turn(rec: dict[str, Any], item: dict[str, Any]) -> NewTurn:
         decisions=tuple(item["decisions"]), blockers=tuple(item["blockers"]),
         source_key=rec.get("source_key"), trace_id=rec.get("trace_id"),
         context=item["fields"]["context"], dated=item["fields"]["dated"])
-
-
-# The worker's part of a batch whose computation overlaps the write of the batch before
-# it: this process writes, then computes the rest, while the worker computes its part.
-# Set to balance their CPU over the apply (bench/sync.py, 100,000 turns, CPU a turn of
-# the apply stage): with 0.65 this process spent 135 µs and the worker about 100; with
-# 0.8, 111 µs and about 120.
-OVERLAP_SHARE = 0.75
 
 
 @dataclass
@@ -118,11 +102,10 @@ def _planned(run: RunContext, batch: list[dict[str, Any]], seen: _Seen
     return items
 
 
-def _computing(run: RunContext, items: list[dict[str, Any]], share: float) -> Split:
-    """The batch's turns to store handed ``share`` to the worker (from SPLIT_FROM)."""
+def _computing(run: RunContext, items: list[dict[str, Any]]) -> Split:
+    """The batch's turns to store handed to the worker (from SPLIT_FROM)."""
     todo = [i for i in items if not i.get("duplicate")]
-    return split_start(run, todo, EXTRACT, share if len(todo) >= batch_module.SPLIT_FROM
-                       else 0.0)
+    return split_start(run, todo, EXTRACT, len(todo) >= batch_module.SPLIT_FROM)
 
 
 def _write(run: RunContext, items: list[dict[str, Any]], peer: str, counts: dict[str, int],
@@ -215,9 +198,9 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
                           size):
         items = _planned(run, batch, seen)
         if pending is None:
-            split_finish(run, _computing(run, items, WORKER_SHARE))
+            split_finish(run, _computing(run, items))
         else:
-            split = _computing(run, items, OVERLAP_SHARE)
+            split = _computing(run, items)
             try:
                 as_planned = _write(run, pending, incoming["peer"], counts, touched)
             except BaseException:
@@ -227,7 +210,7 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
             if not as_planned:  # read and compute the batch again against the store
                 seen = _Seen()
                 items = _planned(run, batch, seen)
-                split_finish(run, _computing(run, items, WORKER_SHARE))
+                split_finish(run, _computing(run, items))
         pending = items
     if pending is not None:
         _write(run, pending, incoming["peer"], counts, touched)

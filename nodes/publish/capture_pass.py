@@ -18,15 +18,9 @@ from nodes.batch import EXTRACT, each_turn, previous_after, split_drop, split_fi
 from nodes.context import RunContext, node
 from nodes.load_evidence.transcripts import file_start, read_batch
 
-__all__ = ["AHEAD_SHARE", "ahead_taken", "capture_items", "capture_reply",
+__all__ = ["ahead_taken", "capture_items", "capture_reply",
            "cursor_step", "file_failed", "file_tally", "next_source", "read_ahead"]
 
-# The worker's part of the next batch's per-turn functions, computed while this process
-# stores and compresses the batch before it (``read_ahead``), however few its turns: not
-# from nodes.batch.SPLIT_FROM, since this process does not wait for the answer, and a
-# small batch costs it only what is sent (files of 8 turns: 1,540-1,754 turns/s with
-# none sent below 16 turns, 1,883-2,180 with every batch's share sent).
-AHEAD_SHARE = 0.75
 
 
 def _fresh(source: dict[str, Any]) -> dict[str, Any]:
@@ -161,11 +155,12 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
     """The batch after this one read now, before this one is stored: the file's next
     when this one was full, else the first of the pass's next file. It is validated and
     redacted, the turns before each read as if this batch were stored
-    (``previous_after``), and AHEAD_SHARE of its per-turn functions (``EXTRACT``) handed
-    to the worker process, which computes them while this process stores and compresses
-    this batch. ``ahead_taken`` takes it up as the next batch, or drops it. Not with a
-    coordination bus (its shutdown events are read batch by batch) nor while a rotated
-    file is drained (nor for a next file that starts so)."""
+    (``previous_after``), and its per-turn functions (``EXTRACT``) handed to the worker
+    process, which computes them while this process stores and compresses this batch.
+    ``ahead_taken`` takes it up as the next batch (computing here those the worker has
+    not taken yet), or drops it. Not with a coordination bus (its shutdown events are
+    read batch by batch) nor while a rotated file is drained (nor for a next file that
+    starts so)."""
     end = batch["end"]
     if start["drain"] or _stopped(run) or run.bus is not None or run.turn_worker is None:
         return {"ahead": None}
@@ -190,8 +185,11 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
     with run.store.read() as conn:
         previous_after(conn, items, taken)
     todo = [i for i in taken if i.get("rejected") is None and not i.get("duplicate")]
+    # sent however few its turns (not from nodes.batch.SPLIT_FROM): this process does not
+    # wait for the answer, so a small batch costs it only what is sent (files of 8 turns:
+    # 1,540-1,754 turns/s with none sent below 16 turns, 1,883-2,180 with every batch's)
     return {"ahead": {"source": source, "start": following, "batch": read, "items": taken,
-                      "split": split_start(run, todo, EXTRACT, AHEAD_SHARE)}}
+                      "split": split_start(run, todo, EXTRACT, True)}}
 
 
 class AheadTakenWrites(TypedDict):

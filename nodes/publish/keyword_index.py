@@ -4,8 +4,8 @@
 Each turn's entry is what its ingest queued: its words, the words of the two turns
 before it in its session that it does not use (``nodes.extract.search_fields``), its
 month and year; the turns are read a session at a time, oldest first, in one snapshot.
-A bulk write's first build and a rebuild have the run's worker process compute most
-of each page's fields while the page before goes into the index.
+A bulk write's first build and a rebuild have the run's worker process compute each
+page's fields while the page before goes into the index.
 """
 
 from __future__ import annotations
@@ -33,11 +33,6 @@ __all__ = ["build_when_due", "entries_with", "rebuilt_keyword_index", "stored_en
 
 # Turns read at a time when a run's worker process computes the entries' fields.
 ENTRY_PAGE = 2_000
-# The worker's part of a page's fields. This process also reads the turns and writes
-# every entry into the index (tokenizing it), so the worker takes most: with 0.7, a
-# first build at 100,000 turns cost this process 2.5 s of CPU instead of 3.2 and the
-# worker 1.8 s (bench/sync.py).
-ENTRY_SHARE = 0.8
 FIELDS = ("search_fields",)  # the node function the worker runs on each entry
 
 
@@ -45,7 +40,7 @@ def stored_entries(conn: Conn, run: RunContext | None = None
                    ) -> Generator[KeywordEntry, None, None]:
     """Every stored turn's entry, a session at a time: its fields are the ingest's
     (``search_fields``) over the stored turns. With ``run`` (a bulk write's first build,
-    a rebuild), the run's worker process computes ENTRY_SHARE of each page's fields
+    a rebuild), the run's worker process computes each page's fields
     (nodes.batch.split_start) while the caller takes in the page before."""
     pending: list[dict[str, Any]] | None = None
     for page in _pages(conn):
@@ -54,8 +49,7 @@ def stored_entries(conn: Conn, run: RunContext | None = None
                 item.update(search_fields(item["turn"], item["previous"]))
             yield from _entries(page)
             continue
-        split = split_start(run, page, FIELDS,
-                            ENTRY_SHARE if len(page) >= batch_module.SPLIT_FROM else 0.0)
+        split = split_start(run, page, FIELDS, len(page) >= batch_module.SPLIT_FROM)
         try:
             if pending is not None:
                 yield from _entries(pending)

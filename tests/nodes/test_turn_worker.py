@@ -15,7 +15,7 @@ import pytest
 from nodes.batch import OFFLOADED
 from nodes.context import RunContext, call
 from nodes.extract.patterns import DEFAULT_PATTERNS
-from nodes.turn_worker import TurnWorker, serve
+from nodes.turn_worker import Claims, TurnWorker, chained, serve
 from nodes.worker_process import package_root
 from stenographer.settings import Settings
 
@@ -35,7 +35,7 @@ def keep_sigint() -> Iterator[None]:
 def ask(root: str, tmp_path: Path) -> tuple[list[object], RunContext]:
     settings = Settings(data_dir=tmp_path)
     requests = io.BytesIO(
-        pickle.dumps((settings, DEFAULT_PATTERNS, (), root))
+        pickle.dumps((settings, DEFAULT_PATTERNS, (), root, None))
         + b"".join(pickle.dumps((name, {}, [{"turn": TURN, "previous": ["what now?"]}]))
                    for name in ("turn_signals", "nafe_flags", "turn_vector", "search_fields")))
     replies = io.BytesIO()
@@ -128,3 +128,122 @@ def test_a_thread_whose_request_is_out_computes_the_next_itself_and_closing_take
     finally:
         worker.close()  # takes that answer: no wait for ever
     assert not worker._lock.locked() and worker._worker is None
+
+
+def test_the_two_processes_take_turns_from_either_end_and_leave_none_untaken():
+    """``Claims`` as the worker (from the first) and this process (from the last) use
+    it: each takes the next turn only while the other has not; a counter read late
+    lets both take one turn (computed twice, to the same result), never skips one."""
+    shared = Claims.make()
+    assert shared is not None
+    fd, file = shared
+    here, there = Claims(fd), Claims(fd)  # two mappings of the page, as two processes
+    try:
+        here.reset()
+        assert there.take_first(0, 5) and there.take_first(1, 5)
+        assert here.take_last(5) == 4 and here.take_last(5) == 3
+        assert there.take_first(2, 5)
+        assert here.take_last(5) is None and not there.take_first(3, 5)
+        assert here.taken_last() == 2  # turns 0-2 the worker's, 3-4 this process's
+        here.reset()
+        assert here.take_last(3) == 2 and here.take_last(3) == 1 and here.take_last(3) == 0
+        assert not there.take_first(0, 3) and here.take_last(3) is None
+        here.reset()
+        here.take_all(4)  # a dropped request: the worker takes nothing more
+        assert not there.take_first(0, 4)
+        for count in range(1, 40):  # any interleaving covers every turn
+            for pattern in range(64):
+                here.reset()
+                taken: list[int] = []
+                front, step = 0, 0
+                while True:
+                    if pattern >> (step % 6) & 1:
+                        if not there.take_first(front, count):
+                            break
+                        taken.append(front)
+                        front += 1
+                    elif (index := here.take_last(count)) is not None:
+                        taken.append(index)
+                    elif not there.take_first(front, count):
+                        break
+                    else:
+                        taken.append(front)
+                        front += 1
+                    step += 1
+                while (index := here.take_last(count)) is not None:
+                    taken.append(index)
+                assert sorted(taken) == list(range(count))
+    finally:
+        here.close()
+        there.close()
+        file.close()
+
+
+def test_the_worker_answers_the_turns_it_took_before_this_process_took_the_rest(
+        tmp_path: Path):
+    """A worker given the shared page answers for the first turns only, up to those this
+    process took from the last; with every turn taken here it answers none."""
+    shared = Claims.make()
+    assert shared is not None
+    fd, file = shared
+    claims = Claims(fd)
+    settings = Settings(data_dir=tmp_path)
+    run = RunContext(store=None, settings=settings)  # type: ignore[arg-type]
+    turns = [{"turn": {**TURN, "content": f"{TURN['content']} ({n})"}} for n in range(5)]
+    try:
+        for taken_here, answered in ((2, 3), (5, 0), (0, 5)):
+            claims.reset()
+            for _ in range(taken_here):
+                claims.take_last(len(turns))
+            requests = io.BytesIO(pickle.dumps((settings, DEFAULT_PATTERNS, (),
+                                                package_root(), fd))
+                                  + pickle.dumps(("nafe_flags", {}, turns)))
+            replies = io.BytesIO()
+            serve(requests, replies)
+            status, writes = pickle.loads(replies.getvalue())
+            assert status == "ok" and len(writes) == answered
+            assert writes == [call(OFFLOADED["nafe_flags"], t, run, {})
+                              for t in turns[:answered]]
+    finally:
+        claims.close()
+        file.close()
+
+
+def test_a_split_computes_every_turn_once_as_here_and_a_dropped_one_stops_the_worker(
+        tmp_path: Path):
+    """``nodes.batch.split_start`` / ``split_finish`` with a real worker: the worker's
+    turns and this process's (taken from the last, after other work or at once) make
+    up the batch, each with what this process computes alone; ``split_drop`` takes
+    every turn left so the worker stops, and the next request is answered in full."""
+    import time
+
+    from nodes.batch import EXTRACT, split_drop, split_finish, split_start
+
+    worker = TurnWorker()
+    run = RunContext(store=None, settings=Settings(data_dir=tmp_path),  # type: ignore[arg-type]
+                     turn_worker=worker)
+    fns = [OFFLOADED[n] for n in EXTRACT]
+
+    def batch(size: int) -> list[dict[str, object]]:
+        return [{"turn": {**TURN, "content": f"{TURN['content']} step {n} of the rollout"},
+                 "previous": [f"what about step {n}?"]} for n in range(size)]
+
+    def alone(items: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{**i, **chained(call, fns, dict(i), run, None)} for i in items]
+
+    try:
+        for pause in (0.0, 0.05):  # at once; after other work (a capture's next batch)
+            items = batch(400)
+            expected = alone(batch(400))
+            split = split_start(run, items, EXTRACT, True)
+            assert split.sent
+            time.sleep(pause)
+            split_finish(run, split)
+            assert items == expected
+        dropped = split_start(run, batch(2_000), EXTRACT, True)
+        split_drop(run, dropped)
+        assert not worker._lock.locked()
+        assert worker.send(run, "nafe_flags", {}, batch(3))
+        assert worker.receive() == [call(OFFLOADED["nafe_flags"], t, run, {}) for t in batch(3)]
+    finally:
+        worker.close()
