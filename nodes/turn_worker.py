@@ -68,18 +68,19 @@ class Claims:
         self._ints = self._view.cast("i")
 
     @staticmethod
-    def make() -> tuple[int, IO[bytes]] | None:
-        """A page's file to share with a worker (its descriptor, and the file to keep
-        open), or None where descriptors cannot be passed to a child (Windows: the
-        worker then computes every turn it is sent)."""
+    def make() -> int | None:
+        """The descriptor of a new page's file to share with a worker (to be closed
+        once the worker and a ``Claims`` hold it), or None where descriptors cannot be
+        passed to a child (Windows: the worker then computes every turn it is sent)."""
         if sys.platform == "win32":  # pragma: no cover - no pass_fds there
             return None
         if hasattr(os, "memfd_create"):
-            file: IO[bytes] = open(os.memfd_create("steno-claims"), "r+b")  # noqa: SIM115
+            fd = os.memfd_create("steno-claims")
         else:  # pragma: no cover - macOS
-            file = tempfile.TemporaryFile()  # noqa: SIM115
-        file.truncate(mmap.PAGESIZE)
-        return file.fileno(), file
+            fd, path = tempfile.mkstemp(prefix="steno-claims-")
+            os.unlink(path)
+        os.ftruncate(fd, mmap.PAGESIZE)
+        return fd
 
     def reset(self) -> None:
         """Nothing taken: a new request (the worker holds none)."""
@@ -173,7 +174,6 @@ class TurnWorker:
     def __init__(self) -> None:
         self._worker: subprocess.Popen[bytes] | None = None
         self._claims: Claims | None = None
-        self._claims_file: IO[bytes] | None = None
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
         self._owner: int | None = None  # the thread whose request the worker holds
@@ -261,11 +261,9 @@ class TurnWorker:
         self._unshare()
 
     def _unshare(self) -> None:
-        claims, file, self._claims, self._claims_file = self._claims, self._claims_file, None, None
+        claims, self._claims = self._claims, None
         if claims is not None:
             claims.close()
-        if file is not None:
-            file.close()
 
     def _lose(self) -> None:
         """The worker cannot be used again: no half goes to it (called with the lock)."""
@@ -276,21 +274,21 @@ class TurnWorker:
         self._unshare()
 
     def _start(self, run: RunContext) -> subprocess.Popen[bytes] | None:
-        shared = Claims.make()
-        fds = () if shared is None else (shared[0],)
-        worker = worker_process.start(_BOOT, fds)
+        fd = Claims.make()
+        try:
+            worker = worker_process.start(_BOOT, () if fd is None else (fd,))
+            if worker is not None and fd is not None:
+                self._claims = Claims(fd)  # its map holds a descriptor of its own
+        finally:
+            if fd is not None:
+                os.close(fd)
         if worker is None:
-            if shared is not None:
-                shared[1].close()
             self._broken = True
             return None
         self._worker = worker
-        if shared is not None:
-            self._claims_file = shared[1]
-            self._claims = Claims(shared[0])
         assert worker.stdin is not None
         pickle.dump((run.settings, run.patterns, run.secret_patterns,
-                     worker_process.package_root(), shared and shared[0]), worker.stdin,
+                     worker_process.package_root(), fd), worker.stdin,
                     protocol=pickle.HIGHEST_PROTOCOL)  # a failure: send's, the worker lost
         return worker
 

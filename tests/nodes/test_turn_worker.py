@@ -5,6 +5,7 @@ whose code was imported from another directory than its parent's answers nothing
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import signal
 from collections.abc import Iterator
@@ -134,10 +135,10 @@ def test_the_two_processes_take_turns_from_either_end_and_leave_none_untaken():
     """``Claims`` as the worker (from the first) and this process (from the last) use
     it: each takes the next turn only while the other has not; a counter read late
     lets both take one turn (computed twice, to the same result), never skips one."""
-    shared = Claims.make()
-    assert shared is not None
-    fd, file = shared
+    fd = Claims.make()
+    assert fd is not None
     here, there = Claims(fd), Claims(fd)  # two mappings of the page, as two processes
+    os.close(fd)
     try:
         here.reset()
         assert there.take_first(0, 5) and there.take_first(1, 5)
@@ -176,16 +177,14 @@ def test_the_two_processes_take_turns_from_either_end_and_leave_none_untaken():
     finally:
         here.close()
         there.close()
-        file.close()
 
 
 def test_the_worker_answers_the_turns_it_took_before_this_process_took_the_rest(
         tmp_path: Path):
     """A worker given the shared page answers for the first turns only, up to those this
     process took from the last; with every turn taken here it answers none."""
-    shared = Claims.make()
-    assert shared is not None
-    fd, file = shared
+    fd = Claims.make()
+    assert fd is not None
     claims = Claims(fd)
     settings = Settings(data_dir=tmp_path)
     run = RunContext(store=None, settings=settings)  # type: ignore[arg-type]
@@ -206,7 +205,7 @@ def test_the_worker_answers_the_turns_it_took_before_this_process_took_the_rest(
                               for t in turns[:answered]]
     finally:
         claims.close()
-        file.close()
+        os.close(fd)
 
 
 def test_a_split_computes_every_turn_once_as_here_and_a_dropped_one_stops_the_worker(
