@@ -134,26 +134,29 @@ def each_split(run: RunContext, items: list[dict[str, Any]], names: tuple[str, .
 
 
 class Split(NamedTuple):
-    """Items being computed: by the worker process from the first when ``sent``, the
-    rest by this one once ``split_finish`` is called."""
+    """Items being computed: by the worker process from the first when ``ticket`` is
+    its request's, the rest by this one once ``split_finish`` is called."""
 
     names: tuple[str, ...]
     cfg: Mapping[str, Any] | None
     items: list[dict[str, Any]]
-    sent: bool
+    ticket: int | None
 
 
 def split_start(run: RunContext, items: list[dict[str, Any]], names: tuple[str, ...],
-                offload: bool, cfg: Mapping[str, Any] | None = None) -> Split:
+                offload: bool, cfg: Mapping[str, Any] | None = None, *,
+                queued: bool = False) -> Split:
     """Hand ``items`` (when ``offload``) to the run's worker process, which runs the node
     functions ``names`` (of ``OFFLOADED``: they read no store) in turn on each from the
     first, and return at once: ``split_finish``, which must follow (the worker answers
-    one request at a time), computes them here from the last until the two meet. A
-    request sent before this process's other work leaves it less to do here."""
+    its requests in order), computes them here from the last until the two meet. A
+    request sent before this process's other work leaves it less to do here;
+    ``queued``: behind this thread's request in hand (``TurnWorker.send``)."""
     worker = run.turn_worker
-    sent = offload and bool(items) and worker is not None and worker.send(
-        run, names if len(names) > 1 else names[0], cfg, reads(items, _chain_reads(names)))
-    return Split(names, cfg, items, sent)
+    ticket = worker.send(run, names if len(names) > 1 else names[0], cfg,
+                         reads(items, _chain_reads(names)), queued=queued) \
+        if offload and items and worker is not None else None
+    return Split(names, cfg, items, ticket)
 
 
 def split_finish(run: RunContext, split: Split) -> None:
@@ -161,20 +164,20 @@ def split_finish(run: RunContext, split: Split) -> None:
     the worker's writes to its items (the items it did not answer for, computed here:
     all of them when it failed)."""
     fns = [OFFLOADED[n] for n in split.names]
-    items = split.items
-    if not split.sent:
+    items, ticket = split.items, split.ticket
+    if ticket is None:
         for item in items:
             item.update(chained(call, fns, item, run, split.cfg))
         return
     worker = run.turn_worker
     assert worker is not None
     try:
-        while (index := worker.take_last(len(items))) is not None:
+        while (index := worker.take_last(ticket, len(items))) is not None:
             items[index].update(chained(call, fns, items[index], run, split.cfg))
     except BaseException:
         split_drop(run, split)
         raise
-    mine = len(items) - worker.taken_last()  # the first index computed here
+    mine = len(items) - worker.taken_last(ticket)  # the first index computed here
     writes = worker.receive() or []
     for item, written in zip(items[:mine], writes[:mine], strict=False):
         item.update(written)
@@ -186,10 +189,10 @@ def split_drop(run: RunContext, split: Split) -> None:
     """Stop the worker's part of ``split`` and wait for its answer, dropped, when what
     it was for failed: the worker takes the process's next request only once this one
     is answered."""
-    if split.sent:
+    if split.ticket is not None:
         worker = run.turn_worker
         assert worker is not None
-        worker.take_all(len(split.items))
+        worker.take_all(split.ticket, len(split.items))
         worker.receive()
 
 

@@ -30,9 +30,11 @@ opens the store: what a batch stores is written by this process alone.
 
 from __future__ import annotations
 
+import collections
 import mmap
 import os
 import pickle
+import queue
 import signal
 import subprocess
 import sys
@@ -53,14 +55,16 @@ Channels = list[dict[str, Any]]
 
 
 class Claims:
-    """How many turns of the request in hand each process has taken: the worker from
-    the first (``FRONT``), this process from the last (``BACK``), two integers in a
-    page both map. Each writes its own counter only, and takes its next turn only while
-    that turn is not past the other's: the two meet wherever their speeds put them. A
-    counter read before the other's last write only lets both take the same turn (it is
-    computed twice, to the same result), never leaves a turn to neither."""
+    """How many turns of a request each process has taken: the worker from the first
+    (``FRONT``), this process from the last (``BACK``), two integers a request in a page
+    both map (``SLOTS`` requests may be out at once, each in its own slot). Each writes
+    its own counter only, and takes its next turn only while that turn is not past the
+    other's: the two meet wherever their speeds put them. A counter read before the
+    other's last write only lets both take the same turn (it is computed twice, to the
+    same result), never leaves a turn to neither."""
 
     FRONT, BACK = 0, 1
+    SLOTS = 2
 
     def __init__(self, fd: int) -> None:
         self._map = mmap.mmap(fd, mmap.PAGESIZE)
@@ -82,34 +86,34 @@ class Claims:
         os.ftruncate(fd, mmap.PAGESIZE)
         return fd
 
-    def reset(self) -> None:
-        """Nothing taken: a new request (the worker holds none)."""
-        self._ints[self.FRONT] = self._ints[self.BACK] = 0
+    def reset(self, slot: int) -> None:
+        """Nothing taken of a new request in ``slot`` (the worker holds none there)."""
+        self._ints[2 * slot + self.FRONT] = self._ints[2 * slot + self.BACK] = 0
 
-    def take_first(self, index: int, count: int) -> bool:
+    def take_first(self, slot: int, index: int, count: int) -> bool:
         """The worker takes turn ``index`` of ``count`` unless this process has."""
-        if index >= count - self._ints[self.BACK]:
+        if index >= count - self._ints[2 * slot + self.BACK]:
             return False
-        self._ints[self.FRONT] = index + 1
+        self._ints[2 * slot + self.FRONT] = index + 1
         return True
 
-    def take_last(self, count: int) -> int | None:
+    def take_last(self, slot: int, count: int) -> int | None:
         """This process takes the last turn of ``count`` not taken yet: its index, or
         None when the worker has taken it."""
-        back = self._ints[self.BACK]
+        back = self._ints[2 * slot + self.BACK]
         index = count - 1 - back
-        if index < self._ints[self.FRONT]:
+        if index < self._ints[2 * slot + self.FRONT]:
             return None
-        self._ints[self.BACK] = back + 1
+        self._ints[2 * slot + self.BACK] = back + 1
         return index
 
-    def take_all(self, count: int) -> None:
+    def take_all(self, slot: int, count: int) -> None:
         """This process takes every turn left (the request's result is not wanted)."""
-        self._ints[self.BACK] = count
+        self._ints[2 * slot + self.BACK] = count
 
-    def taken_last(self) -> int:
+    def taken_last(self, slot: int) -> int:
         """How many turns this process has taken from the last."""
-        return self._ints[self.BACK]
+        return self._ints[2 * slot + self.BACK]
 
     def close(self) -> None:
         self._ints.release()
@@ -118,12 +122,17 @@ class Claims:
 
 
 def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
-    """The worker's loop. The first request is the run context's settings and patterns
-    and the directory the parent's package was imported from; each later one
-    ``(node name, cfg, [channels of a turn, ...])``, answered by
-    ``("ok", [writes of each turn, ...])`` or ``("error", text)``, until the input ends.
+    """The worker's loop. The first request is the run context's settings and patterns,
+    the directory the parent's package was imported from and the descriptor of the
+    parent's ``Claims`` page (or None); each later one
+    ``(node name, cfg, [channels of a turn, ...], slot)``, answered in order by
+    ``("ok", [writes of each turn, ...])`` or ``("error", text)``, until the input ends:
+    the writes of the turns it took, from the first, while the parent had not taken
+    them from the last (every turn, without a page).
     A tuple of names runs those node functions in turn on each turn, each reading what
-    those before it wrote; the turn's writes are all of theirs.
+    those before it wrote; the turn's writes are all of theirs. Requests are read on a
+    thread of their own as they come, so a parent that sends the next request before
+    this one is answered never waits on a full pipe.
     A worker whose code is not the parent's (imported from another directory) ends at
     once: the parent computes every turn itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
@@ -147,36 +156,46 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
     # No store: the offloaded node functions read none (nodes.batch.OFFLOADED).
     run = RunContext(store=None, settings=settings, patterns=patterns,  # type: ignore[arg-type]
                      secret_patterns=secret_patterns)
-    while True:
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def read() -> None:
         try:
-            name, cfg, turns = pickle.load(requests)
-        except EOFError:
-            return
+            while True:
+                inbox.put(pickle.load(requests))
+        except Exception:  # the input ended (or broke): so does the worker
+            inbox.put(None)
+
+    threading.Thread(target=read, name="requests", daemon=True).start()
+    while (request := inbox.get()) is not None:
+        name, cfg, turns, slot = request
         try:
             fns = [OFFLOADED[n] for n in ((name,) if isinstance(name, str) else name)]
             writes: Channels = []
             with bulk_allocations():
                 for index, turn in enumerate(turns):
-                    if claims is not None and not claims.take_first(index, len(turns)):
+                    if claims is not None and not claims.take_first(slot, index, len(turns)):
                         break
                     writes.append(chained(call, fns, turn, run, cfg))
             reply: tuple[str, Any] = ("ok", writes)
-        except Exception as exc:  # reported; the parent computes the half itself
+        except Exception as exc:  # reported; the parent computes the turns itself
             reply = ("error", f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
         replies.flush()
 
 
 class TurnWorker:
-    """One worker process, asked one stage's turns at a time (one caller at a
-    time: a lock serialises the runs of a process that share it)."""
+    """One worker process, asked one stage's turns at a time, or two when the caller
+    queues the next behind the one in hand (one caller at a time: a lock serialises the
+    runs of a process that share it, held from a caller's first ``send`` until its
+    requests are all received)."""
 
     def __init__(self) -> None:
         self._worker: subprocess.Popen[bytes] | None = None
         self._claims: Claims | None = None
         self._broken = False  # the worker could not start or died: compute in process
         self._lock = threading.Lock()
-        self._owner: int | None = None  # the thread whose request the worker holds
+        self._owner: int | None = None  # the thread whose requests the worker holds
+        self._out: collections.deque[int] = collections.deque()  # their slots, oldest first
 
     @property
     def pid(self) -> int | None:
@@ -185,55 +204,64 @@ class TurnWorker:
         return None if worker is None else worker.pid
 
     def send(self, run: RunContext, name: str | tuple[str, ...],
-             cfg: Mapping[str, Any] | None, turns: Channels) -> bool:
+             cfg: Mapping[str, Any] | None, turns: Channels, *, queued: bool = False
+             ) -> int | None:
         """Hand ``turns`` (each the channels node ``name`` reads, or the nodes of a tuple
-        of names, run in turn) to the worker; False
-        when it cannot take them (compute them here then). Every ``send`` that returned
-        True is followed by one ``receive``, with the lock held in between. False too
-        while the worker computes a request of this thread's not yet received (a
-        capture pass's next batch, nodes.publish.capture_pass): this thread computes
-        the new one itself instead of waiting for itself."""
+        of names, run in turn) to the worker: the request's ticket (for ``take_last``),
+        or None when it cannot take them (compute them here then). Every ``send`` that
+        gave a ticket is followed by one ``receive``, in order, with the lock held in
+        between. While the worker holds a request of this thread's not yet received (a
+        capture pass's next batch, nodes.publish.capture_pass), None too: this thread
+        computes the new one itself instead of waiting for itself; unless ``queued``
+        (an import's next batch, nodes.publish.bundle_apply), which goes behind it
+        (one at most), to be taken up as soon as the worker is done with it."""
         if self._owner == threading.get_ident():
-            return False
-        self._lock.acquire()
-        self._owner = threading.get_ident()
+            if not queued or len(self._out) >= Claims.SLOTS:
+                return None
+        else:
+            self._lock.acquire()
+            self._owner = threading.get_ident()
         try:
             worker = None if self._broken else (self._worker or self._start(run))
             if worker is None:
-                self._release()
-                return False
+                self._release_idle()
+                return None
             assert worker.stdin is not None
+            slot = 1 - self._out[-1] if self._out else 0
             if self._claims is not None:
-                self._claims.reset()
-            pickle.dump((name, dict(cfg or {}), turns), worker.stdin,
+                self._claims.reset(slot)
+            pickle.dump((name, dict(cfg or {}), turns, slot), worker.stdin,
                         protocol=pickle.HIGHEST_PROTOCOL)
             worker.stdin.flush()
         except Exception:  # a pipe closed, the worker gone
             self._lose()
-            self._release()
-            return False
-        return True
+            self._release_idle()
+            return None
+        self._out.append(slot)
+        return slot
 
-    def take_last(self, count: int) -> int | None:
-        """The last turn of the request in hand (``count`` turns) that the worker has
+    def take_last(self, ticket: int, count: int) -> int | None:
+        """The last turn of request ``ticket`` (``count`` turns) that the worker has
         not taken, taken by this process: its index; None when none is left."""
         claims = self._claims
         if claims is None:
             return None
-        return claims.take_last(count)
+        return claims.take_last(ticket, count)
 
-    def taken_last(self) -> int:
-        """How many turns of the request in hand this process has taken from the last."""
-        return 0 if self._claims is None else self._claims.taken_last()
+    def taken_last(self, ticket: int) -> int:
+        """How many turns of request ``ticket`` this process has taken from the last."""
+        return 0 if self._claims is None else self._claims.taken_last(ticket)
 
-    def take_all(self, count: int) -> None:
+    def take_all(self, ticket: int, count: int) -> None:
         """Take every turn the worker has not started (its answer is not wanted)."""
         if self._claims is not None:
-            self._claims.take_all(count)
+            self._claims.take_all(ticket, count)
 
     def receive(self) -> list[dict[str, Any]] | None:
-        """The writes of the first turns of the last ``send``, in order, as many as the
-        worker took; None when the worker failed (compute them here then)."""
+        """The writes of the first turns of the oldest request not received, in order,
+        as many as the worker took; None when the worker failed (compute them here
+        then)."""
+        self._out.popleft()
         try:
             worker = self._worker
             assert worker is not None and worker.stdout is not None
@@ -242,17 +270,19 @@ class TurnWorker:
             self._lose()
             return None
         finally:
-            self._release()
+            self._release_idle()
         return value if status == "ok" else None
 
-    def _release(self) -> None:
-        self._owner = None
-        self._lock.release()
+    def _release_idle(self) -> None:
+        """Let other threads use the worker once it holds none of this one's requests."""
+        if not self._out:
+            self._owner = None
+            self._lock.release()
 
     def close(self) -> None:
-        """End the worker (its input closed: it exits after the request in hand). A
-        request of this thread's that a failed run left unreceived is received first."""
-        if self._owner == threading.get_ident():
+        """End the worker (its input closed: it exits after the request in hand). The
+        requests of this thread's that a failed run left unreceived are received first."""
+        while self._owner == threading.get_ident():
             self.receive()
         with self._lock:
             worker, self._worker = self._worker, None
@@ -266,7 +296,8 @@ class TurnWorker:
             claims.close()
 
     def _lose(self) -> None:
-        """The worker cannot be used again: no half goes to it (called with the lock)."""
+        """The worker cannot be used again: nothing more goes to it (called with the
+        lock)."""
         self._broken = True
         worker, self._worker = self._worker, None
         if worker is not None:

@@ -17,12 +17,14 @@ and now hold a full batch of uncompressed ones (compressed after the import).
 A batch's computation overlaps the write of the batch before it: the batch is read
 against the store (which does not hold the batch before it yet) and the turns planned
 before it (their origins, source keys and contents: ``_Seen``), its turns go to
-the worker process (nodes.turn_worker), and this process writes the batch before,
-then computes those the worker has not taken yet. The writes, their order and their
-transactions are those of one batch after another, so what a crash leaves is
-unchanged; what is computed is the same too, as long as the batch before was stored
-as planned. When it was not (it held a tombstone, or a turn became a duplicate in its
-write), the batch is read and computed again after that write.
+the worker process (nodes.turn_worker) behind the batch before's, and this process
+finishes computing the batch before (the turns the worker has not taken yet) and
+writes it; the worker goes on to this batch as soon as it is done with the one before.
+The writes, their order and their transactions are those of one batch after another,
+so what a crash leaves is unchanged; what is computed is the same too, as long as the
+batch before was stored as planned. When it was not (it held a tombstone, or a turn
+became a duplicate in its write), the batch is read and computed again after that
+write.
 """
 
 from __future__ import annotations
@@ -103,9 +105,10 @@ def _planned(run: RunContext, batch: list[dict[str, Any]], seen: _Seen
 
 
 def _computing(run: RunContext, items: list[dict[str, Any]]) -> Split:
-    """The batch's turns to store handed to the worker (from SPLIT_FROM)."""
+    """The batch's turns to store handed to the worker (from SPLIT_FROM), behind the
+    batch before it when that one is still out."""
     todo = [i for i in items if not i.get("duplicate")]
-    return split_start(run, todo, EXTRACT, len(todo) >= batch_module.SPLIT_FROM)
+    return split_start(run, todo, EXTRACT, len(todo) >= batch_module.SPLIT_FROM, queued=True)
 
 
 def _write(run: RunContext, items: list[dict[str, Any]], peer: str, counts: dict[str, int],
@@ -193,27 +196,28 @@ def applied_bundle(incoming: Any, *, run: RunContext, cfg: Cfg) -> AppliedBundle
     touched: dict[int, None] = {}  # session rows that received turns, in order
     size = int(cfg.get("batch", BATCH))
     seen = _Seen()
-    pending: list[dict[str, Any]] | None = None  # computed, its write not yet done
-    for batch in _batches(records(Path(incoming["path"]), max_line=max_record_bytes(run)),
-                          size):
-        items = _planned(run, batch, seen)
-        if pending is None:
-            split_finish(run, _computing(run, items))
-        else:
-            split = _computing(run, items)
-            try:
-                as_planned = _write(run, pending, incoming["peer"], counts, touched)
-            except BaseException:
-                split_drop(run, split)
-                raise
-            split_finish(run, split)
-            if not as_planned:  # read and compute the batch again against the store
-                seen = _Seen()
-                items = _planned(run, batch, seen)
-                split_finish(run, _computing(run, items))
-        pending = items
-    if pending is not None:
-        _write(run, pending, incoming["peer"], counts, touched)
+    pending: list[dict[str, Any]] | None = None  # planned, its computation and write to do
+    out: list[Split] = []  # handed to the worker and not finished, oldest first
+    try:
+        for batch in _batches(records(Path(incoming["path"]),
+                                      max_line=max_record_bytes(run)), size):
+            items = _planned(run, batch, seen)
+            out.append(_computing(run, items))  # taken up once the worker is done with pending
+            if pending is not None:
+                split_finish(run, out.pop(0))
+                if not _write(run, pending, incoming["peer"], counts, touched):
+                    split_drop(run, out.pop())  # read and compute it again against the store
+                    seen = _Seen()
+                    items = _planned(run, batch, seen)
+                    out.append(_computing(run, items))
+            pending = items
+        if pending is not None:
+            split_finish(run, out.pop())
+            _write(run, pending, incoming["peer"], counts, touched)
+    except BaseException:
+        for split in out:
+            split_drop(run, split)
+        raise
     limit = run.settings.turn_limit
     with run.store.read() as conn:
         due = due_sessions(conn, list(touched), limit)

@@ -377,12 +377,12 @@ def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
         send = worker.send
         extracts: list[int] = []
 
-        def sent(*args: Any) -> bool:
+        def sent(*args: Any, **kw: Any) -> int | None:
             if isinstance(args[1], tuple):  # the per-turn functions
                 extracts.append(1)
                 if len(extracts) == 2:  # those of the batch read ahead: then a stop
                     stop.set()
-            return send(*args)
+            return send(*args, **kw)
 
         monkeypatch.setattr(worker, "send", sent)
         ctx = dataclasses.replace(app.ctx, stop=stop)

@@ -155,9 +155,10 @@ def test_a_batch_split_with_the_worker_process_stores_what_single_ingests_store(
     asked: list[str | tuple[str, ...]] = []
     send = worker.send
 
-    def sent(run: Any, name: str | tuple[str, ...], cfg: Any, turns: Any) -> bool:
+    def sent(run: Any, name: str | tuple[str, ...], cfg: Any, turns: Any, **kw: Any
+             ) -> int | None:
         asked.append(name)
-        return send(run, name, cfg, turns)
+        return send(run, name, cfg, turns, **kw)
 
     monkeypatch.setattr(worker, "send", sent)
 
@@ -305,9 +306,9 @@ def test_an_import_in_overlapped_batches_stores_what_one_batch_after_another_doe
         send, plan, write = worker.send, bundle_apply._planned, bundle_apply._write
         planned: list[int] = []
 
-        def sent(run: Any, name: Any, cfg: Any, turns: Any) -> bool:
+        def sent(run: Any, name: Any, cfg: Any, turns: Any, **kw: Any) -> int | None:
             asked.append(name)
-            return send(run, name, cfg, turns)
+            return send(run, name, cfg, turns, **kw)
 
         def counted_plan(*args: Any) -> Any:
             planned.append(1)
@@ -416,7 +417,7 @@ def held(worker: Any) -> bool:
 def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A bulk write's first build of the derived index (and a rebuild) reads the turns a
-    page at a time and has the worker compute most of each page's fields while the page
+    page at a time and sends the worker each page's fields while the page
     before goes into the index: the entries are those computed in this process. A
     build that fails part-way takes the worker's answer before the error goes up."""
     import nodes.publish.keyword_index as keyword_index
@@ -431,9 +432,9 @@ def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
         asked: list[Any] = []
         send = worker.send
 
-        def sent(run: Any, name: Any, cfg: Any, turns: Any) -> bool:
+        def sent(run: Any, name: Any, cfg: Any, turns: Any, **kw: Any) -> int | None:
             asked.append((name, len(turns)))
-            return send(run, name, cfg, turns)
+            return send(run, name, cfg, turns, **kw)
 
         monkeypatch.setattr(worker, "send", sent)
         with app.store.read() as conn:
@@ -442,7 +443,7 @@ def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
             assert list(entries_of(conn)) == alone
         assert len(alone) == stored and sum(1 for e in alone if e[3]) > stored / 2
         assert asked and all(name == "search_fields" for name, _ in asked)
-        assert sum(n for _, n in asked) > len(alone) / 2  # the worker took most of them
+        assert sum(n for _, n in asked) > len(alone) / 2  # the worker was sent most of them
         with pytest.raises(RuntimeError, match="the index failed"), app.store.read() as conn, \
                 keyword_index.entries_with(app.ctx) as entries_of:
             for n, _ in enumerate(entries_of(conn)):

@@ -37,7 +37,7 @@ def ask(root: str, tmp_path: Path) -> tuple[list[object], RunContext]:
     settings = Settings(data_dir=tmp_path)
     requests = io.BytesIO(
         pickle.dumps((settings, DEFAULT_PATTERNS, (), root, None))
-        + b"".join(pickle.dumps((name, {}, [{"turn": TURN, "previous": ["what now?"]}]))
+        + b"".join(pickle.dumps((name, {}, [{"turn": TURN, "previous": ["what now?"]}], 0))
                    for name in ("turn_signals", "nafe_flags", "turn_vector", "search_fields")))
     replies = io.BytesIO()
     serve(requests, replies)
@@ -78,7 +78,7 @@ def test_a_worker_started_in_another_checkout_runs_its_parents_code(
     worker = TurnWorker()
     run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
     try:
-        assert worker.send(run, "nafe_flags", {}, [{"turn": TURN}])
+        assert worker.send(run, "nafe_flags", {}, [{"turn": TURN}]) is not None
         assert worker.receive() == [call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]
     finally:
         worker.close()
@@ -92,7 +92,7 @@ def test_a_chain_of_node_functions_is_answered_with_all_their_writes(tmp_path: P
     run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
     turns = [{"turn": TURN, "previous": ["what now?"]}, {"turn": TURN, "previous": []}]
     try:
-        assert worker.send(run, names, {}, turns)
+        assert worker.send(run, names, {}, turns) is not None
         got = worker.receive()
     finally:
         worker.close()
@@ -114,18 +114,18 @@ def test_a_thread_whose_request_is_out_computes_the_next_itself_and_closing_take
     run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
     turns = [{"turn": TURN}]
     try:
-        assert worker.send(run, "nafe_flags", {}, turns)
-        assert not worker.send(run, "turn_vector", {}, turns)  # not waiting for itself
+        assert worker.send(run, "nafe_flags", {}, turns) is not None
+        assert worker.send(run, "turn_vector", {}, turns) is None  # not waiting for itself
         other: list[object] = []
         waiting = threading.Thread(target=lambda: other.append(
-            worker.send(run, "nafe_flags", {}, turns) and worker.receive()))
+            worker.send(run, "nafe_flags", {}, turns) is not None and worker.receive()))
         waiting.start()
         waiting.join(0.2)
         assert waiting.is_alive() and other == []  # another thread waits its turn
         assert worker.receive() == [call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]
         waiting.join(30)
         assert other == [[call(OFFLOADED["nafe_flags"], {"turn": TURN}, run, {})]]
-        assert worker.send(run, "nafe_flags", {}, turns)  # then left unreceived
+        assert worker.send(run, "nafe_flags", {}, turns) is not None  # left unreceived
     finally:
         worker.close()  # takes that answer: no wait for ever
     assert not worker._lock.locked() and worker._worker is None
@@ -140,38 +140,41 @@ def test_the_two_processes_take_turns_from_either_end_and_leave_none_untaken():
     here, there = Claims(fd), Claims(fd)  # two mappings of the page, as two processes
     os.close(fd)
     try:
-        here.reset()
-        assert there.take_first(0, 5) and there.take_first(1, 5)
-        assert here.take_last(5) == 4 and here.take_last(5) == 3
-        assert there.take_first(2, 5)
-        assert here.take_last(5) is None and not there.take_first(3, 5)
-        assert here.taken_last() == 2  # turns 0-2 the worker's, 3-4 this process's
-        here.reset()
-        assert here.take_last(3) == 2 and here.take_last(3) == 1 and here.take_last(3) == 0
-        assert not there.take_first(0, 3) and here.take_last(3) is None
-        here.reset()
-        here.take_all(4)  # a dropped request: the worker takes nothing more
-        assert not there.take_first(0, 4)
+        here.reset(0)
+        assert there.take_first(0, 0, 5) and there.take_first(0, 1, 5)
+        assert here.take_last(0, 5) == 4 and here.take_last(0, 5) == 3
+        assert there.take_first(0, 2, 5)
+        assert here.take_last(0, 5) is None and not there.take_first(0, 3, 5)
+        assert here.taken_last(0) == 2  # turns 0-2 the worker's, 3-4 this process's
+        here.reset(0)
+        assert here.take_last(0, 3) == 2 and here.take_last(0, 3) == 1 and here.take_last(0, 3) == 0
+        assert not there.take_first(0, 0, 3) and here.take_last(0, 3) is None
+        here.reset(0)
+        here.take_all(0, 4)  # a dropped request: the worker takes nothing more
+        assert not there.take_first(0, 0, 4)
+        here.reset(1)  # the request queued behind it has a slot of its own
+        assert there.take_first(1, 0, 4) and here.take_last(1, 4) == 3
+        assert not there.take_first(0, 0, 4) and here.taken_last(1) == 1
         for count in range(1, 40):  # any interleaving covers every turn
             for pattern in range(64):
-                here.reset()
+                here.reset(0)
                 taken: list[int] = []
                 front, step = 0, 0
                 while True:
                     if pattern >> (step % 6) & 1:
-                        if not there.take_first(front, count):
+                        if not there.take_first(0, front, count):
                             break
                         taken.append(front)
                         front += 1
-                    elif (index := here.take_last(count)) is not None:
+                    elif (index := here.take_last(0, count)) is not None:
                         taken.append(index)
-                    elif not there.take_first(front, count):
+                    elif not there.take_first(0, front, count):
                         break
                     else:
                         taken.append(front)
                         front += 1
                     step += 1
-                while (index := here.take_last(count)) is not None:
+                while (index := here.take_last(0, count)) is not None:
                     taken.append(index)
                 assert sorted(taken) == list(range(count))
     finally:
@@ -191,12 +194,12 @@ def test_the_worker_answers_the_turns_it_took_before_this_process_took_the_rest(
     turns = [{"turn": {**TURN, "content": f"{TURN['content']} ({n})"}} for n in range(5)]
     try:
         for taken_here, answered in ((2, 3), (5, 0), (0, 5)):
-            claims.reset()
+            claims.reset(0)
             for _ in range(taken_here):
-                claims.take_last(len(turns))
+                claims.take_last(0, len(turns))
             requests = io.BytesIO(pickle.dumps((settings, DEFAULT_PATTERNS, (),
                                                 package_root(), fd))
-                                  + pickle.dumps(("nafe_flags", {}, turns)))
+                                  + pickle.dumps(("nafe_flags", {}, turns, 0)))
             replies = io.BytesIO()
             serve(requests, replies)
             status, writes = pickle.loads(replies.getvalue())
@@ -235,14 +238,14 @@ def test_a_split_computes_every_turn_once_as_here_and_a_dropped_one_stops_the_wo
             items = batch(400)
             expected = alone(batch(400))
             split = split_start(run, items, EXTRACT, True)
-            assert split.sent
+            assert split.ticket is not None
             time.sleep(pause)
             split_finish(run, split)
             assert items == expected
         dropped = split_start(run, batch(2_000), EXTRACT, True)
         split_drop(run, dropped)
         assert not worker._lock.locked()
-        assert worker.send(run, "nafe_flags", {}, batch(3))
+        assert worker.send(run, "nafe_flags", {}, batch(3)) is not None
         assert worker.receive() == [call(OFFLOADED["nafe_flags"], t, run, {}) for t in batch(3)]
     finally:
         worker.close()
