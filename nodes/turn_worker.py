@@ -15,11 +15,12 @@ settings and patterns, so each turn gets exactly what this process would give it
 worker that failed or cannot be reached leaves its turns to this process.
 
 The per-turn functions after the turns before each go to it in one request (a chain
-of them, ``nodes.batch.EXTRACT``). An import sends it a batch's while it writes
-the batch before (nodes.publish.bundle_apply), a capture pass the next batch's
-while it stores this one (nodes.publish.capture_pass); a bulk batch's compression
-sends it its briefs' text (``brief_draft``), the derived index's first build its
-entries' fields (nodes.publish.keyword_index).
+of them, ``nodes.batch.EXTRACT``). An import sends it a batch's queued behind the
+batch before's, then finishes and writes that one (nodes.publish.bundle_apply), a
+capture pass the next batch's while it stores this one
+(nodes.publish.capture_pass); a bulk batch's compression sends it its briefs' text
+(``brief_draft``), the derived index's first build its entries' fields
+(nodes.publish.keyword_index).
 
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
 writes pickled replies on stdout, the turns it computed (the first of the request's,
