@@ -395,6 +395,19 @@ def test_a_batch_that_fails_beside_the_worker_leaves_it_free_for_the_next(
             with pytest.raises(Exception, match="the write failed"):
                 app.run("sync_import", {"path": str(bundle)})
         assert not held(worker) and not worker._broken
+        plan, plans = bundle_apply._planned, []
+
+        def failing_plan(*args: Any) -> Any:
+            plans.append(1)
+            if len(plans) == 3:  # the second batch is out at the worker meanwhile
+                raise RuntimeError("the plan failed")
+            return plan(*args)
+
+        with monkeypatch.context() as m:
+            m.setattr(bundle_apply, "_planned", failing_plan)
+            with pytest.raises(Exception, match="the plan failed"):
+                app.run("sync_import", {"path": str(bundle)})
+        assert not held(worker) and not worker._broken
         reply = app.run("sync_import", {"path": str(bundle)})[0]["reply"]
         assert reply["applied"] + reply["duplicates"] == len(rows(source)["exchanges"])
         assert app.run("ingest_batch", {"turns": turns})[0]["reply"]["stored"] == 12
