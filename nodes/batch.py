@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from nodes.context import Cfg, NodeFn, NoWrites, Reads, RunContext, call, node
 from nodes.evaluate_contracts.inputs import iso
@@ -133,9 +134,11 @@ def each_split(run: RunContext, items: list[dict[str, Any]], names: tuple[str, .
     split_finish(run, split_start(run, items, names, len(items) >= split_from, cfg))
 
 
-class Split(NamedTuple):
-    """Items being computed: by the worker process from the first when ``ticket`` is
-    its request's, the rest by this one once ``split_finish`` is called."""
+@dataclass
+class Split:
+    """Items being computed: by the worker process from the first while ``ticket`` is
+    its request's (None once its answer is taken), the rest by this one once
+    ``split_finish`` is called."""
 
     names: tuple[str, ...]
     cfg: Mapping[str, Any] | None
@@ -178,6 +181,7 @@ def split_finish(run: RunContext, split: Split) -> None:
         split_drop(run, split)
         raise
     mine = len(items) - worker.taken_last(ticket)  # the first index computed here
+    split.ticket = None
     writes = worker.receive() or []
     for item, written in zip(items[:mine], writes[:mine], strict=False):
         item.update(written)
@@ -188,11 +192,12 @@ def split_finish(run: RunContext, split: Split) -> None:
 def split_drop(run: RunContext, split: Split) -> None:
     """Stop the worker's part of ``split`` and wait for its answer, dropped, when what
     it was for failed: the worker takes the process's next request only once this one
-    is answered."""
+    is answered. Nothing when its answer was taken already."""
     if split.ticket is not None:
         worker = run.turn_worker
         assert worker is not None
         worker.take_all(split.ticket, len(split.items))
+        split.ticket = None
         worker.receive()
 
 

@@ -151,19 +151,20 @@ class ReadAheadWrites(TypedDict):
 
 @node
 def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, reports: Any,
-               *, run: RunContext) -> ReadAheadWrites:
+               ahead: Any = None, *, run: RunContext) -> ReadAheadWrites:
     """The batch after this one read now, before this one is stored: the file's next
     when this one was full, else the first of the pass's next file. It is validated and
     redacted, the turns before each read as if this batch were stored
     (``previous_after``), and its per-turn functions (``EXTRACT``) handed to the worker
     process, which computes them while this process stores and compresses this batch.
-    ``ahead_taken`` takes it up as the next batch (computing here those the worker has
-    not taken yet), or drops it. Not with a coordination bus (its shutdown events are
-    read batch by batch) nor while a rotated file is drained (nor for a next file that
-    starts so)."""
+    ``ahead_taken`` takes it up as the next batch, or drops it. This batch, when it was
+    read ahead itself (``ahead``: its per-turn functions still out at the worker), is
+    finished once the next is read and validated, so the worker computes it meanwhile.
+    Not with a coordination bus (its shutdown events are read batch by batch) nor while
+    a rotated file is drained (nor for a next file that starts so)."""
     end = batch["end"]
     if start["drain"] or _stopped(run) or run.bus is not None or run.turn_worker is None:
-        return {"ahead": None}
+        return _finished(run, ahead, None)
     try:
         if end["more"]:
             following = {**start, "position": end["position"], "lines": end["lines"],
@@ -171,16 +172,17 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
         else:
             after = len(reports or ()) + 1  # the file after this one (``next_source``)
             if after >= len(files):
-                return {"ahead": None}
+                return _finished(run, ahead, None)
             source = files[after]
             following = file_start(run, source)
             if following["drain"]:
-                return {"ahead": None}
+                return _finished(run, ahead, None)
         read = read_batch(source, following)
     except OSError:
-        return {"ahead": None}  # read again in its turn, which reports the error
+        return _finished(run, ahead, None)  # read again in its turn, which reports it
     taken = capture_items(read)["items"]
     each_turn(run, taken, "checked_turn")
+    _finished(run, ahead, None)
     each_turn(run, taken, "redacted_turn")
     with run.store.read() as conn:
         previous_after(conn, items, taken)
@@ -192,6 +194,14 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
                       "split": split_start(run, todo, EXTRACT, True)}}
 
 
+def _finished(run: RunContext, ahead: Any, following: Any) -> ReadAheadWrites:
+    """This batch's per-turn functions finished when it was read ahead (``ahead``: its
+    split, carried by ``ahead_taken``); ``following`` becomes the batch read ahead."""
+    if ahead is not None:
+        split_finish(run, ahead["split"])
+    return {"ahead": following}
+
+
 class AheadTakenWrites(TypedDict):
     ahead: Any
     taken: Any
@@ -201,11 +211,12 @@ class AheadTakenWrites(TypedDict):
 
 @node
 def ahead_taken(start: Any, ahead: Any, items: Any, *, run: RunContext) -> AheadTakenWrites:
-    """The batch read ahead (``read_ahead``) becomes this batch, its per-turn functions
-    finished (``taken``: it goes straight to the store), when the file's cursor starts
-    where it was read from and the batch before was stored as planned (each turn
-    planned stored, none found already stored by another writer meanwhile). Otherwise
-    it is dropped and the batch is read again."""
+    """The batch read ahead (``read_ahead``) becomes this batch (``taken``: it goes on
+    to ``read_ahead``, which finishes its per-turn functions, then to the store), when
+    the file's cursor starts where it was read from and the batch before was stored as
+    planned (each turn planned stored, none found already stored by another writer
+    meanwhile). Otherwise it is dropped and the batch is read again. ``ahead`` then
+    carries only its split, still out at the worker."""
     if ahead is None:
         return {"ahead": None, "taken": False}
     planned = [i for i in items or () if i.get("rejected") is None and not i.get("duplicate")]
@@ -213,8 +224,8 @@ def ahead_taken(start: Any, ahead: Any, items: Any, *, run: RunContext) -> Ahead
     if ahead["start"] != start or not as_planned:
         _drop(run, ahead)
         return {"ahead": None, "taken": False}
-    split_finish(run, ahead["split"])
-    return {"ahead": None, "taken": True, "batch": ahead["batch"], "items": ahead["items"]}
+    return {"ahead": {"split": ahead["split"]}, "taken": True, "batch": ahead["batch"],
+            "items": ahead["items"]}
 
 
 def _drop(run: RunContext, ahead: Any) -> None:

@@ -300,6 +300,48 @@ def test_a_session_learns_the_directory_its_records_name(rig: Rig, dirs: dict[st
     assert cwd_of()[f"codex:{codex.session}"] == "/home/me"  # noise() holds a turn_context
 
 
+@pytest.mark.parametrize("failing", ["capture_items", "previous_after"])
+def test_a_read_ahead_that_fails_leaves_the_worker_free_and_the_file_for_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str):
+    """The batch in hand, itself read ahead, is finished inside ``read_ahead`` once the
+    next is read and validated. Reading the next failing before that (its records) or
+    after (the turns before each) fails the file with the batch in hand unstored and
+    the worker free, its answer taken once; the next pass captures every record."""
+    import nodes.batch as batch_module
+    import nodes.publish.capture_pass as capture_pass
+    from tests.graphs.test_ingest_batch import audit_failures, held
+
+    monkeypatch.setattr(batch_module, "SPLIT_FROM", 3)
+    claude = tmp_path / "claude"
+    t = ClaudeTranscript(claude)
+    t.append(*[t.user(f"we decided to keep the queue on redis, note {n}") for n in range(40)])
+    app = open_app(Settings(data_dir=tmp_path / "data", turn_limit=8))
+    try:
+        worker = app.ctx.turn_worker
+        assert worker is not None
+        real, calls = getattr(capture_pass, failing), []
+
+        def broken(*args: Any, **kw: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 3:  # the second batch read ahead, the first in hand taken
+                raise RuntimeError("reading ahead failed")
+            return real(*args, **kw)
+
+        request = {"request": {"sources": [{"kind": "claude-code", "path": str(t.path)}],
+                               "max_records": 7}}
+        with monkeypatch.context() as m:
+            m.setattr(capture_pass, failing, broken)
+            out, _ = app.graphs.run("capture", request, app.ctx)
+        report = out["reply"]["files"][0]
+        assert "reading ahead failed" in report["error"] and report["captured"] == 14
+        assert not held(worker) and not worker._broken
+        out, _ = app.graphs.run("capture", request, app.ctx)
+        assert out["reply"]["files"][0]["captured"] == 26 and not held(worker)
+        assert audit_failures(app) == []
+    finally:
+        app.close()
+
+
 def test_a_batch_read_ahead_stores_what_batch_after_batch_stores(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A full batch has the file's next batch read, validated, redacted and mostly
