@@ -164,7 +164,7 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
     a rotated file is drained (nor for a next file that starts so)."""
     end = batch["end"]
     if start["drain"] or _stopped(run) or run.bus is not None or run.turn_worker is None:
-        return _finished(run, ahead, None)
+        return _finished(run, ahead)
     try:
         if end["more"]:
             following = {**start, "position": end["position"], "lines": end["lines"],
@@ -172,17 +172,17 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
         else:
             after = len(reports or ()) + 1  # the file after this one (``next_source``)
             if after >= len(files):
-                return _finished(run, ahead, None)
+                return _finished(run, ahead)
             source = files[after]
             following = file_start(run, source)
             if following["drain"]:
-                return _finished(run, ahead, None)
+                return _finished(run, ahead)
         read = read_batch(source, following)
     except OSError:
-        return _finished(run, ahead, None)  # read again in its turn, which reports it
+        return _finished(run, ahead)  # read again in its turn, which reports it
     taken = capture_items(read)["items"]
     each_turn(run, taken, "checked_turn")
-    _finished(run, ahead, None)
+    _finished(run, ahead)
     each_turn(run, taken, "redacted_turn")
     with run.store.read() as conn:
         previous_after(conn, items, taken)
@@ -194,12 +194,12 @@ def read_ahead(source: Any, start: Any, batch: Any, items: Any, files: Any, repo
                       "split": split_start(run, todo, EXTRACT, True)}}
 
 
-def _finished(run: RunContext, ahead: Any, following: Any) -> ReadAheadWrites:
+def _finished(run: RunContext, ahead: Any) -> ReadAheadWrites:
     """This batch's per-turn functions finished when it was read ahead (``ahead``: its
-    split, carried by ``ahead_taken``); ``following`` becomes the batch read ahead."""
+    split, carried by ``ahead_taken``); no batch read ahead after it."""
     if ahead is not None:
         split_finish(run, ahead["split"])
-    return {"ahead": following}
+    return {"ahead": None}
 
 
 class AheadTakenWrites(TypedDict):

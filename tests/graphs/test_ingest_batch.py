@@ -382,32 +382,23 @@ def test_a_batch_that_fails_beside_the_worker_leaves_it_free_for_the_next(
             with pytest.raises(Exception, match="this process's part failed"):
                 app.run("ingest_batch", {"turns": turns})
         assert not held(worker) and not worker._broken
-        write, writes = bundle_apply._write, []
+        # the second write fails while the third batch is out at the worker; the third
+        # plan fails while the second batch is (queued behind the first)
+        for step, nth in (("_write", 2), ("_planned", 3)):
+            real, calls = getattr(bundle_apply, step), []
 
-        def failing(*args: Any) -> bool:
-            writes.append(1)
-            if len(writes) == 2:  # the worker is computing the third batch meanwhile
-                raise RuntimeError("the write failed")
-            return write(*args)
+            def failing(*args: Any, real: Any = real, calls: list[int] = calls,
+                        nth: int = nth, step: str = step) -> Any:
+                calls.append(1)
+                if len(calls) == nth:
+                    raise RuntimeError(f"{step} failed")
+                return real(*args)
 
-        with monkeypatch.context() as m:
-            m.setattr(bundle_apply, "_write", failing)
-            with pytest.raises(Exception, match="the write failed"):
-                app.run("sync_import", {"path": str(bundle)})
-        assert not held(worker) and not worker._broken
-        plan, plans = bundle_apply._planned, []
-
-        def failing_plan(*args: Any) -> Any:
-            plans.append(1)
-            if len(plans) == 3:  # the second batch is out at the worker meanwhile
-                raise RuntimeError("the plan failed")
-            return plan(*args)
-
-        with monkeypatch.context() as m:
-            m.setattr(bundle_apply, "_planned", failing_plan)
-            with pytest.raises(Exception, match="the plan failed"):
-                app.run("sync_import", {"path": str(bundle)})
-        assert not held(worker) and not worker._broken
+            with monkeypatch.context() as m:
+                m.setattr(bundle_apply, step, failing)
+                with pytest.raises(Exception, match=f"{step} failed"):
+                    app.run("sync_import", {"path": str(bundle)})
+            assert not held(worker) and not worker._broken
         reply = app.run("sync_import", {"path": str(bundle)})[0]["reply"]
         assert reply["applied"] + reply["duplicates"] == len(rows(source)["exchanges"])
         assert app.run("ingest_batch", {"turns": turns})[0]["reply"]["stored"] == 12
