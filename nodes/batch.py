@@ -183,7 +183,7 @@ def split_finish(run: RunContext, split: Split) -> None:
     mine = len(items) - worker.taken_last(ticket)  # the first index computed here
     split.ticket = None
     writes = worker.receive() or []
-    for item, written in zip(items[:mine], writes[:mine], strict=False):
+    for item, written in zip(items, writes[:mine], strict=False):
         item.update(written)
     for item in items[len(writes):mine]:  # not answered for: the worker failed
         item.update(chained(call, fns, item, run, split.cfg))

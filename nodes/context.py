@@ -128,7 +128,7 @@ class RunContext:
     stop: threading.Event | None = None  # migrate: set by Ctrl-C; the copy stops between pages
     # GraphRAG: the next batch extracted in a worker process (None: all in this process)
     graph_prefetch: BatchPrefetch | None = None
-    # a large batch's per-turn stages: half in a worker process (None: all in this one)
+    # a large batch's per-turn stages: shared with a worker process (None: all in this one)
     turn_worker: TurnWorker | None = None
     # this run's failed attempts, node → messages (the runner gives each run its own)
     failed: Mapping[str, list[str]] = field(default_factory=dict, compare=False)

@@ -18,9 +18,8 @@ from nodes.batch import EXTRACT, each_turn, previous_after, split_drop, split_fi
 from nodes.context import RunContext, node
 from nodes.load_evidence.transcripts import file_start, read_batch
 
-__all__ = ["ahead_taken", "capture_items", "capture_reply",
-           "cursor_step", "file_failed", "file_tally", "next_source", "read_ahead"]
-
+__all__ = ["ahead_taken", "capture_items", "capture_reply", "cursor_step", "file_failed",
+           "file_tally", "next_source", "read_ahead"]
 
 
 def _fresh(source: dict[str, Any]) -> dict[str, Any]:
