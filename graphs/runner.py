@@ -34,6 +34,7 @@ progress bar advances per batch of a looping graph this way).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import itertools
@@ -46,7 +47,7 @@ from typing import Any
 import neograph_engine as ng
 
 from graphs.summary import error_summary, value_summary
-from nodes.context import NodeFn, Reads, RunContext, Writes, call
+from nodes.context import NodeFn, Reads, RunContext, Writes, bulk_allocations, call
 
 __all__ = ["Graphs", "Loader", "Observer", "Reads", "Trace", "call"]
 
@@ -215,7 +216,8 @@ class Graphs:
 
     def __init__(self, trace_sink: TraceSink | None = None, loader: Loader | None = None,
                  node_types: Mapping[str, NodeFn] | None = None,
-                 modules: Mapping[str, str] | None = None) -> None:
+                 modules: Mapping[str, str] | None = None,
+                 bulk: frozenset[str] = frozenset()) -> None:
         self.registry = ng.GraphRegistry()
         self.engines: dict[str, Any] = {}
         self.definitions: dict[str, dict[str, Any]] = {}
@@ -233,6 +235,7 @@ class Graphs:
         self._compiling: _Compiling | None = None  # the graph being compiled
         self._lock = threading.RLock()  # one graph compiles at a time
         self.max_steps: dict[str, int] = {}  # graphs that loop longer than the default
+        self.bulk = bulk  # graphs whose runs pause the cyclic garbage collector
 
     def node_type(self, type_name: str, fn: NodeFn | None) -> None:
         """Register ``fn`` as the node type ``type_name``; its signature is read once.
@@ -361,7 +364,8 @@ class Graphs:
             config = ng.RunConfig(thread_id=run_id, input=held)
             if graph in self.max_steps:
                 config.max_steps = self.max_steps[graph]
-            result = engine.run(config, ng.RunMetadata(run_id=run_id))
+            with bulk_allocations() if graph in self.bulk else contextlib.nullcontext():
+                result = engine.run(config, ng.RunMetadata(run_id=run_id))
             status = result.status.name
             values = {k: self.held.read(v["value"])
                       for k, v in result.output["channels"].items()}

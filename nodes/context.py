@@ -142,11 +142,13 @@ class RunContext:
 
 @contextmanager
 def bulk_allocations() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a stage that builds many small,
-    acyclic objects (a GraphRAG batch: hundreds of thousands of tuples and lists). Each
-    allocation counts towards a collection that walks the young objects and, often
+    """Pause the cyclic garbage collector around a stage, or a whole run
+    (``graphs.registry.BULK``), that builds many small, acyclic objects (a GraphRAG
+    batch: hundreds of thousands of tuples and lists; a bulk write's batches of turns).
+    Each allocation counts towards a collection that walks the young objects and, often
     enough, the whole heap, and finds nothing: the values die by reference counting.
-    Extraction of generated turns: ~15% less CPU. Restores the previous state."""
+    Extraction of generated turns: ~15% less CPU. The pause is the process's (every
+    thread's); restores the previous state."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -8,6 +8,7 @@ compiled and run here instead.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -16,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from graphs.registry import CONDITIONS, all_definitions, build_graphs, compile_all, node_modules
+from graphs.registry import (
+    BULK,
+    CONDITIONS,
+    all_definitions,
+    build_graphs,
+    compile_all,
+    node_modules,
+)
 from graphs.runner import Graphs
 from nodes.context import RunContext
 from nodes.extract.patterns import compile_patterns
@@ -587,6 +595,34 @@ def test_a_loop_holds_one_pass_of_values_and_the_observer_sees_each_stage(ctx: R
     assert seen == [("page", n) for n in range(1, 51)]
     assert max(held_sizes) <= 2
     assert not graphs.held.values and not graphs.held.recent and not graphs.observers
+
+
+def test_a_bulk_graph_runs_with_the_cyclic_collector_paused_and_restores_it(ctx: RunContext):
+    """A graph named in ``bulk`` runs with the collector off, failing or not; another
+    graph runs with it as it was; and the registry's bulk graphs are real graphs."""
+    seen: list[bool] = []
+
+    def probe(request: Any) -> dict[str, Any]:
+        seen.append(gc.isenabled())
+        if request == "fail":
+            raise ValueError("failed on purpose")
+        return {}
+
+    graphs = Graphs(bulk=frozenset({"bulk"}))
+    graphs.node_type("probe", probe)
+    for name in ("bulk", "plain"):
+        graphs.compile({"schema_version": 1, "name": name, "channels": {"request": {}},
+                        "nodes": {"p": {"type": "probe"}},
+                        "edges": [{"from": "__start__", "to": "p"},
+                                  {"from": "p", "to": "__end__"}]})
+    assert gc.isenabled()
+    graphs.run("bulk", {"request": "ok"}, ctx)
+    graphs.run("plain", {"request": "ok"}, ctx)
+    with pytest.raises(ValueError, match="on purpose"):
+        graphs.run("bulk", {"request": "fail"}, ctx)
+    assert seen == [False, True, False] and gc.isenabled()
+    assert BULK.issubset(d["name"] for d in all_definitions())
+    assert {"capture", "sync_import", "ingest_batch"} <= BULK
 
 
 def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_another():
