@@ -149,12 +149,12 @@ class Tantivy:
         self.index = KeywordIndex(root / "tantivy")
 
     def load(self, rows: list[tuple[int, int, str, float, str, str, str]]) -> None:
-        from store.keyword_index import REBUILD_HEAP
+        from store.keyword_index import REBUILD_HEAP, indexed
 
         index = self.index
         with index._writer(REBUILD_HEAP) as writer:
             for r in rows:
-                writer.add_document(index._document((r[0], r[1], r[4], r[5], r[6])))
+                writer.add_document(index._document(indexed((r[0], r[1], r[4], r[5], r[6]))))
             writer.commit()
 
     def optimize(self) -> None:

@@ -34,7 +34,7 @@ from nodes.evaluate_contracts.inputs import iso
 from nodes.evaluate_contracts.turn_input import checked_turn
 from nodes.extract.brief import brief_draft
 from nodes.extract.redaction import redacted_turn
-from nodes.extract.search_fields import search_fields
+from nodes.extract.search_fields import keyword_columns, search_fields
 from nodes.extract.turn_flags import nafe_flags
 from nodes.extract.turn_signals import turn_signals
 from nodes.extract.vectors import turn_vector
@@ -60,7 +60,8 @@ MAX_BATCH_TURNS = 100_000
 # runs (nodes.turn_worker): from SPLIT_FROM turns a stage, where sending them costs less
 # than it saves (a few microseconds a turn against tens).
 OFFLOADED: dict[str, NodeFn] = {fn.__name__: fn for fn in (
-    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, brief_draft)}
+    redacted_turn, turn_signals, nafe_flags, turn_vector, search_fields, keyword_columns,
+    brief_draft)}
 SPLIT_FROM = 256
 # The per-turn node functions after the turns before each are read, in turn: a batch
 # sends them to the worker in one request (the turn and the turns before it sent once,

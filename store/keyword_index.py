@@ -85,10 +85,14 @@ class Store(Transactions, Protocol):
 __all__ = [
     "BULK_QUEUE",
     "HOT_LIMIT",
+    "Indexed",
     "KeywordEntry",
     "KeywordIndex",
     "build_due",
+    "columns",
+    "fts_words",
     "index_directory",
+    "indexed",
     "keeps_index",
     "needs_rebuild",
     "queue_entries",
@@ -280,6 +284,44 @@ def _spaced(words: Sequence[str]) -> str:
     return f" {' '.join(words)} " if words else ""
 
 
+@functools.cache
+def _tokenizer() -> Any:
+    # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
+    # index splits its output on spaces.
+    name, *args = FTS_TOKENIZE.split()
+    return apsw.Connection(":memory:").fts5_tokenizer(name, args)
+
+
+_tokenizer_lock = threading.Lock()
+
+
+def fts_words(text: str) -> list[str]:
+    """``text`` as FTS5 tokenizes it for the index."""
+    tokenize = _tokenizer()
+    with _tokenizer_lock:  # a list of str already (apsw): not copied
+        tokens = tokenize(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
+                          include_offsets=False, include_colocated=False)
+    return tokens  # type: ignore[no-any-return]  # str tokens without offsets
+
+
+def columns(content: str, context: str, dated: str) -> Columns:
+    """The words of FTS5's columns body, context and dated, as the index holds them."""
+    body, around, when = fts_words(content), fts_words(context), fts_words(dated)
+    return (_spaced(body), _spaced(around), _spaced(when)), len(body) + len(around) + len(when)
+
+
+# A turn as the index takes it: exchange id, session row id, its content's length in
+# UTF-8 bytes, ``Columns`` (a rebuild's worker process computes the last two).
+Indexed = tuple[int, int, int, Columns]
+
+
+def indexed(entry: KeywordEntry) -> Indexed:
+    """``entry`` as the index takes it."""
+    exchange_id, session_id, content, context, dated = entry
+    return (exchange_id, session_id, len(content.encode("utf-8")),
+            columns(content, context, dated))
+
+
 def _phrase_count(column: str, phrase: tuple[str, ...]) -> int:
     """How many times ``phrase`` occurs in a column's words (``column``: ``_spaced``);
     within the column, as FTS5 counts."""
@@ -419,18 +461,14 @@ class KeywordIndex:
             shutil.rmtree(directory)
             directory.mkdir(mode=0o700)
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
-        # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
-        # index splits its output on spaces.
-        name, *args = FTS_TOKENIZE.split()
-        self._fts_tokenizer = apsw.Connection(":memory:").fts5_tokenizer(name, args)
-        self._tokenizer_lock = threading.Lock()
         from store.sqlite.schema import fts5_table
 
         # A caller's expression is checked by FTS5 on an empty table of the store's columns.
         self._syntax_check = apsw.Connection(":memory:")
+        self._syntax_lock = threading.Lock()
         self._syntax_check.execute(fts5_table(KEYWORD_FIELDS))
         # The words the ``dated`` column holds besides a year's digits: the months'.
-        self._months = frozenset(w for month in MONTHS for w in self.words(month))
+        self._months = frozenset(w for month in MONTHS for w in fts_words(month))
         self.analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
         self.index.register_tokenizer("steno", self.analyzer)
         self.index.config_reader(reload_policy="Manual")
@@ -505,31 +543,17 @@ class KeywordIndex:
         # By query: deleting by term would look for a signed integer term and find none.
         return self._tv.Query.term_query(self.schema, "id", exchange_id)
 
-    def words(self, text: str) -> list[str]:
-        """``text`` as FTS5 tokenizes it for the index."""
-        with self._tokenizer_lock:  # a list of str already (apsw): not copied
-            tokens = self._fts_tokenizer(
-                text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                include_offsets=False, include_colocated=False)
-        return tokens  # type: ignore[return-value]  # str tokens without offsets
-
-    def _columns(self, content: str, context: str, dated: str
-                 ) -> tuple[list[str], list[str], list[str]]:
-        """The words of FTS5's columns body, context and dated."""
-        return self.words(content), self.words(context), self.words(dated)
-
-    def _document(self, e: KeywordEntry) -> Any:
-        exchange_id, session_id, content, context, dated = e
+    def _document(self, turn: Indexed) -> Any:
+        exchange_id, session_id, length, ((body, around, when), count) = turn
         doc = self._tv.Document()
-        body, around, when = self._columns(content, context, dated)
         doc.add_unsigned("id", exchange_id)
         doc.add_unsigned("session", session_id)
-        doc.add_unsigned("length", len(content.encode("utf-8")))
-        doc.add_unsigned("all_len", len(body) + len(around) + len(when))
-        for words in (body, around, when):
-            doc.add_text("all", _spaced(words))
-        for words in (body, when):
-            doc.add_text("own", " ".join(words))
+        doc.add_unsigned("length", length)
+        doc.add_unsigned("all_len", count)
+        for spaced in (body, around, when):
+            doc.add_text("all", spaced)
+        for spaced in (body, when):
+            doc.add_text("own", spaced[1:-1])  # the words joined by spaces
         return doc
 
     def flush(self, store: Store) -> int:
@@ -560,9 +584,9 @@ class KeywordIndex:
                     if int(exchange_id) <= top:  # held already (a re-index, a retried flush)
                         writer.delete_documents_by_query(self._id_query(int(exchange_id)))
                     if content is not None and context is not None:
-                        writer.add_document(self._document(
+                        writer.add_document(self._document(indexed(
                             (int(exchange_id), int(session_id), str(content), str(context),
-                             str(dated))))
+                             str(dated)))))
             writer.commit()
         with store.write() as conn:
             conn.execute(DELETE_PENDING, (_ids(seqs),))
@@ -586,10 +610,10 @@ class KeywordIndex:
         """Until the work on the store's upkeep thread has ended (a flush, a build)."""
         self._upkeep.wait()
 
-    def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]],
+    def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[Indexed]],
                 *, first_build: bool = False) -> int:
-        """Write the index again from ``entries_of(conn)`` (every stored turn's entry,
-        read in the snapshot in which the queue is read); the queue up to then is
+        """Write the index again from ``entries_of(conn)`` (every stored turn as the
+        index takes it, read in the snapshot in which the queue is read); the queue up to then is
         dropped, what is queued later stays queued. A store that keeps no index starts
         keeping it first (``meta``, before that snapshot: a turn stored while this runs
         is queued); ``first_build``: only that, none when the store keeps one already
@@ -621,7 +645,7 @@ class KeywordIndex:
         self._set_mark(store)
         return count
 
-    def build_later(self, store: Store, entries_of: Callable[[Conn], Iterable[KeywordEntry]]
+    def build_later(self, store: Store, entries_of: Callable[[Conn], Iterable[Indexed]]
                     ) -> None:
         """The first build (``rebuild``, ``first_build``) on the store's upkeep thread
         (one at a time): the write that brought the store to ``answers_from`` does not
@@ -655,8 +679,8 @@ class KeywordIndex:
                         self._hot[int(seq)] = _Hot(int(exchange_id), None, 0,
                                                    (("", "", ""), 0), frozenset())
                         continue
-                    body, around, when = self._columns(str(content), str(context),
-                                                       str(dated))
+                    body, around, when = (fts_words(str(content)), fts_words(str(context)),
+                                          fts_words(str(dated)))
                     self._hot[int(seq)] = _Hot(
                         int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
                         ((_spaced(body), _spaced(around), _spaced(when)),
@@ -668,7 +692,7 @@ class KeywordIndex:
     def _tokens(self, phrases: Sequence[str]) -> list[tuple[str, ...]]:
         """Each phrase's words (FTS5 scores a phrase given twice twice); none of a phrase
         without words."""
-        return [t for t in (tuple(self.words(p)) for p in phrases) if t]
+        return [t for t in (tuple(fts_words(p)) for p in phrases) if t]
 
     def _weights(self, searcher: Any, phrases: list[tuple[str, ...]], hot: list[_Hot]
                  ) -> list[tuple[float, float, float]]:
@@ -774,7 +798,7 @@ class KeywordIndex:
         (``store.keyword_syntax.parse``). Raises ``FtsSyntaxError`` as FTS5 would: it is
         checked by FTS5 itself, on an empty table of the store's columns (on the store's
         table the check would expand every prefix over the whole index)."""
-        with self._tokenizer_lock:
+        with self._syntax_lock:
             fts5_search.check_expression(self._syntax_check, expression)
         return keyword_syntax.parse(expression, self._query_words, self._dated)
 
@@ -790,10 +814,10 @@ class KeywordIndex:
     def _query_words(self, text: str, prefix: bool) -> list[str]:
         """A query's text as FTS5 tokenizes it (a phrase, ending in ``*`` or not)."""
         flags = apsw.FTS5_TOKENIZE_QUERY | (apsw.FTS5_TOKENIZE_PREFIX if prefix else 0)
-        with self._tokenizer_lock:
-            return [str(t) for t in self._fts_tokenizer(
-                text.encode("utf-8"), flags, None, include_offsets=False,
-                include_colocated=False)]
+        tokenize = _tokenizer()
+        with _tokenizer_lock:
+            return [str(t) for t in tokenize(text.encode("utf-8"), flags, None,
+                                             include_offsets=False, include_colocated=False)]
 
     def _matching(self, phrase: Phrase, searcher: Any) -> list[tuple[tuple[str, ...], Any]] | None:
         """The token sequences ``phrase`` stands for (one per token a prefix stands for)
@@ -1035,5 +1059,5 @@ class KeywordIndex:
     def add_entry(self, entry: KeywordEntry) -> None:
         """Add one entry (tests: an orphan entry)."""
         with self._writer(FLUSH_HEAP) as writer:
-            writer.add_document(self._document(entry))
+            writer.add_document(self._document(indexed(entry)))
             writer.commit()

@@ -3,9 +3,9 @@
 
 Each turn's entry is what its ingest queued: its words, the words of the two turns
 before it in its session that it does not use (``nodes.extract.search_fields``), its
-month and year; the turns are read a session at a time, oldest first, in one snapshot.
-A bulk write's first build and a rebuild have the run's worker process compute each
-page's fields while the page before goes into the index.
+month and year, as FTS5 tokenizes them; the turns are read a session at a time, oldest
+first, in one snapshot. A bulk write's first build and a rebuild have the run's worker
+process compute each page's entries while the page before goes into the index.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any, TypedDict
 import nodes.batch as batch_module
 from nodes.batch import split_drop, split_finish, split_start
 from nodes.context import RunContext, node
-from nodes.extract.search_fields import CONTEXT_TURNS, search_fields
+from nodes.extract.search_fields import CONTEXT_TURNS, keyword_columns
 from nodes.publish.wording import counted
 from store.backend import Backend
 from store.db import Store
 from store.errors import StoreError
-from store.keyword_index import KeywordEntry, build_due, stored_turns
+from store.keyword_index import Indexed, build_due, stored_turns
 from store.neighbours import NEIGHBOUR_CHARS
 from store.sql import Conn
 
@@ -33,23 +33,24 @@ __all__ = ["build_when_due", "entries_with", "rebuilt_keyword_index", "stored_en
 
 # Turns read at a time when a run's worker process computes the entries' fields.
 ENTRY_PAGE = 2_000
-FIELDS = ("search_fields",)  # the node function the worker runs on each entry
+COLUMNS = "keyword_columns"  # the node function the worker runs on each entry
 
 
 def stored_entries(conn: Conn, run: RunContext | None = None
-                   ) -> Generator[KeywordEntry, None, None]:
-    """Every stored turn's entry, a session at a time: its fields are the ingest's
-    (``search_fields``) over the stored turns. With ``run`` (a bulk write's first build,
-    a rebuild), the run's worker process computes each page's fields
-    (nodes.batch.split_start) while the caller takes in the page before."""
+                   ) -> Generator[Indexed, None, None]:
+    """Every stored turn's entry, a session at a time, as the index takes it
+    (``keyword_columns``: the ingest's fields over the stored turns, tokenized). With
+    ``run`` (a bulk write's first build, a rebuild), the run's worker process computes
+    each page's entries (nodes.batch.split_start) while the caller takes in the page
+    before."""
     pending: list[dict[str, Any]] | None = None
     for page in _pages(conn):
         if run is None:
             for item in page:
-                item.update(search_fields(item["turn"], item["previous"]))
+                item.update(keyword_columns(item["turn"], item["previous"]))
             yield from _entries(page)
             continue
-        split = split_start(run, page, FIELDS, len(page) >= batch_module.SPLIT_FROM)
+        split = split_start(run, page, (COLUMNS,), len(page) >= batch_module.SPLIT_FROM)
         try:
             if pending is not None:
                 yield from _entries(pending)
@@ -83,11 +84,9 @@ def _pages(conn: Conn) -> Iterator[list[dict[str, Any]]]:
         yield page
 
 
-def _entries(page: list[dict[str, Any]]) -> Iterator[KeywordEntry]:
+def _entries(page: list[dict[str, Any]]) -> Iterator[Indexed]:
     for item in page:
-        fields = item["fields"]
-        yield (item["id"], item["session"], item["turn"]["content"], fields["context"],
-               fields["dated"])
+        yield (item["id"], item["session"], *item["columns"])
 
 
 def build_when_due(store: Backend, *, beside: bool, run: RunContext | None = None) -> None:
@@ -119,13 +118,13 @@ def build_when_due(store: Backend, *, beside: bool, run: RunContext | None = Non
 
 @contextmanager
 def entries_with(run: RunContext | None
-                 ) -> Iterator[Callable[[Conn], Iterator[KeywordEntry]]]:
+                 ) -> Iterator[Callable[[Conn], Iterator[Indexed]]]:
     """``stored_entries`` with ``run``'s worker (if any), for a rebuild; on leaving, an entries
     stream the rebuild did not read to its end (it failed) is closed, which takes the
     worker's answer (the worker serves the process's next request only after it)."""
-    streams: list[Generator[KeywordEntry, None, None]] = []
+    streams: list[Generator[Indexed, None, None]] = []
 
-    def entries_of(conn: Conn) -> Iterator[KeywordEntry]:
+    def entries_of(conn: Conn) -> Iterator[Indexed]:
         stream = stored_entries(conn, run)
         streams.append(stream)
         return stream

@@ -421,8 +421,8 @@ def held(worker: Any) -> bool:
 def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A bulk write's first build of the derived index (and a rebuild) reads the turns a
-    page at a time and sends the worker each page's fields while the page
-    before goes into the index: the entries are those computed in this process. A
+    page at a time and sends the worker each page's entries (fields and words) while
+    the page before goes into the index: the entries are those computed in this process. A
     build that fails part-way takes the worker's answer before the error goes up."""
     import nodes.publish.keyword_index as keyword_index
 
@@ -445,8 +445,9 @@ def test_the_index_entries_computed_with_the_worker_are_those_computed_alone(
             alone = list(keyword_index.stored_entries(conn))
         with app.store.read() as conn, keyword_index.entries_with(app.ctx) as entries_of:
             assert list(entries_of(conn)) == alone
-        assert len(alone) == stored and sum(1 for e in alone if e[3]) > stored / 2
-        assert asked and all(name == "search_fields" for name, _ in asked)
+        contexts = [around for _, _, _, ((_, around, _), _) in alone]
+        assert len(alone) == stored and sum(1 for c in contexts if c) > stored / 2
+        assert asked and all(name == "keyword_columns" for name, _ in asked)
         assert sum(n for _, n in asked) > len(alone) / 2  # the worker was sent most of them
         with pytest.raises(RuntimeError, match="the index failed"), app.store.read() as conn, \
                 keyword_index.entries_with(app.ctx) as entries_of:

@@ -25,7 +25,7 @@ from stenographer.settings import Settings
 from store.db import Store
 from store.keyword_index import (
     HOT_LIMIT,
-    KeywordEntry,
+    Indexed,
     index_directory,
     needs_rebuild,
 )
@@ -310,7 +310,7 @@ def test_a_turn_stored_while_it_is_built_is_queued_and_found(
         assert isinstance(store, Store)
         during: list[int] = []
 
-        def entries(conn: Conn) -> Iterator[KeywordEntry]:
+        def entries(conn: Conn) -> Iterator[Indexed]:
             for n, entry in enumerate(stored_entries(conn)):
                 if n == 3:  # mid-build: another thread (its own connection) stores a turn
                     writer = threading.Thread(target=lambda: during.append(
@@ -502,7 +502,7 @@ def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
     assert isinstance(store, Store)
     derived = store.keywords
     derived.flush(store)  # the word is in a segment of the index now
-    term = derived.words(marker)[0]
+    term = keyword_index_module.fts_words(marker)[0]
 
     def segments_holding() -> int:  # deleted entries count until their segment goes
         derived.index.reload()
