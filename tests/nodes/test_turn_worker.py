@@ -8,6 +8,8 @@ import io
 import os
 import pickle
 import signal
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from nodes.batch import OFFLOADED
 from nodes.context import RunContext, call
 from nodes.extract.patterns import DEFAULT_PATTERNS
 from nodes.turn_worker import Claims, TurnWorker, chained, serve
-from nodes.worker_process import package_root
+from nodes.worker_process import PIPE_BYTES, package_root
 from stenographer.settings import Settings
 
 TURN = {"session": "s", "role": "assistant", "created_at": 1.7e9, "source_key": None,
@@ -129,6 +131,41 @@ def test_a_thread_whose_request_is_out_computes_the_next_itself_and_closing_take
     finally:
         worker.close()  # takes that answer: no wait for ever
     assert not worker._lock.locked() and worker._worker is None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="pipe sizes are set on Linux only")
+def test_a_batch_larger_than_a_default_pipe_is_sent_while_the_worker_is_stopped(
+        tmp_path: Path):
+    """The pipes to and from a worker hold ``PIPE_BYTES``: a request of several hundred
+    kilobytes (a batch's turns) is written whole while the worker reads nothing (here:
+    stopped), so the sender never waits on the worker's reading thread."""
+    import fcntl
+
+    worker = TurnWorker()
+    run = RunContext(store=None, settings=Settings(data_dir=tmp_path))  # type: ignore[arg-type]
+    turns = [{"turn": {**TURN, "content": f"{n} {'x' * 590}"}} for n in range(1_000)]
+    assert 64 * 1024 * 4 < len(pickle.dumps(turns)) < PIPE_BYTES - 64 * 1024
+    try:
+        assert worker.send(run, "nafe_flags", {}, turns[:1]) is not None  # started
+        assert worker.receive() is not None
+        process = worker._worker
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        for pipe in (process.stdin, process.stdout):
+            assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+        sent = threading.Thread(target=worker.send, args=(run, "nafe_flags", {}, turns))
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            sent.start()
+            sent.join(10)
+            written = not sent.is_alive()
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        sent.join(30)
+        got = worker.receive()
+        assert written  # whole into the pipe, the worker stopped
+        assert got is not None and len(got) == len(turns)
+    finally:
+        worker.close()
 
 
 def test_the_two_processes_take_turns_from_either_end_and_leave_none_untaken():
