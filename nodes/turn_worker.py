@@ -19,8 +19,8 @@ of them, ``nodes.batch.EXTRACT``). An import sends it a batch's queued behind th
 batch before's, then finishes and writes that one (nodes.publish.bundle_apply), a
 capture pass the next batch's while it stores this one
 (nodes.publish.capture_pass); a bulk batch's compression sends it its briefs' text
-(``brief_draft``), the derived index's first build its entries' fields
-(nodes.publish.keyword_index).
+(``brief_draft``), the derived index's first build its entries (``keyword_columns``,
+nodes.publish.keyword_index).
 
 The worker (started by ``nodes.worker_process``) reads pickled requests on stdin and
 writes pickled replies on stdout, the turns it computed (the first of the request's,
@@ -132,8 +132,9 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
     them from the last (every turn, without a page).
     A tuple of names runs those node functions in turn on each turn, each reading what
     those before it wrote; the turn's writes are all of theirs. Requests are read on a
-    thread of their own as they come, so a parent that sends the next request before
-    this one is answered never waits on a full pipe.
+    thread of their own as they come (into pipes of ``worker_process.PIPE_BYTES``), so
+    a parent that sends the next request before this one is answered does not wait for
+    this loop to end first.
     A worker whose code is not the parent's (imported from another directory) ends at
     once: the parent computes every turn itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
