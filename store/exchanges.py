@@ -221,21 +221,21 @@ class _Session:
         self.turns, self.last_at = 0, 0.0
 
 
-def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[str] | None
-                 ) -> list[Recorded]:
+def record_turns(conn: Conn, turns: Sequence[NewTurn],
+                 fresh_trace: Callable[[float], str] | None) -> list[Recorded]:
     """Store a batch's turns, in order, inside the caller's write, each as ``record_turn``
     stores it (the same rows, ids, hashes and session counters), with a few statements
     for the whole batch instead of several a turn: the stored source keys and sessions
     are read once, each session row is written once (a new one inserted first), the
     turns go in with one pipelined statement, the index entries with one each.
 
-    With ``fresh_traces`` (an ingest's batch), a turn's ``trace_id`` None takes its
-    session's, or for a session that has none yet ``fresh_traces[i]``, which then becomes
-    the session's (as the ingest gives it). Without (an import: the sender's trace ids),
-    each turn keeps its own, None meaning none, and no session's trace changes, exactly
-    as ``record_turn`` stores it. A turn whose source key is stored, or came earlier in
-    the batch, is a duplicate (``live_turns`` is 0 for every turn: the batch counts each
-    session's once)."""
+    With ``fresh_trace`` (an ingest's batch), a turn's ``trace_id`` None takes its
+    session's, or for a session that has none yet ``fresh_trace(created_at)`` (called
+    only then), which then becomes the session's (as the ingest gives it). Without (an
+    import: the sender's trace ids), each turn keeps its own, None meaning none, and no
+    session's trace changes, exactly as ``record_turn`` stores it. A turn whose source
+    key is stored, or came earlier in the batch, is a duplicate (``live_turns`` is 0 for
+    every turn: the batch counts each session's once)."""
     dialect(conn).lock_turn_writers(conn)  # as session_head: chains and ids in order
     keys = [t.source_key for t in turns if t.source_key is not None]
     stored = {str(r[0]): (int(r[1]), int(r[2])) for r in _named(conn, SELECT_KEYS, keys)}
@@ -261,11 +261,11 @@ def record_turns(conn: Conn, turns: Sequence[NewTurn], fresh_traces: Sequence[st
     chains: dict[int, bytes] = {}
     for at in fresh:
         t, s = turns[at], sessions[turns[at].session]
-        if fresh_traces is None:  # as record_turn: the turn's own, none stored as ''
+        if fresh_trace is None:  # as record_turn: the turn's own, none stored as ''
             trace = t.trace_id
             stored_trace = None if trace is not None and trace == s.trace else (trace or "")
         else:
-            trace = t.trace_id or s.trace or fresh_traces[at]
+            trace = t.trace_id or s.trace or fresh_trace(t.created_at)
             stored_trace = None if trace == s.trace else trace  # see turn_trace_sql
             if s.trace is None:
                 s.trace = trace

@@ -121,7 +121,7 @@ def stored_turns(items: Any, *, run: RunContext) -> StoredTurnsWrites:
     kept = [i for i in items if i.get("rejected") is None and not i.get("duplicate")]
     turns = [_new_turn(i.get, i["turn"]["trace_id"]) for i in kept]
     with run.store.write() as conn:
-        recs = record_turns(conn, turns, [new_trace_id(t.created_at) for t in turns])
+        recs = record_turns(conn, turns, new_trace_id)
         flags: list[tuple[int, int, StoredFlag]] = []
         for item, rec in zip(kept, recs, strict=True):
             trace_id = exchange_trace(conn, rec.exchange_id) if rec.duplicate else rec.trace_id
