@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-__all__ = ["CLOSE_TIMEOUT_S", "end", "foreign_modules", "package_root", "start"]
+__all__ = ["CLOSE_TIMEOUT_S", "PIPE_BYTES", "end", "foreign_modules", "package_root", "start"]
 
 CLOSE_TIMEOUT_S = 10.0
 # The size asked for each pipe to and from a worker (Linux; elsewhere, and where it is

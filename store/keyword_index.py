@@ -613,10 +613,10 @@ class KeywordIndex:
     def rebuild(self, store: Store, entries_of: Callable[[Conn], Iterable[Indexed]],
                 *, first_build: bool = False) -> int:
         """Write the index again from ``entries_of(conn)`` (every stored turn as the
-        index takes it, read in the snapshot in which the queue is read); the queue up to then is
-        dropped, what is queued later stays queued. A store that keeps no index starts
-        keeping it first (``meta``, before that snapshot: a turn stored while this runs
-        is queued); ``first_build``: only that, none when the store keeps one already
+        index takes it, read in the snapshot in which the queue is read); the queue up to
+        then is dropped, what is queued later stays queued. A store that keeps no index
+        starts keeping it first (``meta``, before that snapshot: a turn stored while this
+        runs is queued); ``first_build``: only that, none when the store keeps one already
         (its build started elsewhere: 0). Raises ``StoreError`` when another process is
         writing the index."""
         count = 0

@@ -31,9 +31,9 @@ from store.sql import Conn
 __all__ = ["build_when_due", "entries_with", "rebuilt_keyword_index", "stored_entries"]
 
 
-# Turns read at a time when a run's worker process computes the entries' fields.
+# Turns read at a time when a run's worker process computes the entries.
 ENTRY_PAGE = 2_000
-COLUMNS = "keyword_columns"  # the node function the worker runs on each entry
+COLUMNS = ("keyword_columns",)  # the node function the worker runs on each entry
 
 
 def stored_entries(conn: Conn, run: RunContext | None = None
@@ -50,7 +50,7 @@ def stored_entries(conn: Conn, run: RunContext | None = None
                 item.update(keyword_columns(item["turn"], item["previous"]))
             yield from _entries(page)
             continue
-        split = split_start(run, page, (COLUMNS,), len(page) >= batch_module.SPLIT_FROM)
+        split = split_start(run, page, COLUMNS, len(page) >= batch_module.SPLIT_FROM)
         try:
             if pending is not None:
                 yield from _entries(pending)
