@@ -6,6 +6,9 @@ briefs over the same turns, and the contract audit finds nothing wrong in either
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -376,11 +379,23 @@ def test_a_batch_that_fails_beside_the_worker_leaves_it_free_for_the_next(
         def boom(**_: Any) -> Any:
             raise RuntimeError("this process's part failed")
 
-        # this process's part of a stage fails (the worker runs its own functions)
+        # this process's part of a stage fails (the worker runs its own functions). The
+        # worker is stopped meanwhile (on a busy machine it could take every turn first),
+        # and the stage is the first split one, so none before waits for it.
+        app.run("ingest_batch", {"turns": [{**t, "session_id": "warm"} for t in turns]})
+        pid = worker.pid
+        assert pid is not None
         with monkeypatch.context() as m:
-            m.setitem(batch_module.OFFLOADED, "turn_vector", boom)
-            with pytest.raises(Exception, match="this process's part failed"):
-                app.run("ingest_batch", {"turns": turns})
+            m.setitem(batch_module.OFFLOADED, "redacted_turn", boom)
+            os.kill(pid, signal.SIGSTOP)
+            resume = threading.Timer(0.5, os.kill, (pid, signal.SIGCONT))
+            resume.start()  # the failed stage waits for the worker's answer
+            try:
+                with pytest.raises(Exception, match="this process's part failed"):
+                    app.run("ingest_batch", {"turns": turns})
+            finally:
+                resume.join()
+                os.kill(pid, signal.SIGCONT)
         assert not held(worker) and not worker._broken
         # the second write fails while the third batch is out at the worker; the third
         # plan fails while the second batch is (queued behind the first)
