@@ -121,7 +121,7 @@ STEP_LIMITS: dict[str, int] = {"contract_audit": contract_audit.MAX_STEPS,
 # Measured on a capture pass of 100,000 generated turns: 31 full collections, ~70 ms
 # each, 2.8 s of the writing thread's 23 s in the collector; 10 objects were in cycles.
 BULK = frozenset({"ingest_batch", "capture", "hook", "sync_import", "sync_pull", "migrate",
-                  "keyword_index_rebuild"})
+                  "keyword_index_rebuild", "graphrag_batch", "graphrag_extract"})
 
 
 @cache

@@ -142,9 +142,9 @@ class RunContext:
 
 @contextmanager
 def bulk_allocations() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a stage, or a whole run
-    (``graphs.registry.BULK``), that builds many small, acyclic objects (a GraphRAG
-    batch: hundreds of thousands of tuples and lists; a bulk write's batches of turns).
+    """Pause the cyclic garbage collector around a whole run (``graphs.registry.BULK``)
+    or a worker's request that builds many small, acyclic objects (a GraphRAG batch:
+    hundreds of thousands of tuples and lists; a bulk write's batches of turns).
     Each allocation counts towards a collection that walks the young objects and, often
     enough, the whole heap, and finds nothing: the values die by reference counting.
     Extraction of generated turns: ~15% less CPU. The pause is the process's (every

@@ -89,7 +89,7 @@ __all__ = [
     "KeywordEntry",
     "KeywordIndex",
     "build_due",
-    "columns",
+    "document_fields",
     "fts_words",
     "index_directory",
     "indexed",
@@ -304,22 +304,24 @@ def fts_words(text: str) -> list[str]:
     return tokens  # type: ignore[no-any-return]  # str tokens without offsets
 
 
-def columns(content: str, context: str, dated: str) -> Columns:
-    """The words of FTS5's columns body, context and dated, as the index holds them."""
+def document_fields(content: str, context: str, dated: str) -> tuple[int, Columns]:
+    """A turn's content's length in UTF-8 bytes and the words of FTS5's columns body,
+    context and dated, as the index holds them."""
     body, around, when = fts_words(content), fts_words(context), fts_words(dated)
-    return (_spaced(body), _spaced(around), _spaced(when)), len(body) + len(around) + len(when)
+    return (len(content.encode("utf-8")),
+            ((_spaced(body), _spaced(around), _spaced(when)),
+             len(body) + len(around) + len(when)))
 
 
-# A turn as the index takes it: exchange id, session row id, its content's length in
-# UTF-8 bytes, ``Columns`` (a rebuild's worker process computes the last two).
+# A turn as the index takes it: exchange id, session row id, then ``document_fields``
+# (which a rebuild's worker process computes).
 Indexed = tuple[int, int, int, Columns]
 
 
 def indexed(entry: KeywordEntry) -> Indexed:
     """``entry`` as the index takes it."""
     exchange_id, session_id, content, context, dated = entry
-    return (exchange_id, session_id, len(content.encode("utf-8")),
-            columns(content, context, dated))
+    return (exchange_id, session_id, *document_fields(content, context, dated))
 
 
 def _phrase_count(column: str, phrase: tuple[str, ...]) -> int:
@@ -679,13 +681,11 @@ class KeywordIndex:
                         self._hot[int(seq)] = _Hot(int(exchange_id), None, 0,
                                                    (("", "", ""), 0), frozenset())
                         continue
-                    body, around, when = (fts_words(str(content)), fts_words(str(context)),
-                                          fts_words(str(dated)))
+                    length, columns = document_fields(str(content), str(context),
+                                                      str(dated))
                     self._hot[int(seq)] = _Hot(
-                        int(exchange_id), int(session_id), len(str(content).encode("utf-8")),
-                        ((_spaced(body), _spaced(around), _spaced(when)),
-                         len(body) + len(around) + len(when)),
-                        frozenset((*body, *around, *when)))
+                        int(exchange_id), int(session_id), length, columns,
+                        frozenset(" ".join(columns[0]).split()))
             hot = list(self._hot.values())
         return hot, set(seqs.values())
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from nodes.context import RunContext, bulk_allocations, node
+from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import check_int, check_session_id, check_text, check_time
 from nodes.evaluate_contracts.requests import (
     MAX_QUERY_CHARS,
@@ -116,8 +116,7 @@ def graph_batch_contract(pending: Any, window: Any, records: Any) -> GraphBatchC
     turns, previous = pending, window
     text = {t.id: t.content for t in turns}
     text.update({t.id: t.content for t in previous.values() if t is not None})
-    with bulk_allocations():
-        _check_provenance(records, text)
+    _check_provenance(records, text)
     return {"provenance": {"entity_turns": len(records.entity_turns),
                            "edge_turns": records.edge_turn_count(), "checked": True}}
 

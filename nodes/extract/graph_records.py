@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from nodes.context import RunContext, bulk_allocations, node
+from nodes.context import RunContext, node
 from nodes.extract.entities import mentions_and_occurrences
 from nodes.extract.relations import (
     PAIR_ENTITIES,
@@ -120,8 +120,7 @@ def graph_records(pending: Any, window: Any, lookahead: Any, lookahead_window: A
     if prefetch is not None and following:
         prefetch.submit(following, lookahead_window)
     if records is None:
-        with bulk_allocations():
-            records = batch_records(turns, window)
+        records = batch_records(turns, window)
     return {"records": records, "extracted": {"entities": len({k for k, _, _ in records.aliases}),
                           "mentions": len(records.entity_turns),
                           "edges": len(records.edges),

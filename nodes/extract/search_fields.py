@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 
 from nodes.context import node
 from nodes.extract.terms import context_terms
-from store.keyword_index import columns
+from store.keyword_index import document_fields
 from store.search_filter import dated_terms
 
 __all__ = ["CONTEXT_TURNS", "keyword_columns", "search_fields"]
@@ -38,11 +38,9 @@ class KeywordColumnsWrites(TypedDict):
 
 @node
 def keyword_columns(turn: Any, previous: Any) -> KeywordColumnsWrites:
-    """The content's length in UTF-8 bytes and ``store.keyword_index.columns``."""
-    content = turn["content"]
+    """``store.keyword_index.document_fields`` of the turn and ``search_fields``'."""
     fields = _fields(turn, previous)
-    return {"columns": (len(content.encode("utf-8")),
-                        columns(content, fields["context"], fields["dated"]))}
+    return {"columns": document_fields(turn["content"], fields["context"], fields["dated"])}
 
 
 def _fields(turn: Any, previous: Any) -> dict[str, str]:

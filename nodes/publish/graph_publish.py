@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, TypedDict
 from xml.sax.saxutils import escape, quoteattr
 
-from nodes.context import RunContext, bulk_allocations, node
+from nodes.context import RunContext, node
 from nodes.publish.wording import counted
 from store.graph_batches import BatchRecords, reset_graph, write_batch
 from store.graph_reads import write_communities
@@ -44,7 +44,7 @@ def published_graph_batch(batch: Any, records: BatchRecords, skipped: Any, *,
     cursors = dict(records.cursors)  # the sessions passed over move too (--since)
     for session_id, through in skipped.items():
         cursors[session_id] = max(cursors.get(session_id, 0), through)
-    with bulk_allocations(), run.store.write() as conn:
+    with run.store.write() as conn:
         written = write_batch(conn, replace(records, cursors=cursors))
     return {"published": {"turns": batch["turns"], "remaining": batch["remaining"],
                           "entities": written["entities"], "edges": written["edges"],
