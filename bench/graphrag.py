@@ -138,7 +138,7 @@ def run_corpus(n: int, batch_size: int | None, query_count: int,
     from stenographer.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), turn_limit=1_000_000)
+        settings = Settings(data_dir=Path(tmp), turn_limit=1_000)  # the most: no compression
         if prefetch is not None:
             settings = settings.replace(graphrag_prefetch=prefetch)
         app = open_app(settings)
