@@ -22,9 +22,11 @@ and of the worker process that computes most of a batch's per-turn stages), stor
 per 1,000 turns (SQLite: the file after a checkpoint and the derived keyword index's
 directory; PostgreSQL: every table with its indexes and TOAST data) and its largest
 parts, session search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
-machine's load while it ran; on SQLite also the store-wide vector kNN's overlap@k with a
-scan of every stored vector (``store.vectors``), for the same query texts. The single
-ingest and its floor ratio are bench/ingest_query.py's.
+machine's load while it ran; a fresh server's first store-wide search, sent at once after
+the handshake and ``FIRST_PAUSE_S`` after it (once idle, a server loads what a first
+search needs: ``stenographer.server.AppLoader``); on SQLite also the store-wide vector
+kNN's overlap@k with a scan of every stored vector (``store.vectors``), for the same
+query texts. The single ingest and its floor ratio are bench/ingest_query.py's.
 
 SQLite is a file in a temporary directory, or with ``--keep DIR`` in ``DIR/sqlite``,
 kept after the run with a manifest of what it holds (``scale.json``): a later run with
@@ -266,17 +268,35 @@ def peak_rss(pid: int | None) -> int | None:
     return None
 
 
+FIRST_PAUSE_S = 2.0  # an agent's first search comes after its user's first prompt
+WARM_UP_QUERY = {"query": "warm up", "cross_session": True}
+
+
+async def first_search(built: Built, repo: Path, pause_s: float) -> float:
+    """ms of a fresh server's first (store-wide) search, sent ``pause_s`` after its
+    handshake."""
+    env = {"STENO_DATABASE_URL": built.url} if built.url else {}
+    async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
+                            extra_env=env, repo=repo) as server:
+        await anyio.sleep(pause_s)
+        timer = CallTimer(QUERY)
+        await timer.call(server, QUERY, WARM_UP_QUERY)
+        return timer.latencies_ms[0]
+
+
 async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str, Any]:
-    """query_history over one stdio server, each call followed by a rejected one."""
+    """query_history over one stdio server, each call followed by a rejected one; first
+    the first search of a fresh server after a pause (the one below comes at once)."""
     scoped = [a for _, a, _ in build_queries(built.recent, built.ids, count, seed=11)]
     queries = {"session": scoped,
                "store": [{**a, "session_id": None, "cross_session": True} for a in scoped]}
     env = {"STENO_DATABASE_URL": built.url} if built.url else {}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"first_call_paused_ms": await first_search(built, repo,
+                                                                      FIRST_PAUSE_S)}
     async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
                             extra_env=env, repo=repo) as server:
         warm = CallTimer(QUERY)
-        await warm.call(server, QUERY, {"query": "warm up", "cross_session": True})
+        await warm.call(server, QUERY, WARM_UP_QUERY)
         out["first_call_ms"] = warm.latencies_ms[0]
         floor = CallTimer("floor")
         for scope, batch in queries.items():
@@ -383,6 +403,10 @@ def report(rows: list[dict[str, Any]]) -> None:
               f"process {r.get('build_worker_cpu_s', 0.0) / r['turns'] * 1e6:.0f} us (load "
               f"{r['build_machine']['loadavg_1m_start']:.1f} -> "
               f"{r['build_machine']['loadavg_1m_end']:.1f})")
+        print(f"\n{r['backend']} at {r['turns']:,} turns: a fresh server's first store-wide "
+              f"search, sent at once after the handshake "
+              f"{r['search']['first_call_ms']:.0f} ms, {FIRST_PAUSE_S:.0f} s after it "
+              f"{r['search']['first_call_paused_ms']:.0f} ms")
         if r.get("vector_overlap"):
             o = r["vector_overlap"]
             print(f"\n{r['backend']} at {r['turns']:,} turns: store-wide vector overlap@{o['k']} "

@@ -231,6 +231,7 @@ class Graphs:
         self.loader, self.node_types = loader, node_types if node_types is not None else {}
         self.modules = modules or {}
         self.types: dict[str, NodeFn | None] = {}  # registered (None: bound on first run)
+        self._kinds: dict[str, _Type] = {}
         self.retries: dict[str, dict[str, ng.RetryPolicy]] = {}  # graph → node → policy
         self._compiling: _Compiling | None = None  # the graph being compiled
         self._lock = threading.RLock()  # one graph compiles at a time
@@ -246,6 +247,7 @@ class Graphs:
             return
         kind = _Type(self, type_name, fn)
         self.types[type_name] = fn
+        self._kinds[type_name] = kind
         self.registry.register_type(
             type_name, lambda name, cfg, _ctx: _FnNode(self, name, kind, cfg or {},
                                                        self._graph_now()))
@@ -313,6 +315,19 @@ class Graphs:
             if graph not in self.engines:
                 self.compile(*self.loader(graph))
         return self.engines[graph]
+
+    def prepare(self, graph: str) -> None:
+        """Compile ``graph`` and import the modules of all its node types (those of
+        every route), so that its first run pays for neither."""
+        self.engine(graph)
+        self._bind_all(self.definitions[graph])
+
+    def _bind_all(self, definition: Mapping[str, Any]) -> None:
+        for spec in definition.get("nodes", {}).values():
+            if spec.get("type") == "subgraph":
+                self._bind_all(spec["definition"])
+            else:
+                self._kinds[spec["type"]].bound()
 
     def retry(self, graph: str, node: str, retries: int, first_s: float, cap_s: float,
               jitter: float) -> None:

@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -73,10 +74,17 @@ stenographer_graph_query to see how components, files, people and decisions conn
 blocks or steers: it only records, extracts, compresses and finds."""
 
 
+WARM_IDLE_S = 0.25  # no tool call started for this long: the server warms up
+
+
 class AppLoader:
     """Opens the application on a background thread so that the MCP handshake does
     not wait for the graph engine, numpy and the store (cold start); the first tool
-    call waits for it if it is not ready yet."""
+    call waits for it if it is not ready yet. Once the application is open and no call
+    has started for ``WARM_IDLE_S``, another thread warms it up (``App.warm``): the
+    first search of a session then finds its graph compiled and the store's search
+    structures loaded. Waiting for a pause keeps that work off the first calls, which
+    hosts make right after the handshake."""
 
     def __init__(self) -> None:
         self._app: App | None = None
@@ -84,6 +92,9 @@ class AppLoader:
         self._jobs: list[Scheduler] = []
         self._error: BaseException | None = None
         self._ready = threading.Event()
+        self._last_call = 0.0  # time.monotonic() when a tool call last asked for the app
+        self._closing = threading.Event()
+        self._warming: threading.Thread | None = None
         threading.Thread(target=self._open, name="steno-open", daemon=True).start()
 
     def _open(self) -> None:
@@ -121,9 +132,32 @@ class AppLoader:
                 self._jobs.append(Scheduler(background_publish(self._app)).start())
         finally:
             resume_gc()  # if the application could not be opened (else resumed above)
+            if self._app is not None:  # started before close() can look for it
+                self._last_call = max(self._last_call, time.monotonic())
+                warming = threading.Thread(target=self._warm, name="steno-warm", daemon=True)
+                warming.start()
+                self._warming = warming
             self._ready.set()
 
+    def _warm(self) -> None:
+        """``App.warm`` once no tool call has started for ``WARM_IDLE_S`` (or never, if
+        the server closes first); a failure is reported and leaves the first search to
+        load what it needs, as without it."""
+        assert self._app is not None
+        while True:
+            wait = self._last_call + WARM_IDLE_S - time.monotonic()
+            if wait <= 0:
+                break
+            if self._closing.wait(wait):
+                return
+        try:
+            self._app.warm()
+        except Exception as ex:
+            print(f"omega-stenographer: not warmed up for the first search: {ex}",
+                  file=sys.stderr)
+
     async def app(self) -> "App":
+        self._last_call = time.monotonic()
         if not self._ready.is_set():
             await anyio.to_thread.run_sync(self._ready.wait)
         if self._error is not None:
@@ -133,6 +167,9 @@ class AppLoader:
 
     def close(self) -> None:
         self._ready.wait()
+        self._closing.set()
+        if self._warming is not None:  # the store stays open until it has finished
+            self._warming.join()
         for job in self._jobs:
             job.stop()
         if self._app is not None:

@@ -59,6 +59,9 @@ class Backend(Protocol):
         """The derived keyword index when it should answer a search in ``conn``'s
         snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL
         answers. Writes nothing in ``conn``; a long queue is moved in beside it."""
+    def warm(self) -> None:
+        """Load now what a first search would load (the vectors' in-memory copy, the
+        derived keyword index where one is kept). Call outside a transaction."""
     def catch_up_keywords(self) -> int:
         """Move a queue a search would not use (``BULK_QUEUE``) into the derived keyword
         index now, in this thread; how many turns (0: none, or PostgreSQL). Call outside

@@ -304,6 +304,18 @@ class Store:
                     self._vectors = VectorCache(self._vector_dim)
         return self._vectors
 
+    def warm(self) -> None:
+        """Load now what a first search would load: the in-memory copy of the vectors
+        and, in a store large enough to keep it, the derived keyword index. Call outside
+        a transaction (a server does, once it is idle after opening)."""
+        from store.keyword_index import KeywordIndex, search_state
+
+        with self.read() as conn:
+            self.vectors.refresh(conn)
+            largest, _ = search_state(conn)
+        if largest >= KeywordIndex.answers_from:
+            self.keyword_index()
+
     def _create_file(self) -> None:
         """Owner-only directory and file, created before SQLite opens it."""
         try:

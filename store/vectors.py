@@ -275,6 +275,12 @@ class MatrixCache:
         top = top[scores[top] > 0.0]
         return list(zip(ids[top].tolist(), scores[top].tolist(), strict=True))
 
+    def refresh(self, conn: Conn) -> None:
+        """Bring the copy up to date with ``conn``'s snapshot now (loading it whole if
+        it is empty), so that the next query reads only what was added since."""
+        with self._lock:
+            self._refresh(conn)
+
     def forget(self) -> None:
         """Drop the copy (after deletions); the next query reloads it."""
         with self._lock:

@@ -183,6 +183,12 @@ class PgStore:
         """None: no SQLite-style derived index (PostgreSQL's is ``keywords``)."""
         return None
 
+    def warm(self) -> None:
+        """Load now what a first search would load: the in-memory copy of the vectors
+        (a binary COPY of every row). Call outside a transaction."""
+        with self.read() as conn:
+            self.vectors.refresh(conn)
+
     def keywords_need_rebuild(self) -> bool:
         """False: the derived index takes in what it lacks at its next search."""
         return False

@@ -638,3 +638,47 @@ def test_a_channel_cannot_be_append_in_one_part_of_a_graph_and_overwrite_in_anot
             "nodes": {"sub": {"type": "subgraph", "definition": inner}},
             "edges": [{"from": "__start__", "to": "sub"}, {"from": "sub", "to": "__end__"}],
         })
+
+
+def test_prepare_imports_the_node_modules_of_every_route_and_subgraph(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A graph's node modules are imported on first run, those of its routes when taken;
+    ``prepare`` compiles it and imports them all at once, subgraphs' included."""
+    import sys
+
+    from nodes.context import NODES
+
+    for module, fn in (("warm_probe_a", "warm_probe_first"), ("warm_probe_b", "warm_probe_routed"),
+                       ("warm_probe_c", "warm_probe_inner")):
+        (tmp_path / f"{module}.py").write_text(
+            "from nodes.context import node\n\n\n"
+            f"@node\ndef {fn}(request):\n    return {{}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graphs = Graphs(node_types=NODES, modules={"warm_probe_first": "warm_probe_a",
+                                               "warm_probe_routed": "warm_probe_b",
+                                               "warm_probe_inner": "warm_probe_c"})
+    graphs.condition("never", lambda request: "default")
+    inner = {"schema_version": 1, "name": "inner", "channels": {"request": {}},
+             "nodes": {"c": {"type": "warm_probe_inner"}},
+             "edges": [{"from": "__start__", "to": "c"}, {"from": "c", "to": "__end__"}]}
+    definition = {
+        "schema_version": 1, "name": "routed", "channels": {"request": {}},
+        "nodes": {"a": {"type": "warm_probe_first"}, "b": {"type": "warm_probe_routed"},
+                  "sub": {"type": "subgraph", "definition": inner,
+                          "input_map": {"request": "request"}}},
+        "edges": [{"from": "__start__", "to": "a"}, {"from": "b", "to": "__end__"},
+                  {"from": "sub", "to": "__end__"}],
+        "conditional_edges": [{"from": "a", "condition": "never",
+                               "routes": {"yes": "b", "default": "sub"}}],
+    }
+    modules = ("warm_probe_a", "warm_probe_b", "warm_probe_c")
+    try:
+        graphs.compile(definition)
+        assert not any(m in sys.modules for m in modules)  # compiled, nothing imported
+        graphs.prepare("routed")
+        assert all(m in sys.modules for m in modules)
+    finally:
+        for module, fn in zip(modules, ("warm_probe_first", "warm_probe_routed",
+                                        "warm_probe_inner"), strict=True):
+            NODES.pop(fn, None)
+            sys.modules.pop(module, None)

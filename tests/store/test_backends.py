@@ -1,7 +1,7 @@
 """Choosing the backend: STENO_DATABASE_URL's checks, a clear error for a database that
 cannot be reached (its password never shown), and a store that opens the same way twice
 (several processes start on one new database: each migration applies once), and
-PostgreSQL's document-frequency cache and its sampled counts."""
+PostgreSQL's document-frequency cache and its sampled counts; either backend's warm-up."""
 
 from __future__ import annotations
 
@@ -167,5 +167,25 @@ def test_a_phrase_held_by_more_turns_than_the_bound_is_counted_in_a_sample(
         assert held == 60
         assert idfs[0] == pytest.approx(max(math.log((90 - 60 + 0.5) / 60.5), 1e-6))
         assert idfs[1] == pytest.approx(math.log((90 - 30 + 0.5) / 30.5))
+    finally:
+        app.close()
+
+
+def test_warm_loads_the_vector_copy_a_first_search_would_load(
+        tmp_path: Path, database_url: str | None):
+    """Either backend: ``warm`` fills the in-memory copy of the vectors from the store,
+    and a search after it finds nothing more to read."""
+    app = open_app(Settings(data_dir=tmp_path, database_url=database_url))
+    try:
+        app.run("ingest_batch", {"turns": [
+            {"role": "user", "content": f"turn {i}: the ledger export timed out",
+             "session_id": f"s{i % 3}"} for i in range(30)]})
+        assert app.store.vectors._n == 0  # nothing searched yet
+        app.store.warm()
+        assert app.store.vectors._n == 30
+        loaded = app.store.vectors._ids[:30].tolist()
+        out, _ = app.run("search", {"query": "ledger export", "cross_session": True})
+        assert out["reply"]["hits"]
+        assert app.store.vectors._ids[:30].tolist() == loaded and app.store.vectors._n == 30
     finally:
         app.close()

@@ -1,0 +1,93 @@
+"""A server warms up once idle after opening: the agent's graphs compiled, their node
+modules imported and the store's vector copy loaded before the first search asks."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from stenographer import server
+from stenographer.app import WARM_GRAPHS, App, open_app
+from stenographer.server import AppLoader
+from stenographer.settings import Settings
+
+TURNS = 40
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store of TURNS turns, and the environment a server opens it from."""
+    data = tmp_path / "data"
+    app = open_app(Settings(data_dir=data))
+    try:
+        app.run("ingest_batch", {"turns": [
+            {"role": "user", "content": f"turn {i} about the redis cache and its pool",
+             "session_id": f"s{i % 4}"} for i in range(TURNS)]})
+    finally:
+        app.close()
+    for key in list(os.environ):
+        if key.startswith("STENO_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("OMEGA_STENOGRAPHER_DIR", str(data))
+    monkeypatch.setenv("VERITAS_SHARED_DIR", str(data / "veritas-shared"))
+    return data
+
+
+def _opened(loader: AppLoader) -> App:
+    return anyio.run(loader.app)
+
+
+def _warmed(loader: AppLoader) -> None:
+    thread = loader._warming
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def test_an_idle_server_warms_up(data_dir: Path) -> None:
+    loader = AppLoader()
+    try:
+        app = _opened(loader)
+        _warmed(loader)
+        assert set(WARM_GRAPHS) <= set(app.graphs.engines)
+        assert app.store.vectors._n == TURNS  # the copy is loaded: a search adds nothing
+        # the first search reads what it needs from the warm copy
+        out, _ = app.run("search", {"query": "redis pool", "cross_session": True})
+        assert out["reply"]["hits"]
+        assert app.store.vectors._n == TURNS
+    finally:
+        loader.close()
+
+
+def test_the_warm_up_waits_for_a_pause_in_the_calls(data_dir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "WARM_IDLE_S", 1.0)
+    loader = AppLoader()
+    try:
+        app = _opened(loader)
+        ends = time.monotonic() + 2.5
+        while time.monotonic() < ends:  # a call every 0.05 s: never a pause of 1 s
+            _opened(loader)
+            assert app.store._vectors is None, "warmed up between calls"
+            time.sleep(0.05)
+        _warmed(loader)
+        assert app.store.vectors._n == TURNS
+    finally:
+        loader.close()
+
+
+def test_a_server_closed_before_a_pause_does_not_warm_up(data_dir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr(server, "WARM_IDLE_S", 30.0)
+    loader = AppLoader()
+    app = _opened(loader)
+    started = time.monotonic()
+    loader.close()
+    assert time.monotonic() - started < 10  # not waiting out the pause
+    assert loader._warming is not None and not loader._warming.is_alive()
+    assert app.store._vectors is None
