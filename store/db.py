@@ -305,16 +305,14 @@ class Store:
         return self._vectors
 
     def warm(self) -> None:
-        """Load now what a first search would load: the in-memory copy of the vectors
-        and, in a store large enough to keep it, the derived keyword index. Call outside
-        a transaction (a server does, once it is idle after opening)."""
-        from store.keyword_index import KeywordIndex, search_state
-
+        """Do now what a first search would do before its own work: load the in-memory
+        copy of the vectors, and what ``searched_keywords`` does (open the derived
+        keyword index of a store large enough to keep one; start the upkeep thread on
+        FTS5's segments or the index's queue when they are due). Call outside a
+        transaction (a server does, once it is idle after opening)."""
         with self.read() as conn:
             self.vectors.refresh(conn)
-            largest, _ = search_state(conn)
-        if largest >= KeywordIndex.answers_from:
-            self.keyword_index()
+            self.searched_keywords(conn)
 
     def _create_file(self) -> None:
         """Owner-only directory and file, created before SQLite opens it."""
