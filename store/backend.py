@@ -60,8 +60,9 @@ class Backend(Protocol):
         snapshot (a large store, its queue short), else None: FTS5 or PostgreSQL
         answers. Writes nothing in ``conn``; a long queue is moved in beside it."""
     def warm(self) -> None:
-        """Load now what a first search would load (the vectors' in-memory copy, the
-        derived keyword index where one is kept). Call outside a transaction."""
+        """Do now what a first search would do before its own work: load the vectors'
+        in-memory copy, open the derived keyword index where one is kept. Call outside a
+        transaction."""
     def catch_up_keywords(self) -> int:
         """Move a queue a search would not use (``BULK_QUEUE``) into the derived keyword
         index now, in this thread; how many turns (0: none, or PostgreSQL). Call outside
