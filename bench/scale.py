@@ -272,10 +272,10 @@ FIRST_PAUSE_S = 2.0  # an agent's first search comes after its user's first prom
 WARM_UP_QUERY = {"query": "warm up", "cross_session": True}
 
 
-async def first_search(built: Built, repo: Path, pause_s: float) -> float:
+async def first_search(built: Built, repo: Path, env: dict[str, str], pause_s: float
+                       ) -> float:
     """ms of a fresh server's first (store-wide) search, sent ``pause_s`` after its
     handshake."""
-    env = {"STENO_DATABASE_URL": built.url} if built.url else {}
     async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
                             extra_env=env, repo=repo) as server:
         await anyio.sleep(pause_s)
@@ -291,7 +291,7 @@ async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str
     queries = {"session": scoped,
                "store": [{**a, "session_id": None, "cross_session": True} for a in scoped]}
     env = {"STENO_DATABASE_URL": built.url} if built.url else {}
-    out: dict[str, Any] = {"first_call_paused_ms": await first_search(built, repo,
+    out: dict[str, Any] = {"first_call_paused_ms": await first_search(built, repo, env,
                                                                       FIRST_PAUSE_S)}
     async with spawn_server(built.data_dir, stderr_name="scale-stderr.log",
                             extra_env=env, repo=repo) as server:

@@ -295,11 +295,12 @@ def _tokenizer() -> Any:
 _tokenizer_lock = threading.Lock()
 
 
-def fts_words(text: str) -> list[str]:
-    """``text`` as FTS5 tokenizes it for the index."""
+def fts_words(text: str, flags: int = apsw.FTS5_TOKENIZE_DOCUMENT) -> list[str]:
+    """``text`` as FTS5 tokenizes it for the index (``flags``: for a query, the
+    tokenizer's query flags)."""
     tokenize = _tokenizer()
     with _tokenizer_lock:  # a list of str already (apsw): not copied
-        tokens = tokenize(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
+        tokens = tokenize(text.encode("utf-8"), flags, None,
                           include_offsets=False, include_colocated=False)
     return tokens  # type: ignore[no-any-return]  # str tokens without offsets
 
@@ -813,11 +814,8 @@ class KeywordIndex:
 
     def _query_words(self, text: str, prefix: bool) -> list[str]:
         """A query's text as FTS5 tokenizes it (a phrase, ending in ``*`` or not)."""
-        flags = apsw.FTS5_TOKENIZE_QUERY | (apsw.FTS5_TOKENIZE_PREFIX if prefix else 0)
-        tokenize = _tokenizer()
-        with _tokenizer_lock:
-            return [str(t) for t in tokenize(text.encode("utf-8"), flags, None,
-                                             include_offsets=False, include_colocated=False)]
+        return fts_words(text, apsw.FTS5_TOKENIZE_QUERY
+                         | (apsw.FTS5_TOKENIZE_PREFIX if prefix else 0))
 
     def _matching(self, phrase: Phrase, searcher: Any) -> list[tuple[tuple[str, ...], Any]] | None:
         """The token sequences ``phrase`` stands for (one per token a prefix stands for)

@@ -76,17 +76,24 @@ def _module_env(request: pytest.FixtureRequest) -> dict[str, str]:
     return dict(getattr(request.module, "SERVER_ENV", {}))
 
 
-@asynccontextmanager
-async def memory_conn(mode: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                      env: dict[str, str]) -> AsyncIterator[Conn]:
-    """The server in this process; its lifespan reads the environment on entry."""
+def in_process_env(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                   env: dict[str, str] | None = None) -> None:
+    """The environment a server in this process opens its store from: ``data_dir``, no
+    other STENO_ setting but ``env``'s."""
     for key in list(os.environ):
         if key.startswith("STENO_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("OMEGA_STENOGRAPHER_DIR", str(data_dir))
     monkeypatch.setenv("VERITAS_SHARED_DIR", str(data_dir / "veritas-shared"))  # not ~
-    for key, value in env.items():
+    for key, value in (env or {}).items():
         monkeypatch.setenv(key, value)
+
+
+@asynccontextmanager
+async def memory_conn(mode: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                      env: dict[str, str]) -> AsyncIterator[Conn]:
+    """The server in this process; its lifespan reads the environment on entry."""
+    in_process_env(monkeypatch, data_dir, env)
     async with Client(mcp, mode=mode, raise_exceptions=True,
                       read_timeout_seconds=CALL_TIMEOUT) as client:
         yield Conn(client, "memory", mode, data_dir)

@@ -3,7 +3,6 @@ modules imported and the store's vector copy loaded before the first search asks
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from stenographer import server
 from stenographer.app import WARM_GRAPHS, App, open_app
 from stenographer.server import AppLoader
 from stenographer.settings import Settings
+from tests.e2e.conftest import in_process_env
 
 TURNS = 40
 
@@ -29,11 +29,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
              "session_id": f"s{i % 4}"} for i in range(TURNS)]})
     finally:
         app.close()
-    for key in list(os.environ):
-        if key.startswith("STENO_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("OMEGA_STENOGRAPHER_DIR", str(data))
-    monkeypatch.setenv("VERITAS_SHARED_DIR", str(data / "veritas-shared"))
+    in_process_env(monkeypatch, data)
     return data
 
 
