@@ -18,7 +18,8 @@ stored before a turn is read once per batch:
 store's for a session's first turn in the batch, then the batch's own, as a single
 ingest would read them once the turns before it were stored. The batch is then stored
 in one transaction (nodes.publish.turn.stored_turns), its queued keyword entries are
-moved into the derived keyword index once the queue is long (``batch_keywords``), and
+moved into the derived keyword index once the queue is long and PostgreSQL's planner
+statistics are taken again once the store has outgrown them (``batch_upkeep``), and
 it is compressed after it (nodes.publish.brief.compressed_sessions).
 """
 
@@ -48,8 +49,8 @@ from store.neighbours import NEIGHBOUR_CHARS, previous_contents
 from store.sql import Conn
 
 __all__ = ["BRIEFS_SPLIT_FROM", "EXTRACT", "OFFLOADED", "PER_TURN", "SPLIT_FROM", "batch_items",
-           "batch_keywords", "batch_previous", "batch_receipts", "batch_reply",
-           "batch_shutdowns", "each_split", "each_turn", "per_turn", "previous_after",
+           "batch_previous", "batch_receipts", "batch_reply", "batch_shutdowns",
+           "batch_upkeep", "each_split", "each_turn", "per_turn", "previous_after",
            "split_drop", "split_finish", "split_start", "turns_before"]
 
 # The ingest's node functions that read and write one turn's channels only.
@@ -310,15 +311,17 @@ def turns_before(conn: Conn, running: dict[str, list[str]], turn: dict[str, Any]
 
 
 @node
-def batch_keywords(*, run: RunContext) -> NoWrites:
-    """The derived keyword index takes in the turns the batch queued, once the queue
-    is longer than a search would use (store: ``catch_up_keywords``): a bulk write
-    leaves the store whole, with no queue for a later search to wait on or step around.
-    The batch that brings the store to the index's size builds it (``build_when_due``)."""
+def batch_upkeep(*, run: RunContext) -> NoWrites:
+    """What keeps the searches after a bulk write as fast as before it (store:
+    ``after_bulk_write``): the derived keyword index takes in the turns the batch
+    queued once the queue is longer than a search would use, so no later search waits
+    on a queue or steps around it, and PostgreSQL analyzes a store that has outgrown
+    its planner statistics. The batch that brings the store to the index's size builds
+    it (``build_when_due``)."""
     from nodes.publish.keyword_index import build_when_due
 
     build_when_due(run.store, beside=False, run=run)
-    run.store.catch_up_keywords()
+    run.store.after_bulk_write()
     return {}
 
 

@@ -63,10 +63,12 @@ class Backend(Protocol):
         """Do now what a first search would do before its own work: load the vectors'
         in-memory copy, open the derived keyword index where one is kept. Call outside a
         transaction."""
-    def catch_up_keywords(self) -> int:
-        """Move a queue a search would not use (``BULK_QUEUE``) into the derived keyword
-        index now, in this thread; how many turns (0: none, or PostgreSQL). Call outside
-        a transaction, after a bulk write."""
+    def after_bulk_write(self) -> int:
+        """What keeps searches as fast after a bulk write (or a forget) as before it, done
+        now in this thread: the derived keyword index takes in a queue a search would
+        not use (``BULK_QUEUE``); PostgreSQL's planner statistics are taken again once
+        the store has outgrown them. How many turns the index took in. Call outside a
+        transaction."""
     def close(self) -> None: ...
 
 

@@ -62,8 +62,9 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
     through the ingest's own node functions: validate → each session's CLAEG shutdown
     events from the bus, as system turns → redact → the turns before each →
     decisions/blockers, NAFE flags, vector and search fields (one stage) → store (one
-    transaction) → the derived keyword index takes in a long queue → the events'
-    receipts → compress the sessions left with a full batch. Returns the nodes (named
+    transaction) → upkeep (the derived keyword index takes in a long queue; PostgreSQL's
+    planner statistics are taken again once outgrown) → the events' receipts → compress
+    the sessions left with a full batch. Returns the nodes (named
     with ``prefix``), the edges between them, the first stage and the last."""
     stages: list[tuple[str, dict[str, Any]]] = [
         ("validate", {"type": "per_turn", "node": "checked_turn"}),
@@ -75,7 +76,7 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
         ("extract", {"type": "per_turn", "node": ["turn_signals", "nafe_flags",
                                                  "turn_vector", "search_fields"]}),
         ("store", {"type": "stored_turns"}),
-        ("keywords", {"type": "batch_keywords"}),
+        ("upkeep", {"type": "batch_upkeep"}),
         ("receipts", {"type": "batch_receipts"}),
         ("compress", {"type": "compressed_sessions"}),
     ]

@@ -61,7 +61,7 @@ IMPORT = linear(
     validate="checked_import",
     verify="verified_bundle",
     apply="applied_bundle",
-    keywords="batch_keywords",
+    upkeep="batch_upkeep",
     compress="compressed_sessions",
     reply="import_reply",
 )

@@ -102,7 +102,7 @@ def rewritten_keyword_index(store: Backend) -> bool | None:
     from store.db import Store
 
     if not isinstance(store, Store):  # PostgreSQL's derived index, if it holds the turns
-        store.catch_up_keywords()
+        store.after_bulk_write()
         return None
     if not store.expects_keywords():  # a store below the index's size keeps none
         return None

@@ -63,6 +63,8 @@ def copied_page(progress: Any, claimed: Any, page: Any, rows: Any, fields: Any, 
         if not save_progress(conn, claimed, moved):
             raise StoreError("another `stenographer migrate` is copying into this target at "
                              "the same time; this page was not written")
+    if following is None:  # the whole store copied: as after any bulk write
+        run.store.after_bulk_write()
     return {"progress": moved, "written": {"table": table, "rows": written,
                                            "turns": written if table == "exchanges" else 0}}
 

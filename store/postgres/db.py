@@ -25,7 +25,7 @@ from store.postgres.keywords import BULK_LIMIT, DerivedKeywords, LexemeIndex
 from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
-from store.sql import Conn
+from store.sql import Conn, all_rows, one
 from store.vectors import VectorCache
 
 __all__ = ["PgStore", "redact_url"]
@@ -34,6 +34,22 @@ POOL_MAX = 10  # connections a process holds at most; more graph runs queue for 
 CONNECT_TIMEOUT_S = 10
 POOL_WAIT_S = 30  # how long a run waits for a free connection before it fails
 
+
+# Statistics a bulk load outgrows. Autovacuum analyzes a table once a tenth of it has
+# changed, but only when it next looks (every minute by default): until then the
+# planner plans a store that has grown from nothing, or doubled, as the store it was,
+# and a session search takes about twice as long (docs/postgresql.md). A bulk write
+# therefore analyzes the schema's tables itself once the turns (their ids: the newest
+# is their count, less those forgotten) outnumber twice the rows the statistics were
+# taken of, plus the server's own base threshold: about log2(turns) times over a
+# store's growth, never after a write of a few turns.
+STATISTICS_STALE = """
+SELECT (SELECT coalesce(max(id), 0) FROM exchanges)
+       > 2 * greatest(c.reltuples, 0) + current_setting('autovacuum_analyze_threshold')::real
+FROM pg_class c WHERE c.oid = 'exchanges'::regclass"""
+SCHEMA_TABLES = """
+SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND n.nspname = current_schema() ORDER BY c.relname"""
 
 # The tables a forget deletes rows of, vacuumed after it.
 SCRUBBED_TABLES = ("exchanges", "exchanges_fts", "exchange_vectors", "briefs", "runs",
@@ -201,12 +217,19 @@ class PgStore:
         """None: a search asks ``keywords`` itself (``store.postgres.search``)."""
         return None
 
-    def catch_up_keywords(self) -> int:
-        """After a bulk write: more than ``BULK_LIMIT`` turns past the derived keyword
-        index's watermark (which searches would leave to PostgreSQL alone until a thread
-        had taken them in) are taken in now, by the writer that wrote them; after a
-        forget, an index that holds a forgotten turn is written again. How many turns
-        it took in."""
+    def after_bulk_write(self) -> int:
+        """After a bulk write or a forget:
+        - the planner's statistics are taken again (ANALYZE of every table of the
+          schema) once the store holds more than twice the turns they were taken of;
+        - more than ``BULK_LIMIT`` turns past the derived keyword index's watermark
+          (which searches would leave to PostgreSQL alone until a thread had taken them
+          in) are taken in now, by the writer that wrote them;
+        - an index that holds a forgotten turn is written again.
+        How many turns the index took in."""
+        with self.exclusive() as conn:
+            if one(conn, STATISTICS_STALE)[0]:
+                tables = [row[0] for row in all_rows(conn, SCHEMA_TABLES)]
+                conn.execute("ANALYZE " + ", ".join(f'"{t}"' for t in tables))
         return self.keywords.catch_up(beyond=BULK_LIMIT)
 
     def close(self) -> None:

@@ -20,11 +20,11 @@ What the index holds and how it stays right:
   GIN index beside the candidates, so a turn is searchable when its ingest returns;
 * past HOT_LIMIT turns past the watermark, a search leaves the whole search to
   PostgreSQL and a thread of this process takes them in (``catch_up_later``); a bulk
-  write takes them in itself past BULK_LIMIT (``PgStore.catch_up_keywords``);
+  write takes them in itself past BULK_LIMIT (``PgStore.after_bulk_write``);
 * a forget: PostgreSQL's ranking reads the turn's row, so a forgotten turn is never
   returned; the index that holds it is written again from the turns (a deleted entry
   would stay in its segment's files until a merge) by the forget's process at once
-  (``PgStore.catch_up_keywords``), by any other at its next search or catch-up (the
+  (``PgStore.after_bulk_write``), by any other at its next search or catch-up (the
   ``forgotten`` table's tombstones; until then PostgreSQL answers that process's
   searches);
 * the index lives in the process's data directory, named by the store's id; an index

@@ -201,6 +201,10 @@ def test_sqlite_to_postgresql_to_sqlite_keeps_every_row_hash_vector_and_search_r
         with pg_store.read() as conn:  # dropped for the copy, built again at its end
             assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
                                 "'exchanges_fts_doc'").fetchone() is not None
+            # analyzed at the end, as after a bulk write: the planner knows every turn
+            assert conn.execute("SELECT reltuples FROM pg_class WHERE oid = "
+                                "'exchanges'::regclass").fetchone()[0] == len(
+                                    original["exchanges"]) > 50
     finally:
         for store in (original_store, pg_store, back_store):
             store.close()

@@ -19,6 +19,7 @@ from stenographer.settings import Settings, SettingsError
 from store.backend import open_store
 from store.errors import StoreError
 from store.postgres.db import redact_url
+from store.sql import all_rows
 from tests.pg_server import PostgresServer
 
 
@@ -187,5 +188,45 @@ def test_warm_loads_the_vector_copy_a_first_search_would_load(
         out, _ = app.run("search", {"query": "ledger export", "cross_session": True})
         assert out["reply"]["hits"]
         assert app.store.vectors._ids[:30].tolist() == loaded and app.store.vectors._n == 30
+    finally:
+        app.close()
+
+
+def test_a_bulk_write_analyzes_a_store_that_has_outgrown_its_statistics(
+        tmp_path: Path, postgres_server: Any):
+    """PostgreSQL: a batch that leaves more turns than twice the rows the planner's
+    statistics were taken of (plus the server's base threshold, 50) analyzes every table
+    of the schema; a batch within that leaves them as they are (to autovacuum, switched
+    off here so that only the writes analyze)."""
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+
+    def rows_seen() -> dict[str, float]:
+        with app.store.read() as conn:
+            return dict(all_rows(conn, "SELECT c.relname, c.reltuples FROM pg_class c "
+                                 "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE "
+                                 "n.nspname = current_schema() AND c.relname IN "
+                                 "('exchanges', 'exchanges_fts', 'exchange_vectors')"))
+
+    def batch(first: int, count: int) -> None:
+        app.run("ingest_batch", {"turns": [
+            {"role": "user", "content": f"turn {i}: the ledger export timed out",
+             "session_id": f"s{i % 3}"} for i in range(first, first + count)]})
+
+    try:
+        with app.store.write() as conn:
+            for (table,) in all_rows(conn, "SELECT tablename FROM pg_tables "
+                                     "WHERE schemaname = current_schema()"):
+                conn.execute(f'ALTER TABLE "{table}" SET (autovacuum_enabled = false)')
+        never = rows_seen()
+        assert all(seen <= 0 for seen in never.values())  # never analyzed
+        batch(0, 10)  # 10 turns: not past 2 x 0 + 50
+        assert rows_seen() == never
+        batch(10, 60)  # 70 turns: past 50
+        assert rows_seen() == {"exchanges": 70, "exchanges_fts": 70, "exchange_vectors": 70}
+        batch(70, 120)  # 190 turns: not past 2 x 70 + 50
+        assert rows_seen()["exchanges"] == 70
+        batch(190, 1)  # 191 turns: past it
+        assert rows_seen() == {"exchanges": 191, "exchanges_fts": 191,
+                               "exchange_vectors": 191}
     finally:
         app.close()

@@ -168,7 +168,7 @@ def test_a_bulk_write_leaves_no_queue_a_search_would_step_around(
               "session_id": "s"} for n in range(12)]
     out, trace = app.run("ingest_batch", {"turns": turns})
     assert out["reply"]["stored"] == 12
-    assert "keywords" in [s["node"] for s in trace["stages"]]
+    assert "upkeep" in [s["node"] for s in trace["stages"]]
     assert queued(app) == 0 and held(app) == 12  # moved in by the batch, not a search
     with app.store.read() as conn:
         assert app.store.searched_keywords(conn) is app.store.keyword_index()
