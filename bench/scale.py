@@ -249,6 +249,26 @@ class Built:
         return {"bytes": sum(int(b) for _, b in rows),
                 "largest": {str(n): int(b) for n, b in rows[:6]}}
 
+    def planner_rows(self) -> dict[str, Any] | None:
+        """PostgreSQL: how many turns the planner's statistics of ``exchanges`` were
+        taken of, and by whom (the bulk write's ANALYZE or autovacuum's); they decide the
+        searches' plans. None on SQLite."""
+        if self.url is None:
+            return None
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(b"""
+                SELECT c.reltuples, s.last_analyze, s.last_autoanalyze
+                FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid
+                WHERE c.oid = 'exchanges'::regclass""").fetchone()
+        assert row is not None
+        seen, manual, auto = row
+        by = None if manual is None and auto is None else (
+            "autovacuum" if manual is None or (auto is not None and auto > manual)
+            else "a bulk write")
+        return {"turns": max(int(seen), 0), "by": by}
+
     def close(self) -> None:
         self.app.close()
         if not self.kept:
@@ -366,9 +386,12 @@ def run_backend(backends: Backends, backend: str, sizes: list[int],
                 "build_worker_cpu_s": round(built.build_worker_cpu_s, 1),
                 "build_turns_per_s": round(built.loaded / built.build_s),
                 "build_machine": built.build_machine, "store": built.storage()}
-            load = Load()
+            load, planned = Load(), built.planner_rows()
             row["search"] = anyio.run(searched, built, args.queries, args.server_repo)
             row["search_machine"] = load.stop()
+            if planned is not None:
+                row["planner_rows"] = {"searches_began": planned,
+                                       "searches_ended": built.planner_rows()}
             row["vector_overlap"] = vector_overlap(built, args.queries)
             rows.append(row)
             print(json.dumps(row)[:700], flush=True)
@@ -407,6 +430,11 @@ def report(rows: list[dict[str, Any]]) -> None:
               f"search, sent at once after the handshake "
               f"{r['search']['first_call_ms']:.0f} ms, {FIRST_PAUSE_S:.0f} s after it "
               f"{r['search']['first_call_paused_ms']:.0f} ms")
+        if r.get("planner_rows"):
+            began, ended = (r["planner_rows"][k] for k in ("searches_began", "searches_ended"))
+            print(f"\n{r['backend']} at {r['turns']:,} turns: the planner's statistics of the "
+                  f"turns were taken of {began['turns']:,} turns (by {began['by']}) when the "
+                  f"searches began, of {ended['turns']:,} (by {ended['by']}) when they ended")
         if r.get("vector_overlap"):
             o = r["vector_overlap"]
             print(f"\n{r['backend']} at {r['turns']:,} turns: store-wide vector overlap@{o['k']} "
