@@ -36,6 +36,7 @@ What the index holds and how it stays right:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 import shutil
@@ -180,11 +181,13 @@ class LexemeIndex:
         return self._seen == tombstones
 
     def catch_up(self, store: _Transactions, stop: Callable[[], bool] = lambda: False,
-                 *, rewrite: bool = False) -> int:
+                 *, rewrite: bool = False, beside: bool = False) -> int:
         """Take in the turns past the watermark and delete the entries of turns
         forgotten since the last time; how many turns (0 also when another process is
         writing the index). ``rewrite``: every turn written again (``stenographer index
-        rebuild``); StoreError when another process is writing the index."""
+        rebuild``); StoreError when another process is writing the index. ``beside``:
+        on a thread beside this process's searches, which it lets run between two
+        turns."""
         try:
             writer = self.index.writer(heap_size=HEAP, num_threads=1)
         except ValueError:
@@ -220,7 +223,12 @@ class LexemeIndex:
                     doc.add_text("all", str(every or ""))
                     doc.add_text("own", str(own or ""))
                     writer.add_document(doc)
-                    time.sleep(0)  # beside the searches of this process (the interpreter)
+                    if beside:
+                        # A search waiting for the interpreter would otherwise wait out
+                        # its switch interval (5 ms). Not in the writer's own thread: a
+                        # sleep(0) is a system call that sleeps for the timer slack
+                        # (~60-80 us here), twice what a turn takes.
+                        time.sleep(0)
                 added += len(rows)
                 since_commit += len(rows)
                 if rows:
@@ -360,10 +368,11 @@ class DerivedKeywords:
             return 0, None
         return index.catch_up(self.store, rewrite=True), index.directory
 
-    def catch_up(self, *, beyond: int = 0) -> int:
+    def catch_up(self, *, beyond: int = 0, beside: bool = False) -> int:
         """Take in the turns past the watermark now when more than ``beyond`` are (a
         bulk write: BULK_LIMIT), and write the index again when it holds a turn
-        forgotten since it last did; how many turns it took in."""
+        forgotten since it last did; how many turns it took in. ``beside``: on the
+        thread ``catch_up_later`` starts."""
         with self.store.read() as conn:
             largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
             if largest < ANSWERS_FROM and self._index is None:
@@ -375,7 +384,7 @@ class DerivedKeywords:
         if largest - index.watermark <= beyond and index.knows(forgotten):
             return 0
         try:
-            return index.catch_up(self.store, self._stopping.is_set)
+            return index.catch_up(self.store, self._stopping.is_set, beside=beside)
         except (OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the derived keyword index did not catch up: {ex}",
                   file=sys.stderr)
@@ -386,8 +395,9 @@ class DerivedKeywords:
         with self._lock:
             if self._catching is not None and self._catching.is_alive():
                 return
-            self._catching = threading.Thread(target=self.catch_up, name="keyword-catch-up",
-                                              daemon=True)
+            self._catching = threading.Thread(
+                target=functools.partial(self.catch_up, beside=True), name="keyword-catch-up",
+                daemon=True)
             self._catching.start()
 
     def wait(self) -> None:

@@ -230,3 +230,16 @@ def test_a_bulk_write_analyzes_a_store_that_has_outgrown_its_statistics(
                                "exchange_vectors": 191}
     finally:
         app.close()
+
+
+def test_a_vector_blob_in_pgvector_text_and_back_is_the_same():
+    """Every int8 value: the text a PostgreSQL store writes, and the blob it reads."""
+    import numpy as np
+
+    from store.postgres.vectors import int8_blob, vector_text
+
+    blob = bytes(range(256))
+    text = vector_text(blob)
+    assert text == "[" + ",".join(str(v) for v in np.frombuffer(blob, np.int8)) + "]"
+    assert text.startswith("[0,1,") and ",127,-128,-127," in text and text.endswith(",-1]")
+    assert int8_blob(text) == blob

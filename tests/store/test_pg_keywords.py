@@ -68,9 +68,29 @@ def _search(app: App, query: str) -> list[dict[str, Any]]:
     return hits
 
 
-def test_the_candidates_rank_as_every_match_does(app: App):
+def _yields(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that hand the interpreter over (``time.sleep(0)``) from
+    here on."""
+    import threading
+    import time
+
+    names: list[str] = []
+    real = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0:
+            names.append(threading.current_thread().name)
+        real(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    return names
+
+
+def test_the_candidates_rank_as_every_match_does(app: App, monkeypatch: pytest.MonkeyPatch):
     store: Any = app.store
+    yields = _yields(monkeypatch)
     assert store.keywords.catch_up() == 600
+    assert yields == []  # in the caller's thread (a bulk write's): it never sleeps
     with app.store.read() as conn:
         assert store.keywords.answering(conn) is not None
     for expression in QUESTIONS:
@@ -108,10 +128,13 @@ def test_far_behind_postgresql_answers_while_a_thread_catches_up(
     store: Any = app.store
     monkeypatch.setattr(keywords, "HOT_LIMIT", 50)
     every = _hits(app, QUESTIONS[0], 10, derived=False)
+    yields = _yields(monkeypatch)
     with app.store.read() as conn:  # nothing in the index yet: 600 turns past it
         assert store.keywords.answering(conn) is None
     assert _hits(app, QUESTIONS[0], 10, derived=True) == every
     store.keywords.wait()
+    # beside the searches, it let them run between its turns
+    assert yields.count("keyword-catch-up") == store.keywords._index.watermark
     assert store.keywords._index.watermark > 0
     with app.store.read() as conn:
         assert store.keywords.answering(conn) is not None
