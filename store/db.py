@@ -272,7 +272,7 @@ class Store:
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 
     def after_bulk_write(self) -> int:
-        """After a bulk write or a forget: a queue longer than ``BULK_QUEUE`` (which searches would
+        """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
         leave to FTS5 until a thread had moved it in) is moved into the derived index
         now, by the writer that made it, so the store is whole when the write returns
         and the queue's rows are freed for the next batch. A shorter queue is left to

@@ -64,8 +64,8 @@ def batch_stages(prefix: str = "") -> tuple[dict[str, Any], list[dict[str, str]]
     decisions/blockers, NAFE flags, vector and search fields (one stage) → store (one
     transaction) → upkeep (the derived keyword index takes in a long queue; PostgreSQL's
     planner statistics are taken again once outgrown) → the events' receipts → compress
-    the sessions left with a full batch. Returns the nodes (named
-    with ``prefix``), the edges between them, the first stage and the last."""
+    the sessions left with a full batch. Returns the nodes (named with ``prefix``), the
+    edges between them, the first stage and the last."""
     stages: list[tuple[str, dict[str, Any]]] = [
         ("validate", {"type": "per_turn", "node": "checked_turn"}),
         ("bus", {"type": "batch_shutdowns"}),

@@ -200,10 +200,14 @@ class PgStore:
         return None
 
     def warm(self) -> None:
-        """Load now what a first search would load: the in-memory copy of the vectors
-        (a binary COPY of every row). Call outside a transaction."""
+        """Do now what a first search would do before its own work: load the in-memory
+        copy of the vectors (a binary COPY of every row) and ask the derived keyword
+        index whether it can answer (a large store: it is opened, and taken up to date
+        on a thread when a bulk write left it behind by more than a search steps
+        around). Call outside a transaction."""
         with self.read() as conn:
             self.vectors.refresh(conn)
+            self.keywords.answering(conn)
 
     def keywords_need_rebuild(self) -> bool:
         """False: the derived index takes in what it lacks at its next search."""

@@ -155,6 +155,22 @@ def _other_host(app: App, tmp_path: Path) -> Iterator[App]:
         other.close()
 
 
+def test_warm_takes_an_index_a_bulk_write_left_behind_up_to_date(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """A new server's warm-up does what its first search would: the index, 600 turns
+    behind (more than a search steps around), is taken in on a thread."""
+    import store.postgres.keywords as keywords
+
+    store: Any = app.store
+    monkeypatch.setattr(keywords, "HOT_LIMIT", 50)
+    assert store.keywords._index is None  # nothing opened yet
+    store.warm()
+    store.keywords.wait()
+    assert store.keywords._index.watermark == 600
+    with app.store.read() as conn:
+        assert store.keywords.answering(conn) is store.keywords._index
+
+
 def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_index_again(
         app: App, tmp_path: Path, postgres_server: PostgresServer):
     """Another host's copy of the index (its own data directory) holds a turn forgotten
