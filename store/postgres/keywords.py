@@ -225,9 +225,9 @@ class LexemeIndex:
                     writer.add_document(doc)
                     if beside:
                         # A search waiting for the interpreter would otherwise wait out
-                        # its switch interval (5 ms). Not in the writer's own thread: a
-                        # sleep(0) is a system call that sleeps for the timer slack
-                        # (~60-80 us here), twice what a turn takes.
+                        # its switch interval (5 ms). Not in a bulk writer's own thread:
+                        # a sleep(0) is a system call that sleeps for the timer slack
+                        # (~80 us here), several times what a turn's document takes.
                         time.sleep(0)
                 added += len(rows)
                 since_commit += len(rows)
