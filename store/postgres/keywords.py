@@ -36,7 +36,6 @@ What the index holds and how it stays right:
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import re
 import shutil
@@ -368,11 +367,11 @@ class DerivedKeywords:
             return 0, None
         return index.catch_up(self.store, rewrite=True), index.directory
 
-    def catch_up(self, *, beyond: int = 0, beside: bool = False) -> int:
+    def catch_up(self, *, beyond: int = 0) -> int:
         """Take in the turns past the watermark now when more than ``beyond`` are (a
         bulk write: BULK_LIMIT), and write the index again when it holds a turn
-        forgotten since it last did; how many turns it took in. ``beside``: on the
-        thread ``catch_up_later`` starts."""
+        forgotten since it last did; how many turns it took in. On the thread that
+        ``catch_up_later`` starts, it lets this process's searches run between turns."""
         with self.store.read() as conn:
             largest = int(first(conn, LARGEST)[0])  # type: ignore[index]
             if largest < ANSWERS_FROM and self._index is None:
@@ -384,7 +383,8 @@ class DerivedKeywords:
         if largest - index.watermark <= beyond and index.knows(forgotten):
             return 0
         try:
-            return index.catch_up(self.store, self._stopping.is_set, beside=beside)
+            return index.catch_up(self.store, self._stopping.is_set,
+                                  beside=threading.current_thread() is self._catching)
         except (OSError, ValueError) as ex:  # tantivy reports I/O as ValueError
             print(f"stenographer: the derived keyword index did not catch up: {ex}",
                   file=sys.stderr)
@@ -395,9 +395,8 @@ class DerivedKeywords:
         with self._lock:
             if self._catching is not None and self._catching.is_alive():
                 return
-            self._catching = threading.Thread(
-                target=functools.partial(self.catch_up, beside=True), name="keyword-catch-up",
-                daemon=True)
+            self._catching = threading.Thread(target=self.catch_up, name="keyword-catch-up",
+                                              daemon=True)
             self._catching.start()
 
     def wait(self) -> None:
