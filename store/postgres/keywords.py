@@ -6,7 +6,10 @@ question matches hundreds of thousands of turns, and ``ts_rank`` of each took 1.
 (p50). Tantivy finds its top k with block-max WAND; its order is not PostgreSQL's, so it
 only chooses candidates (``DEPTH`` times the ranked pool), and ``store.postgres.search``
 ranks those as it ranks every match (``ts_rank`` and the IDFs), with the turns past the
-index's watermark beside them.
+index's watermark beside them. A caller's expression (phrases, prefixes, NEAR groups,
+AND, OR, NOT) is read the same way without word order or distance, which the index
+does not hold: its candidates then include turns that PostgreSQL does not match, and
+more are read until enough do.
 
 What the index holds and how it stays right:
 
@@ -47,9 +50,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from store.errors import StoreError
+from store.postgres.tsquery import Shape
 from store.sql import Conn, all_rows, first
 
-__all__ = ["ANSWERS_FROM", "DEPTH", "DerivedKeywords", "LexemeIndex", "unit_lexemes"]
+__all__ = ["ANSWERS_FROM", "DEPTH", "DerivedKeywords", "LexemeIndex", "Unit", "unit_terms"]
 
 # The index answers a store-wide search from this many turns (the largest turn id); below,
 # ranking every match costs less than the candidates' round trip (bench/scale.py: 50 ms
@@ -92,8 +96,12 @@ PAST_WATERMARK = "SELECT rowid FROM exchanges_fts WHERE rowid > ? AND rowid <= ?
 ANSWER_STATE = f"SELECT ({LARGEST.strip()}), ({TOMBSTONES})"
 FORGOTTEN = "SELECT exchange_id FROM forgotten WHERE exchange_id <= ?"
 LEXEMES = "SELECT querytree(to_tsquery('english', v.t)) FROM unnest(?::text[]) AS v(t)"
-# querytree's text of one lexeme, of the turn's own words (A) or of any column.
-_ONE_LEXEME = re.compile(r"^'([^'\\\s]+)'(:A)?$")
+# querytree's text of a unit: its lexemes as a phrase, each of the turn's own words (A)
+# or of any column, whole or a prefix (*).
+_OPERAND = re.compile(r"'((?:[^'\\\s]|'')+)'(?::(\*?)(A?))?")
+_FOLLOWED_BY = re.compile(r" <(?:-|\d+)> ")
+# A prefix that begins more lexemes than this is left to PostgreSQL.
+MAX_EXPANSIONS = 256
 TOMBSTONE_FILE = "tombstones"
 
 
@@ -101,20 +109,31 @@ class _Transactions(Protocol):
     def read(self) -> contextlib.AbstractContextManager[Conn]: ...
 
 
-def unit_lexemes(conn: Conn, units: Sequence[str]) -> list[tuple[str, str] | None] | None:
-    """Each unit's (field, lexeme): "own" for a word of the turn's own words, "all" for a
-    word anywhere; None for a unit that matches nothing (a stop word). None when any
-    unit is more than one lexeme (a phrase, a prefix, other columns): the index does
-    not choose candidates for it."""
-    out: list[tuple[str, str] | None] = []
+# A unit as the index reads it: its field ("own": the turn's own words, weight A; "all":
+# any column) and its lexemes, each whole or a prefix (True).
+Unit = tuple[str, tuple[tuple[str, bool], ...]]
+
+
+def unit_terms(conn: Conn, units: Sequence[str]) -> list[Unit | None] | None:
+    """Each unit's lexemes (``Unit``); None for a unit that matches nothing (stop words
+    only). None when a unit is not a word, a prefix or a phrase of them, all of the
+    turn's own words or all of any column (other columns): the index does not choose
+    candidates for it."""
+    out: list[Unit | None] = []
     for (tree,) in all_rows(conn, LEXEMES, (list(units),)):
-        if str(tree) == "T":  # nothing left of it
+        if str(tree) in ("", "T"):  # nothing left of it
             out.append(None)
             continue
-        found = _ONE_LEXEME.match(str(tree))
-        if found is None:
+        words, fields = [], set()
+        for operand in _FOLLOWED_BY.split(str(tree)):
+            found = _OPERAND.fullmatch(operand)
+            if found is None:
+                return None
+            words.append((found.group(1).replace("''", "'"), bool(found.group(2))))
+            fields.add("own" if found.group(3) else "all")
+        if len(fields) != 1:
             return None
-        out.append(("own" if found.group(2) else "all", found.group(1)))
+        out.append((fields.pop(), tuple(words)))
     return out
 
 
@@ -266,35 +285,123 @@ class LexemeIndex:
         past = {int(r[0]) for r in all_rows(conn, PAST_WATERMARK, (max(lo, watermark), hi))}
         return held, past
 
-    def candidates(self, terms: Sequence[tuple[str, str] | None], idfs: Sequence[float],
-                   count: int) -> tuple[list[int], int]:
-        """The ids of Tantivy's best ``count`` turns holding any of ``terms`` (field,
-        lexeme), each term weighed by the IDF PostgreSQL's ranking gives it (``idfs``)
-        in place of Tantivy's own, and a word of the turn's own words counted half again
-        where any column may hold it (``ts_rank`` weighs the context's words half); and
-        the watermark of the index they were read from."""
-        q, occur = self._tv.Query, self._tv.Occur
+    def candidates(self, units: Sequence[Unit | None], idfs: Sequence[float], count: int,
+                   shape: Shape | None = None) -> tuple[list[int], int, bool] | None:
+        """The ids of Tantivy's best ``count`` turns of ``shape`` (``store.postgres.tsquery``:
+        which units a match needs; by default any one of them), the watermark of the
+        index they were read from, and whether there may be more; None when a prefix
+        begins more than MAX_EXPANSIONS lexemes (PostgreSQL answers).
+
+        Each word is weighed by the IDF PostgreSQL's ranking gives its unit (``idfs``),
+        shared among the unit's words, in place of Tantivy's own, and scored in "all"
+        and, half again, in "own" (``ts_rank`` weighs the context's words half), also
+        when the unit asks for the turn's own words only. A phrase's words are required
+        in any order (the index holds no positions) and a prefix stands for each lexeme
+        it begins. None of it checks word order or distance: PostgreSQL matches the
+        candidates again."""
         searcher, watermark = self._view
         n = int(searcher.num_docs)
-        should = []
-        for term, idf in zip(terms, idfs, strict=True):
-            if term is None:
-                continue
-            field, lexeme = term
-            fields = ((("all", ALL_SHARE), ("own", 1.0 - ALL_SHARE)) if field == "all"
-                      else (("own", 1.0),))
-            for name, share in fields:
-                df = min(int(searcher.doc_freq(name, lexeme)), n)
-                if df == 0:
-                    continue
-                own_idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-                should.append((occur.Should, q.boost_query(
-                    q.term_query(self.schema, name, lexeme), share * idf / own_idf)))
-        if not should:
-            return [], watermark
-        found = searcher.search(q.boolean_query(should), count, count=False).hits
+        if shape is None:
+            shape = ("|", tuple(range(len(units))))
+        try:
+            clauses = _Shaped(self, searcher, n, units, idfs).clauses(shape)
+        except _TooWide:
+            return None
+        if not clauses:  # nothing has it
+            return [], watermark, False
+        query = self._tv.Query.boolean_query(clauses)
+        found = searcher.search(query, count, count=False).hits
         ids = searcher.fast_field_values("id", [a for _, a in found])
-        return [int(i) for i in ids], watermark
+        return [int(i) for i in ids], watermark, len(found) == count
+
+
+class _TooWide(Exception):
+    """A prefix begins more than MAX_EXPANSIONS lexemes."""
+
+
+class _Shaped:
+    """The Tantivy query of a shape over units (``LexemeIndex.candidates``)."""
+
+    def __init__(self, index: LexemeIndex, searcher: Any, n: int,
+                 units: Sequence[Unit | None], idfs: Sequence[float]) -> None:
+        self.q, self.occur = index._tv.Query, index._tv.Occur
+        self.schema, self.searcher, self.n = index.schema, searcher, n
+        self.units, self.idfs = units, idfs
+
+    def clauses(self, shape: Shape) -> list[tuple[Any, Any]] | None:
+        """Boolean clauses that match the turns of ``shape``: [] when it needs nothing
+        (only stop words), None when nothing has it. A single word's own clauses (its
+        fields, Should) stand in an OR as they are, so an OR of words is one flat query
+        that Tantivy's block-max WAND reads."""
+        if isinstance(shape, int):
+            return self._unit(shape)
+        op, parts = shape
+        if op == "|":
+            out: list[tuple[Any, Any]] = []
+            for part in parts:
+                clauses = self.clauses(part)
+                if clauses is None:
+                    continue
+                if all(occur == self.occur.Should for occur, _ in clauses):
+                    out += clauses
+                else:
+                    out.append((self.occur.Should, self.q.boolean_query(clauses)))
+            return out or None
+        required: list[tuple[Any, Any]] = []
+        for part in parts:
+            clauses = self.clauses(part)
+            if clauses is None:
+                return None
+            if clauses:
+                required.append((self.occur.Must, self.q.boolean_query(clauses)))
+        return required
+
+    def _unit(self, at: int) -> list[tuple[Any, Any]] | None:
+        unit = self.units[at]
+        if unit is None:
+            return []
+        field, words = unit
+        weight = self.idfs[at] / len(words)
+        if len(words) == 1:
+            return self._word(field, *words[0], weight)
+        required = []
+        for word in words:
+            clauses = self._word(field, *word, weight)
+            if clauses is None:
+                return None
+            required.append((self.occur.Must, self.q.boolean_query(clauses)))
+        return required
+
+    def _word(self, field: str, lexeme: str, prefix: bool, weight: float
+              ) -> list[tuple[Any, Any]] | None:
+        """Clauses that match the turns holding ``lexeme`` (a lexeme it begins) in
+        ``field``, scored as a word anywhere (``ts_rank`` counts every position of a
+        lexeme whatever the query's weights, and divides by the whole turn's length:
+        "own" holds only the turn's own words); None when no turn holds it."""
+        lexemes = [lexeme]
+        if prefix:
+            found = self.searcher.terms_with_prefix(field, lexeme, limit=MAX_EXPANSIONS + 1)
+            if len(found) > MAX_EXPANSIONS:
+                raise _TooWide
+            lexemes = [str(t) for t, _ in found]
+        scored = [clause for each in lexemes for name, share in (("all", ALL_SHARE),
+                                                                 ("own", 1.0 - ALL_SHARE))
+                  if (clause := self._scored(name, each, share * weight)) is not None]
+        if field == "all" or not scored:
+            return scored or None
+        own = [(self.occur.Should, self.q.const_score_query(
+            self.q.term_query(self.schema, "own", each), 0.0)) for each in lexemes]
+        return [(self.occur.Must, self.q.boolean_query(own)), *scored]
+
+    def _scored(self, name: str, lexeme: str, weight: float) -> tuple[Any, Any] | None:
+        """A Should clause of ``lexeme`` in ``name``, its IDF ``weight`` in place of
+        Tantivy's own; None when no turn holds it there."""
+        df = min(int(self.searcher.doc_freq(name, lexeme)), self.n)
+        if df == 0:
+            return None
+        own_idf = math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+        return (self.occur.Should, self.q.boost_query(
+            self.q.term_query(self.schema, name, lexeme), weight / own_idf))
 
 
 class DerivedKeywords:

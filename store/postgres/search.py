@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from store.correlation import turn_trace_sql
-from store.postgres.keywords import DEPTH, DerivedKeywords, unit_lexemes
+from store.postgres.keywords import DEPTH, DerivedKeywords, unit_terms
 from store.postgres.tsquery import Tsquery, translate
 from store.search_filter import BM25_WEIGHTS, POOL, HitFilter, flag_condition
 from store.sql import Conn, all_rows, one, where
@@ -92,8 +92,12 @@ FROM unnest(?2::text[]) AS v(t)"""
 # The derived index's candidates and the turns past its watermark (the primary key's
 # index: a few rows each, never the GIN index's matches of a common word).
 PICKED = """
-SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid = ANY(?::bigint[])
-UNION ALL SELECT rowid, session_id, doc FROM exchanges_fts WHERE rowid > ?"""
+SELECT rowid, session_id, doc, true AS held FROM exchanges_fts WHERE rowid = ANY(?::bigint[])
+UNION ALL SELECT rowid, session_id, doc, false FROM exchanges_fts WHERE rowid > ?"""
+# Candidates of a query whose shape leaves out word order (``_from_candidates``): read
+# DEEPER times more each round, at most MAX_CANDIDATES (then PostgreSQL ranks every match).
+DEEPER = 4
+MAX_CANDIDATES = 12_800
 UNITS = """
 SELECT to_tsquery('english', v.t) AS q, v.idf FROM unnest(?::text[], ?::float8[]) AS v(t, idf)"""
 
@@ -167,7 +171,8 @@ def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[obje
     """SQL and the filter's parameters for ranked keyword hits. The statement's
     parameters: the phrases' texts and IDFs, (``picked``: the candidates' ids and the
     derived index's watermark: those turns and every turn past it are ranked, no
-    other), the rank weights, the whole query, the filter's, LIMIT twice."""
+    other, and each hit also says how many candidates matched), the rank weights, the
+    whole query, the filter's, LIMIT twice."""
     clauses, params = where(
         ("t.session_id = ?", flt.session_id), ("f.role = ?", flt.role),
         ("f.created_at >= ?", flt.since), ("f.created_at < ?", flt.until),
@@ -181,7 +186,8 @@ def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[obje
         f"SELECT t.rowid AS id, (SELECT sum(u.idf * ts_rank(?::float4[], t.doc, u.q,"
         f" {RANK_NORMALIZATION}))"
         "   FROM units u) AS raw"
-        f" FROM {'picked' if picked else 'exchanges_fts'} t" + join
+        + (", count(*) FILTER (WHERE t.held) OVER () AS matched" if picked else "")
+        + f" FROM {'picked' if picked else 'exchanges_fts'} t" + join
         + " WHERE " + " AND ".join(["t.doc @@ to_tsquery('english', ?)", *clauses])
         + f" ORDER BY raw DESC LIMIT ? * {POOL}"
     )
@@ -190,7 +196,8 @@ def keyword_sql(flt: HitFilter, *, picked: bool = False) -> tuple[str, list[obje
                                                    if picked else "")
         +
         f" SELECT h.id, h.raw * pow(greatest(octet_length(e.content), 1), {LENGTH_PRIOR}::float8)"
-        f" AS score FROM ({inner}) h JOIN exchanges e ON e.id = h.id"
+        f" AS score{', h.matched' if picked else ''}"
+        f" FROM ({inner}) h JOIN exchanges e ON e.id = h.id"
         " ORDER BY score DESC, h.id LIMIT ?"
     )
     return sql, params
@@ -204,12 +211,14 @@ def _any_of(query: Tsquery) -> bool:
 
 def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
                 ) -> list[tuple[int, float]]:
-    """Best matches, best first. A phrase held by half the turns or more adds at most
-    MIN_IDF x its rank to a turn's score, less than any rarer phrase adds: when the query
-    is an OR of phrases, the turns holding a rarer one are matched and ranked first
+    """Best matches, best first. A store-wide search without filters is ranked over the
+    derived index's candidates when it answers (``_from_candidates``). Otherwise a
+    phrase held by half the turns or more adds at most MIN_IDF x its rank to a turn's
+    score, less than any rarer word adds: when the query is an OR of phrases and the
+    rarer ones are words, the turns holding a rarer one are matched and ranked first
     (by every phrase), and only if fewer than ``limit`` do, all of the query's matches
-    are. The same hits, without reading and ranking the common words' turns, which
-    are most of the store (a session's turns are few: its search ranks them all)."""
+    are. The same hits, without reading and ranking the common words' turns, which are
+    most of the store (a session's turns are few: its search ranks them all)."""
     if query.text is None:
         return []
     sql, params = keyword_sql(flt)
@@ -217,7 +226,7 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     idfs = phrase_idfs(conn, units)
     derived = cast(_Located, conn).keywords
     if (derived is not None and flt.session_id is None and not flt.reads_rows
-            and not flt.compressed_only and _any_of(query)):
+            and not flt.compressed_only):
         hits = _from_candidates(conn, derived, query, units, idfs, limit)
         if hits is not None:
             return hits
@@ -227,29 +236,55 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
         return [(int(r[0]), float(r[1])) for r in found]
 
     rarer = [u for u, idf in zip(units, idfs, strict=True) if idf > MIN_IDF]
-    if flt.session_id is None and rarer and len(rarer) < len(units) and _any_of(query):
+    if (flt.session_id is None and rarer and len(rarer) < len(units) and _any_of(query)
+            and _single_lexemes(conn, rarer)):
         hits = ranked(" | ".join(f"({u})" for u in rarer))
         if len(hits) >= limit:
             return hits
     return ranked(query.text)
 
 
+def _single_lexemes(conn: Conn, units: list[str]) -> bool:
+    """Whether each of ``units`` is one lexeme (a word or a prefix). ``ts_rank`` of a
+    phrase is not 0 for a turn holding its words apart, which does not match it: such a
+    turn, matched by a common word only, can out-rank the turns holding the phrase."""
+    terms = unit_terms(conn, units)
+    return terms is not None and all(t is None or len(t[1]) == 1 for t in terms)
+
+
 def _from_candidates(conn: Conn, derived: DerivedKeywords, query: Tsquery, units: list[str],
                      idfs: list[float], limit: int) -> list[tuple[int, float]] | None:
-    """A store-wide OR of words ranked over the derived index's candidates and the turns
-    past its watermark (``store.postgres.keywords``); None when the index does not
-    answer (a small store, too many turns past its watermark, a phrase or prefix)."""
+    """A store-wide query ranked over the derived index's candidates and the turns past
+    its watermark (``store.postgres.keywords``); None when the index does not answer (a
+    small store, too many turns past its watermark, a column other than the turn's own
+    words or all of them, a prefix of too many lexemes, or too many candidates to read).
+
+    The candidates have the query's shape without word order or distance (a phrase's
+    words in any order, a NEAR group's anywhere), so some do not match: they are read
+    in Tantivy's order, DEEPER times more each round, until DEPTH x the pool of them
+    match, or none are left. An OR of words needs one round: every candidate matches."""
     index = derived.answering(conn)
     if index is None:
         return None
-    terms = unit_lexemes(conn, units)
+    terms = unit_terms(conn, units)
     if terms is None:
         return None
-    ids, watermark = index.candidates(terms, idfs, DEPTH * POOL * limit)
     sql, params = keyword_sql(HitFilter(), picked=True)
-    found = all_rows(conn, sql, (units, idfs, ids, watermark, RANK_WEIGHTS, query.text,
-                                 *params, limit, limit))
-    return [(int(r[0]), float(r[1])) for r in found]
+    wanted = DEPTH * POOL * limit
+    count = wanted
+    while True:
+        read = index.candidates(terms, idfs, count, query.shape)
+        if read is None:
+            return None
+        ids, watermark, more = read
+        found = all_rows(conn, sql, (units, idfs, ids, watermark, RANK_WEIGHTS, query.text,
+                                     *params, limit, limit))
+        matched = int(found[0][2]) if found else 0
+        if matched >= wanted or not more:
+            return [(int(r[0]), float(r[1])) for r in found]
+        if count * DEEPER > MAX_CANDIDATES:
+            return None
+        count *= DEEPER
 
 
 def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,

@@ -29,7 +29,7 @@ from itertools import combinations
 
 from store.search_filter import FtsSyntaxError
 
-__all__ = ["ALL_WEIGHTS", "COLUMN_WEIGHTS", "Tsquery", "translate"]
+__all__ = ["ALL_WEIGHTS", "COLUMN_WEIGHTS", "Shape", "Tsquery", "translate"]
 
 COLUMN_WEIGHTS = {"body": "A", "dated": "B", "context": "C", "scope": ""}
 ALL_WEIGHTS = frozenset("ABC")
@@ -335,15 +335,34 @@ def _positive_phrases(node: _Node) -> list[_Phrase]:
     return []
 
 
+# What a match needs of the units, leaving word order and distance out: a unit's place
+# in ``Tsquery.units``, or ("&" | "|", the parts). A NEAR group needs all its phrases, a
+# NOT its left side: every turn the query matches has the shape, and turns that do not
+# may have it too (an index without positions can find the first, a superset).
+Shape = int | tuple[str, tuple["Shape", ...]]
+
+
+def _shape(node: _Node, units: dict[str, int]) -> Shape:
+    if isinstance(node, _Phrase):
+        return units[_phrase_text(node)]
+    if isinstance(node, _Near):
+        return ("&", tuple(_shape(p, units) for p in node.phrases))
+    assert isinstance(node, _Op)
+    if node.op == "!":
+        return _shape(node.children[0], units)
+    return (node.op, tuple(_shape(c, units) for c in node.children))
+
+
 @dataclass(frozen=True)
 class Tsquery:
     """A translated expression: the whole tsquery's text (None: it matches nothing),
-    the text of each phrase it is ranked by (distinct, in order), and notes on what
-    PostgreSQL matches differently."""
+    the text of each phrase it is ranked by (distinct, in order), notes on what
+    PostgreSQL matches differently, and the shape of a match (``Shape``)."""
 
     text: str | None
     units: tuple[str, ...]
     notes: tuple[str, ...]
+    shape: Shape | None = None
 
 
 def translate(expression: str, *, own_words: bool = False) -> Tsquery:
@@ -357,4 +376,5 @@ def translate(expression: str, *, own_words: bool = False) -> Tsquery:
         return Tsquery(None, (), tuple(parser.notes))
     text = _text(node)
     units = tuple(dict.fromkeys(_phrase_text(p) for p in _positive_phrases(node)))
-    return Tsquery(text, units, tuple(parser.notes))
+    shape = _shape(node, {u: i for i, u in enumerate(units)})
+    return Tsquery(text, units, tuple(parser.notes), shape)

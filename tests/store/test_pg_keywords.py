@@ -53,13 +53,20 @@ def app(tmp_path: Path, postgres_server: PostgresServer, monkeypatch: pytest.Mon
         app.close()
 
 
-def _hits(app: App, expression: str, limit: int, *, derived: bool) -> list[tuple[int, float]]:
+def _hits(app: App, expression: str, limit: int, *, derived: bool, own_words: bool = False
+          ) -> list[tuple[int, float]]:
     import store.postgres.search as pg_search
 
     with app.store.read() as conn:
         if not derived:
             conn.keywords = None  # type: ignore[attr-defined]
-        return pg_search.keyword_hits(conn, expression, HitFilter(), limit)
+        return pg_search.keyword_hits(conn, expression, HitFilter(), limit,
+                                      own_words=own_words)
+
+
+def _ids(read: tuple[list[int], int, bool] | None) -> list[int]:
+    assert read is not None
+    return read[0]
 
 
 def _search(app: App, query: str) -> list[dict[str, Any]]:
@@ -100,6 +107,68 @@ def test_the_candidates_rank_as_every_match_does(app: App, monkeypatch: pytest.M
             assert _hits(app, expression, limit, derived=True) == every
 
 
+# A caller's expressions: phrases (in and out of the turns' usual order), prefixes, NEAR
+# groups, AND, OR and NOT; the index holds no positions, so most of its candidates of a
+# phrase or NEAR group do not match.
+SYNTAX = ['"cache timeout"', '"timeout cache"', "migrat* deploy", "NEAR(redis cache, 3)",
+          "NEAR(redis cache, 0)", "kafka NOT lag", '"retry benchmark" OR postgres',
+          'fail* AND (worker OR queue)', '"the redis" + cache', "p9* latency"]
+
+
+def _rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many candidates each call of the index was asked for, from here on."""
+    from store.postgres.keywords import LexemeIndex
+
+    asked: list[int] = []
+    real = LexemeIndex.candidates
+
+    def candidates(self: LexemeIndex, *args: Any) -> Any:
+        asked.append(args[2])
+        return real(self, *args)
+
+    monkeypatch.setattr(LexemeIndex, "candidates", candidates)
+    return asked
+
+
+def test_an_expression_in_fts_syntax_ranks_as_every_match_does(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    store: Any = app.store
+    store.keywords.catch_up()
+    asked = _rounds(monkeypatch)
+    for expression in SYNTAX:
+        for own_words in (False, True):
+            for limit in (5, 20):
+                every = _hits(app, expression, limit, derived=False, own_words=own_words)
+                assert every, expression
+                # PostgreSQL's own best, as it ranks every match: a longer list begins so
+                assert every == _hits(app, expression, 50, derived=False,
+                                      own_words=own_words)[:limit]
+                asked.clear()
+                assert _hits(app, expression, limit, derived=True,
+                             own_words=own_words) == every, (expression, own_words, limit)
+                assert asked, expression  # the index chose the candidates
+    # words 0 apart are next to each other: few of the turns holding both match, so the
+    # candidates are read deeper until enough do
+    asked.clear()
+    _hits(app, "NEAR(redis cache, 0)", 5, derived=True)
+    assert asked == [40, 160, 640]
+
+
+def test_what_the_index_cannot_read_is_left_to_postgresql(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    import store.postgres.keywords as keywords
+
+    store: Any = app.store
+    store.keywords.catch_up()
+    asked = _rounds(monkeypatch)
+    monkeypatch.setattr(keywords, "MAX_EXPANSIONS", 1)  # "de*": decid, deploy
+    for expression in ("context: redis", "{body dated}: cache", "de* cache"):
+        every = _hits(app, expression, 10, derived=False)
+        assert every, expression
+        assert _hits(app, expression, 10, derived=True) == every
+    assert asked == [80]  # only the prefix was read there, and found too wide
+
+
 def test_a_turn_is_found_when_its_ingest_returns_and_a_forgotten_one_never(app: App):
     store: Any = app.store
     store.keywords.catch_up()
@@ -114,11 +183,12 @@ def test_a_turn_is_found_when_its_ingest_returns_and_a_forgotten_one_never(app: 
     assert index.watermark == watermark  # found beside the index, not in it
     assert store.keywords.catch_up() == 1
     ((exchange_id, _),) = _hits(app, '"zyzzyva"', 5, derived=True)
-    assert index.candidates([("all", "zyzzyva")], [1.0], 10)[0] == [exchange_id]
+    zyzzyva = [("all", (("zyzzyva", False),))]
+    assert index.candidates(zyzzyva, [1.0], 10) == ([exchange_id], index.watermark, False)
     app.run("forget", {"confirm": True, "exchange_ids": [exchange_id]})
     assert _hits(app, '"zyzzyva"', 5, derived=True) == []  # its row is gone at once
     store.keywords.catch_up()  # and its entry when the index next catches up
-    assert index.candidates([("all", "zyzzyva")], [1.0], 10)[0] == []
+    assert index.candidates(zyzzyva, [1.0], 10) == ([], index.watermark, False)
 
 
 def test_far_behind_postgresql_answers_while_a_thread_catches_up(
@@ -181,16 +251,16 @@ def test_another_process_stops_answering_from_a_forgotten_turn_and_writes_its_in
     ((exchange_id, _),) = _hits(app, '"redis"', 1, derived=True)
     with app.store.read() as conn:  # the word as the index holds it (PostgreSQL's stem)
         ((lexeme,),) = conn.execute("SELECT (ts_lexize('english_stem', 'redis'))[1]").fetchall()
-    redis = [("all", str(lexeme))]
+    redis = [("all", ((str(lexeme), False),))]
     with _other_host(app, tmp_path) as other:
         other_store: Any = other.store
         copy = other_store.keywords._index
-        assert exchange_id in copy.candidates(redis, [1.0], 600)[0]
+        assert exchange_id in _ids(copy.candidates(redis, [1.0], 600))
         app.run("forget", {"confirm": True, "exchange_ids": [exchange_id]})
         with other.store.read() as conn:
             assert other_store.keywords.answering(conn) is None  # a tombstone it has not seen
         other_store.keywords.wait()
-        assert exchange_id not in copy.candidates(redis, [1.0], 600)[0]
+        assert exchange_id not in _ids(copy.candidates(redis, [1.0], 600))
         with other.store.read() as conn:
             assert other_store.keywords.answering(conn) is copy
 

@@ -83,3 +83,16 @@ def test_approximations_are_noted():
     assert translate("^x").notes and translate("NEAR(a b, 50)").notes
     assert translate("NEAR(a b, 50)").text == "(('a') & ('b'))"
     assert not translate("NEAR(a b, 10)").notes
+
+
+@pytest.mark.parametrize(("expression", "units", "shape"), [
+    ('"billing api" OR redis', ("'billing api'", "'redis'"), ("|", (0, 1))),
+    ("migrat* snapshot", ("'migrat':*", "'snapshot'"), ("&", (0, 1))),
+    ("NEAR(a b, 5)", ("'a'", "'b'"), ("&", (0, 1))),  # without the distance
+    ("x NOT y", ("'x'",), 0),  # what a match needs: its left side
+    ("(a OR b) AND NEAR(c a, 2)", ("'a'", "'b'", "'c'"), ("&", (("|", (0, 1)), ("&", (2, 0))))),
+])
+def test_the_shape_of_a_match_leaves_out_order_and_distance(
+        expression: str, units: tuple[str, ...], shape: object):
+    found = translate(expression)
+    assert (found.units, found.shape) == (units, shape)
