@@ -26,7 +26,6 @@ from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
 from store.sql import Conn, all_rows, one
-from store.vectors import VectorCache
 
 __all__ = ["PgStore", "redact_url"]
 
@@ -92,7 +91,7 @@ class PgStore:
         self.data_dir = data_dir
         # A lock wait ends at the server's lock_timeout (none by default), not here.
         self.where = Where(f"the database {self.location}", None, None)
-        self.vectors: VectorCache = PgVectorCache(vector_dim)
+        self.vectors = PgVectorCache(vector_dim, data_dir)
         # Trace writes are bookkeeping: they do not count as the calls' commits.
         self.traces = TraceBuffer(lambda: self._transaction("BEGIN", "write", counted=False))
         self.file_rewrite = FileRewrite(self, scrub_tables)
@@ -241,6 +240,7 @@ class PgStore:
         StoreError if they cannot be, once the pool is closed)."""
         self.file_rewrite.close()
         self.keywords.wait()
+        self.vectors.wait()
         try:
             self.traces.close()
         finally:

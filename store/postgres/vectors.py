@@ -18,15 +18,30 @@ and its answers are approximate. The copy holds 128 bytes a turn for 128 compone
 
 Rows are read with a binary COPY, a page at a time: fixed-size rows that numpy reads in
 one pass, a tenth of the time of parsing pgvector's text form.
+
+A server process starts with an empty copy, and a COPY of a million rows took 2.7-4.5 s:
+the first search of every new server waited for it. So the copy is also kept in the
+process's data directory (``vectors-<store id>.bin``: the ids, sessions and component-
+major rows as the copy holds them), written on a thread after a load from the database
+and again once a tenth more rows have come since. A load reads that file instead when
+it is this store's: the forgotten table holds as many tombstones as when it was written
+(a forget by any process makes it stale) and the database's row at its largest id is
+the file's (a database restored from another copy is not). The rows past it come from
+the database, as after any load. It is a cache of the database: delete it at will.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import threading
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import numpy as np
 
-from store.sql import Conn, Row
+from store.sql import Conn, Row, first
 from store.vectors import Block, VectorCache
 
 __all__ = ["PAGE_ROWS", "PgVectorCache", "int8_blob", "read_vectors", "vector_text"]
@@ -92,8 +107,91 @@ def read_vectors(conn: Conn, after: int, limit: int = PAGE_ROWS) -> Block:
     return _parse(data)
 
 
+# The kept copy's file: a header of KEPT_HEADER bytes (JSON, padded with spaces), then
+# the ids and the sessions (int64) and the rows component-major (int8).
+KEPT_HEADER = 4096
+KEPT_VERSION = 1
+KEPT_AGAIN = 0.1  # written again once this share of rows more came after it
+KEPT_STATE = """
+SELECT (SELECT value FROM meta WHERE key = 'store_id'), (SELECT count(*) FROM forgotten)"""
+
+
 class PgVectorCache(VectorCache):
-    """The hashed vectors of every turn, copied in memory (module docstring)."""
+    """The hashed vectors of every turn, copied in memory and kept in ``data_dir``
+    (module docstring)."""
+
+    def __init__(self, dim: int, data_dir: Path | None = None) -> None:
+        super().__init__(dim)
+        self.data_dir = data_dir
+        self._kept_rows = 0  # rows of the copy the kept file holds
+        self._writing: threading.Thread | None = None
+
+    def _load(self, conn: Conn) -> None:
+        kept = self._kept(conn)
+        if kept is not None and self._read_kept(conn, *kept):
+            return
+        super()._load(conn)
+        if kept is not None and self._n:
+            self._keep(*kept)
+
+    def _refresh(self, conn: Conn) -> None:
+        super()._refresh(conn)
+        if self._kept_rows and self._n - self._kept_rows > KEPT_AGAIN * self._kept_rows:
+            kept = self._kept(conn)
+            if kept is not None:
+                self._keep(*kept)
+
+    def _kept(self, conn: Conn) -> tuple[Path, int] | None:
+        """The kept file of this store and the forgotten table's tombstones now."""
+        if self.data_dir is None:
+            return None
+        state = first(conn, KEPT_STATE)
+        assert state is not None
+        return self.data_dir / f"vectors-{state[0]}.bin", int(state[1])
+
+    def _read_kept(self, conn: Conn, path: Path, tombstones: int) -> bool:
+        """Fill the copy from ``path`` when it is this store's as it stands."""
+        try:
+            with path.open("rb") as f:
+                head = json.loads(f.read(KEPT_HEADER))
+                rows, dim = int(head["rows"]), int(head["dim"])
+                if (head.get("version") != KEPT_VERSION or head["tombstones"] != tombstones
+                        or os.fstat(f.fileno()).st_size != KEPT_HEADER + rows * (16 + dim)):
+                    return False
+                ids = np.fromfile(f, np.int64, rows)
+                sessions = np.fromfile(f, np.int64, rows)
+                cols = np.fromfile(f, np.int8, rows * dim).reshape(dim, rows)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False  # not a file this module wrote whole
+        if not rows:
+            return False
+        last_id, last_session, last_row = read_vectors(conn, int(ids[-1]) - 1, 1)
+        if not (len(last_id) == 1 and last_id[0] == ids[-1] and last_session[0] == sessions[-1]
+                and np.array_equal(last_row[0], cols[:, -1])):
+            return False  # not this database's rows
+        self._clear(dim)
+        self._cols, self._ids, self._sessions, self._n = cols, ids, sessions, rows
+        self._sort_sessions()
+        self._kept_rows = rows
+        return True
+
+    def _keep(self, path: Path, tombstones: int) -> None:
+        """Write the copy as it stands to ``path`` on a thread (one at a time)."""
+        if self._writing is not None and self._writing.is_alive():
+            return
+        n = self._n
+        parts = (self._ids[:n], self._sessions[:n], self._cols[:, :n])
+        head = json.dumps({"version": KEPT_VERSION, "rows": n, "dim": self.dim,
+                           "tombstones": tombstones}).encode()
+        self._kept_rows = n
+        self._writing = threading.Thread(target=_write_kept, args=(path, head, parts),
+                                         name="vector-copy-keep", daemon=True)
+        self._writing.start()
+
+    def wait(self) -> None:
+        """Until the kept file being written, if any, is written."""
+        if self._writing is not None:
+            self._writing.join()
 
     def rows_after(self, conn: Conn, last: int) -> list[Row]:
         ids, sessions, rows = read_vectors(conn, last, 2**62)
@@ -115,3 +213,20 @@ class PgVectorCache(VectorCache):
             return None
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                 np.concatenate([p[2] for p in parts]))
+
+
+def _write_kept(path: Path, head: bytes, parts: tuple[np.ndarray[Any, Any], ...]) -> None:
+    """The kept copy's file, written whole under another name first."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(head.ljust(KEPT_HEADER))
+            for part in parts:
+                for row in part if part.ndim == 2 else (part,):
+                    f.write(np.ascontiguousarray(row).data)
+        os.replace(temporary, path)
+    except OSError as ex:
+        temporary.unlink(missing_ok=True)
+        print(f"stenographer: the vector copy could not be kept in {path}: {ex}",
+              file=sys.stderr)

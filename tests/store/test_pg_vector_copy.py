@@ -1,0 +1,151 @@
+"""PostgreSQL's in-memory copy of the vectors, kept in the data directory
+(store.postgres.vectors): a new server reads it instead of copying every row from the
+database, and never when it is not this store's rows as they stand."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stenographer.app import App, open_app
+from stenographer.settings import Settings
+from store.postgres.vectors import KEPT_HEADER, PgVectorCache
+from tests.pg_server import PostgresServer
+
+WORDS = "ledger export timed out retry cache invoice tenant webhook snapshot quota".split()
+
+
+def _turns(first: int, count: int) -> list[dict[str, str]]:
+    return [{"role": "user", "session_id": f"s{i % 7}",
+             "content": f"turn {i}: " + " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 5))}
+            for i in range(first, first + count)]
+
+
+@pytest.fixture
+def url(postgres_server: PostgresServer) -> str:
+    return postgres_server.database()
+
+
+@pytest.fixture
+def copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times a copy was filled from the database (a COPY of every row)."""
+    filled: list[int] = []
+    real = PgVectorCache.everything
+
+    def everything(self: PgVectorCache, conn: Any) -> Any:
+        filled.append(1)
+        return real(self, conn)
+
+    monkeypatch.setattr(PgVectorCache, "everything", everything)
+    return filled
+
+
+def _open(tmp_path: Path, url: str) -> App:
+    return open_app(Settings(data_dir=tmp_path, database_url=url))
+
+
+@pytest.fixture
+def first(tmp_path: Path, url: str) -> Iterator[App]:
+    """A store of 300 turns whose copy was loaded, and kept, by this server."""
+    app = _open(tmp_path, url)
+    app.run("ingest_batch", {"turns": _turns(0, 300)})
+    app.store.warm()
+    app.store.vectors.wait()  # type: ignore[attr-defined]
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def _kept(app: App) -> Path:
+    (path,) = app.settings.data_dir.glob("vectors-*.bin")
+    return path
+
+
+def _same_copy(a: App, b: App) -> None:
+    x, y = a.store.vectors, b.store.vectors
+    assert x._n == y._n
+    assert np.array_equal(x._ids[: x._n], y._ids[: y._n])
+    assert np.array_equal(x._sessions[: x._n], y._sessions[: y._n])
+    assert np.array_equal(x._cols[:, : x._n], y._cols[:, : y._n])
+
+
+def _searched(app: App, query: str, session: str | None) -> list[Any]:
+    args: dict[str, Any] = {"query": query, "mode": "semantic", "limit": 20}
+    args.update({"session_id": session} if session else {"cross_session": True})
+    out, _ = app.run("search", args)
+    return [(h["exchange_id"], h["score"]) for h in out["reply"]["hits"]]
+
+
+def test_a_new_server_reads_the_kept_copy(first: App, tmp_path: Path, url: str,
+                                          copies: list[int]):
+    assert json.loads(_kept(first).read_bytes()[:KEPT_HEADER])["rows"] == 300
+    assert _kept(first).stat().st_mode & 0o777 == 0o600  # the turns' vectors: private
+    second = _open(tmp_path, url)
+    try:
+        second.store.warm()
+        assert copies == []  # read from the file, not the database
+        _same_copy(first, second)
+        for query, session in (("ledger export", None), ("retry cache", "s3"),
+                               ("webhook quota", None)):
+            assert _searched(second, query, session) == _searched(first, query, session)
+        # what was written since comes from the database, as after any load
+        out, _ = first.run("ingest", {"role": "user", "session_id": "s9",
+                                      "content": "the zyzzyva snapshot export failed"})
+        newest = out["reply"]["exchange_id"]
+        assert newest in [i for i, _ in _searched(second, "zyzzyva snapshot", "s9")]
+        assert copies == []
+    finally:
+        second.close()
+
+
+def test_a_copy_that_is_not_the_stores_as_it_stands_is_not_read(
+        first: App, tmp_path: Path, url: str, copies: list[int]):
+    path = _kept(first)
+    good = path.read_bytes()
+
+    def reopened() -> App:
+        app = _open(tmp_path, url)
+        app.store.warm()
+        app.store.vectors.wait()  # type: ignore[attr-defined]
+        return app
+
+    # the last row is not the database's (a database restored from another copy)
+    path.write_bytes(good[:-1] + bytes([(good[-1] + 1) % 256]))
+    second = reopened()
+    _same_copy(first, second)
+    second.close()
+    assert copies == [1] and path.read_bytes() == good  # copied, and kept again
+    # cut short (a write that never finished)
+    path.write_bytes(good[:-100])
+    second = reopened()
+    _same_copy(first, second)
+    second.close()
+    assert copies == [1, 1]
+    # a turn was forgotten since (by any process): the file still holds it
+    gone = int(first.store.vectors._ids[5])
+    first.run("forget", {"confirm": True, "exchange_ids": [gone]})
+    second = reopened()
+    try:
+        assert copies == [1, 1, 1]
+        assert second.store.vectors._n == 299
+        assert gone not in second.store.vectors._ids[:299].tolist()
+    finally:
+        second.close()
+    assert json.loads(path.read_bytes()[:KEPT_HEADER])["rows"] == 299
+
+
+def test_the_copy_is_kept_again_once_a_tenth_more_has_come(first: App):
+    first.run("ingest_batch", {"turns": _turns(300, 30)})
+    _searched(first, "ledger export", None)  # 30 more rows: not yet
+    first.store.vectors.wait()  # type: ignore[attr-defined]
+    assert json.loads(_kept(first).read_bytes()[:KEPT_HEADER])["rows"] == 300
+    first.run("ingest_batch", {"turns": _turns(330, 1)})
+    _searched(first, "ledger export", None)
+    first.store.vectors.wait()  # type: ignore[attr-defined]
+    assert json.loads(_kept(first).read_bytes()[:KEPT_HEADER])["rows"] == 331
