@@ -219,7 +219,8 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     derived index's candidates when it answers (``_from_candidates``). Otherwise a
     phrase held by half the turns or more adds at most MIN_IDF x its rank to a turn's
     score, less than any rarer word adds: when the query is an OR of phrases and the
-    rarer ones are words, the turns holding a rarer one are matched and ranked first
+    rarer ones are words of any column, the turns holding a rarer one are matched and
+    ranked first
     (by every phrase), and only if fewer than ``limit`` do, all of the query's matches
     are. The same hits, without reading and ranking the common words' turns, which are
     most of the store (a session's turns are few: its search ranks them all)."""
@@ -241,19 +242,22 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
 
     rarer = [u for u, idf in zip(units, idfs, strict=True) if idf > MIN_IDF]
     if (flt.session_id is None and rarer and len(rarer) < len(units) and _any_of(query)
-            and _single_lexemes(conn, rarer)):
+            and _ranked_where_matched(conn, rarer)):
         hits = ranked(" | ".join(f"({u})" for u in rarer))
         if len(hits) >= limit:
             return hits
     return ranked(query.text)
 
 
-def _single_lexemes(conn: Conn, units: list[str]) -> bool:
-    """Whether each of ``units`` is one lexeme (a word or a prefix). ``ts_rank`` of a
-    phrase is not 0 for a turn holding its words apart, which does not match it: such a
-    turn, matched by a common word only, can out-rank the turns holding the phrase."""
+def _ranked_where_matched(conn: Conn, units: list[str]) -> bool:
+    """Whether ``ts_rank`` of each of ``units`` is 0 for every turn it does not match: a
+    word or a prefix, in any column. It is not for a phrase (a turn holding its words
+    apart) or a word of the turn's own words (a turn holding it only in its context:
+    ``ts_rank`` reads every position, whatever the query's weights); such a turn,
+    matched by a common word alone, can out-rank the turns the unit matches."""
     terms = unit_terms(conn, units)
-    return terms is not None and all(t is None or len(t[1]) == 1 for t in terms)
+    return terms is not None and all(t is None or (t[0] == "all" and len(t[1]) == 1)
+                                     for t in terms)
 
 
 def _from_candidates(conn: Conn, derived: DerivedKeywords, query: Tsquery, units: list[str],

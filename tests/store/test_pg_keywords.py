@@ -174,6 +174,27 @@ def test_what_the_index_cannot_read_is_left_to_postgresql(
     assert asked == [80]  # only the prefix was read there, and found too wide
 
 
+def test_postgresql_ranks_a_rarer_word_of_the_turns_own_words_over_every_match(
+        tmp_path: Path, postgres_server: PostgresServer):
+    """Without the derived index, an OR whose other words are held by most turns ranks
+    the turns holding a rarer one first; a word of the turn's own words is ranked by
+    ``ts_rank`` in a turn that holds it only in its context too, so there every match is
+    ranked: the best two are the best two of twenty."""
+    app = open_app(Settings(data_dir=tmp_path, database_url=postgres_server.database()))
+    filler = " ".join(f"filler{i}" for i in range(200))
+    contents = (["rare " * 16 + "common"]  # the next two hold it in their context
+                + [f"common plain{i}" for i in range(4)]
+                + [f"rare common {filler}" for _ in range(4)]  # once, in a long turn
+                + [f"common other{i}" for i in range(11)])
+    try:
+        app.run("ingest_batch", {"turns": [{"role": "user", "session_id": "t", "content": c}
+                                           for c in contents]})
+        best = _hits(app, "rare OR common", 20, derived=True, own_words=True)
+        assert _hits(app, "rare OR common", 2, derived=True, own_words=True) == best[:2]
+    finally:
+        app.close()
+
+
 def test_a_turn_is_found_when_its_ingest_returns_and_a_forgotten_one_never(app: App):
     store: Any = app.store
     store.keywords.catch_up()
