@@ -330,9 +330,11 @@ class _Shaped:
 
     def clauses(self, shape: Shape) -> list[tuple[Any, Any]] | None:
         """Boolean clauses that match the turns of ``shape``: [] when it needs nothing
-        (only stop words), None when nothing has it. A single word's own clauses (its
-        fields, Should) stand in an OR as they are, so an OR of words is one flat query
-        that Tantivy's block-max WAND reads."""
+        (only stop words), None when nothing has it. In an OR a word stands as its
+        scored clauses alone (Should), so an OR of words is one flat query that
+        Tantivy's block-max WAND reads; a word of the turn's own words then also
+        matches a turn holding it elsewhere (PostgreSQL matches again), and scores in
+        every turn that holds it, as ``ts_rank`` does in every turn the OR matches."""
         if isinstance(shape, int):
             return self._unit(shape)
         op, parts = shape
@@ -342,8 +344,9 @@ class _Shaped:
                 clauses = self.clauses(part)
                 if clauses is None:
                     continue
-                if all(occur == self.occur.Should for occur, _ in clauses):
-                    out += clauses
+                should = [c for c in clauses if c[0] == self.occur.Should]
+                if len(should) == len(clauses) or self._one_word(part):
+                    out += should
                 else:
                     out.append((self.occur.Should, self.q.boolean_query(clauses)))
             return out or None
@@ -355,6 +358,10 @@ class _Shaped:
             if clauses:
                 required.append((self.occur.Must, self.q.boolean_query(clauses)))
         return required
+
+    def _one_word(self, shape: Shape) -> bool:
+        unit = self.units[shape] if isinstance(shape, int) else None
+        return unit is not None and len(unit[1]) == 1
 
     def _unit(self, at: int) -> list[tuple[Any, Any]] | None:
         unit = self.units[at]

@@ -112,7 +112,8 @@ def test_the_candidates_rank_as_every_match_does(app: App, monkeypatch: pytest.M
 # phrase or NEAR group do not match.
 SYNTAX = ['"cache timeout"', '"timeout cache"', "migrat* deploy", "NEAR(redis cache, 3)",
           "NEAR(redis cache, 0)", "kafka NOT lag", '"retry benchmark" OR postgres',
-          'fail* AND (worker OR queue)', '"the redis" + cache', "p9* latency"]
+          'fail* AND (worker OR queue)', '"the redis" + cache', "p9* latency",
+          "timeout OR migration OR lag"]
 
 
 def _rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
