@@ -216,10 +216,15 @@ class PgVectorCache(VectorCache):
 
 
 def _write_kept(path: Path, head: bytes, parts: tuple[np.ndarray[Any, Any], ...]) -> None:
-    """The kept copy's file, written whole under another name first."""
+    """The kept copy's file, written whole under another name first (``name.pid.thread``:
+    one a killed process left is removed by the next write)."""
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for left in path.parent.glob(f"{path.name}.*.*"):
+            pid = left.name.split(".")[-2]
+            if pid.isdigit() and not _alive(int(pid)):
+                left.unlink(missing_ok=True)
         with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(head.ljust(KEPT_HEADER))
             for part in parts:
@@ -230,3 +235,14 @@ def _write_kept(path: Path, head: bytes, parts: tuple[np.ndarray[Any, Any], ...]
         temporary.unlink(missing_ok=True)
         print(f"stenographer: the vector copy could not be kept in {path}: {ex}",
               file=sys.stderr)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (as far as this user can tell)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -149,3 +149,25 @@ def test_the_copy_is_kept_again_once_a_tenth_more_has_come(first: App):
     _searched(first, "ledger export", None)
     first.store.vectors.wait()  # type: ignore[attr-defined]
     assert json.loads(_kept(first).read_bytes()[:KEPT_HEADER])["rows"] == 331
+
+
+def test_a_file_a_killed_server_was_writing_is_removed_by_the_next_write(
+        first: App, tmp_path: Path, url: str):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    path = _kept(first)
+    left = path.with_name(f"{path.name}.{int(done.stdout)}.7")  # its process has ended
+    writing = path.with_name(f"{path.name}.1.7")  # pid 1 runs: still being written
+    left.write_bytes(b"x" * 1000)
+    writing.write_bytes(b"x")
+    path.unlink()
+    second = _open(tmp_path, url)
+    try:
+        second.store.warm()  # no file: a COPY, then the file written again
+        second.store.vectors.wait()  # type: ignore[attr-defined]
+    finally:
+        second.close()
+    assert path.exists() and not left.exists() and writing.exists()
