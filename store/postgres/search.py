@@ -220,10 +220,10 @@ def ranked_hits(conn: Conn, query: Tsquery, flt: HitFilter, limit: int
     phrase held by half the turns or more adds at most MIN_IDF x its rank to a turn's
     score, less than any rarer word adds: when the query is an OR of phrases and the
     rarer ones are words of any column, the turns holding a rarer one are matched and
-    ranked first
-    (by every phrase), and only if fewer than ``limit`` do, all of the query's matches
-    are. The same hits, without reading and ranking the common words' turns, which are
-    most of the store (a session's turns are few: its search ranks them all)."""
+    ranked first (by every phrase), and only if fewer than ``limit`` do, all of the
+    query's matches are. The same hits, without reading and ranking the common words'
+    turns, which are most of the store (a session's turns are few: its search ranks
+    them all)."""
     if query.text is None:
         return []
     sql, params = keyword_sql(flt)

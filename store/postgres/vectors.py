@@ -120,7 +120,7 @@ class PgVectorCache(VectorCache):
     """The hashed vectors of every turn, copied in memory and kept in ``data_dir``
     (module docstring)."""
 
-    def __init__(self, dim: int, data_dir: Path | None = None) -> None:
+    def __init__(self, dim: int, data_dir: Path) -> None:
         super().__init__(dim)
         self.data_dir = data_dir
         self._kept_rows = 0  # rows of the copy the kept file holds
@@ -128,23 +128,19 @@ class PgVectorCache(VectorCache):
 
     def _load(self, conn: Conn) -> None:
         kept = self._kept(conn)
-        if kept is not None and self._read_kept(conn, *kept):
+        if self._read_kept(conn, *kept):
             return
         super()._load(conn)
-        if kept is not None and self._n:
+        if self._n:
             self._keep(*kept)
 
     def _refresh(self, conn: Conn) -> None:
         super()._refresh(conn)
         if self._kept_rows and self._n - self._kept_rows > KEPT_AGAIN * self._kept_rows:
-            kept = self._kept(conn)
-            if kept is not None:
-                self._keep(*kept)
+            self._keep(*self._kept(conn))
 
-    def _kept(self, conn: Conn) -> tuple[Path, int] | None:
+    def _kept(self, conn: Conn) -> tuple[Path, int]:
         """The kept file of this store and the forgotten table's tombstones now."""
-        if self.data_dir is None:
-            return None
         state = first(conn, KEPT_STATE)
         assert state is not None
         return self.data_dir / f"vectors-{state[0]}.bin", int(state[1])
