@@ -33,8 +33,11 @@ typecheck: $(STAMP)
 browser: $(STAMP)
 	$(PY) -m tests.browser_setup
 
+# Two worker processes (pytest-xdist), each given whole files so that a module's shared
+# servers start once: much of the suite waits on subprocesses and servers, and a single
+# process left a 2-core machine's second core mostly idle.
 pytest: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --numprocesses 2 --dist loadfile
 
 test: lint typecheck pytest
 
