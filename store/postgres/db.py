@@ -21,11 +21,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from store.errors import Doing, StoreError, Where, storage_failure
 from store.migrations import migrate_postgres
 from store.postgres.connection import PgConnection
+from store.postgres.kept import STORE_ID, forget_replaced_store
 from store.postgres.keywords import BULK_LIMIT, DerivedKeywords, LexemeIndex
 from store.postgres.vectors import PgVectorCache
 from store.rewrite import FileRewrite, Rewritable, Rewritten
 from store.runs import TraceBuffer
-from store.sql import Conn, all_rows, one
+from store.sql import Conn, all_rows, first, one
 
 __all__ = ["PgStore", "redact_url"]
 
@@ -105,7 +106,11 @@ class PgStore:
             "cursor_factory": psycopg.ClientCursor}
         try:  # one direct connection first: a refused or bad URL fails at once, clearly
             with psycopg.connect(url, **options) as raw:
-                self.schema_version = migrate_postgres(PgConnection(raw), vector_dim)
+                conn = PgConnection(raw)
+                self.schema_version = migrate_postgres(conn, vector_dim)
+                store_id = first(conn, STORE_ID)
+                if store_id is not None:
+                    forget_replaced_store(data_dir, conn.database, str(store_id[0]))
         except psycopg.Error as ex:
             raise (storage_failure(ex, self.where, "open")
                    or StoreError(f"cannot open the database {self.location}: "

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from store.errors import StoreError
+from store.postgres.kept import STORE_ID
 from store.postgres.tsquery import Shape
 from store.sql import Conn, all_rows, first
 
@@ -89,7 +90,6 @@ WHERE t.rowid > ? ORDER BY t.rowid LIMIT ?"""
 LARGEST = """
 SELECT greatest((SELECT max(rowid) FROM exchanges_fts), (SELECT max(exchange_id) FROM forgotten),
                 0)"""
-STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
 TOMBSTONES = "SELECT count(*) FROM forgotten"
 PAST_WATERMARK = "SELECT rowid FROM exchanges_fts WHERE rowid > ? AND rowid <= ?"
 # What a search checks before the index answers: the largest id and the tombstones.

@@ -14,6 +14,7 @@ import pytest
 
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
+from store.postgres.kept import SEEN_FILE, forget_replaced_store
 from store.postgres.vectors import KEPT_HEADER, PgVectorCache
 from tests.pg_server import PostgresServer
 
@@ -171,3 +172,60 @@ def test_a_file_a_killed_server_was_writing_is_removed_by_the_next_write(
     finally:
         second.close()
     assert path.exists() and not left.exists() and writing.exists()
+
+
+def test_the_files_of_a_store_its_database_no_longer_holds_are_removed(
+        first: App, tmp_path: Path, url: str, postgres_server: PostgresServer):
+    """A database dropped and made again under its name holds a new store: the next
+    server removes the old store's kept files, and leaves other databases' alone."""
+    import psycopg
+
+    path = _kept(first)
+    old_id = path.name.removeprefix("vectors-").removesuffix(".bin")
+    index = tmp_path / f"keywords-{old_id}"  # as the derived index names its directory
+    index.mkdir()
+    (index / "meta.json").write_text("{}")
+    half = path.with_name(f"{path.name}.1.7")  # a half-written copy of the old store
+    half.write_bytes(b"x")
+    other = tmp_path / f"vectors-{'b' * 32}.bin"  # another database's store
+    other.write_bytes(b"x")
+    seen = json.loads((tmp_path / SEEN_FILE).read_text())
+    assert list(seen.values()) == [old_id]
+    (location,) = seen
+    seen.update({"127.0.0.1:1/other": "b" * 32})
+    (tmp_path / SEEN_FILE).write_text(json.dumps(seen))
+    first.close()
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}"'.encode())
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    second = _open(tmp_path, url)
+    try:
+        second.run("ingest_batch", {"turns": _turns(0, 20)})
+        assert _searched(second, "ledger export", None)
+        second.store.warm()
+        second.store.vectors.wait()  # type: ignore[attr-defined]
+        (new_path,) = set(tmp_path.glob("vectors-*.bin")) - {other}
+    finally:
+        second.close()
+    assert not path.exists() and not half.exists() and not index.exists()
+    assert other.exists() and new_path != path
+    seen = json.loads((tmp_path / SEEN_FILE).read_text())
+    assert seen == {location: new_path.name.removeprefix("vectors-").removesuffix(".bin"),
+                    "127.0.0.1:1/other": "b" * 32}
+
+
+def test_a_recorded_id_of_another_form_names_no_file_to_remove(tmp_path: Path, url: str):
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"x")
+    data = tmp_path / "data"
+    data.mkdir()
+    app = _open(data, url)
+    app.close()
+    seen = json.loads((data / SEEN_FILE).read_text())
+    (location,) = seen
+    assert forget_replaced_store(data, location, "../outside") == []  # recorded, not removed
+    assert forget_replaced_store(data, location, seen[location]) == []  # "../outside" before
+    assert outside.exists()
+    assert json.loads((data / SEEN_FILE).read_text()) == seen

@@ -1,0 +1,70 @@
+"""What a PostgreSQL server keeps in its data directory for each store, by the store's id:
+the vector copy (``vectors-<id>.bin``, store.postgres.vectors; 144 MB at 1,000,000
+turns) and the derived keyword index (``keywords-<id>/``, store.postgres.keywords).
+
+A database dropped and created again under the same name holds another store, with
+another id, and nothing would ever read the old store's files again. So the directory
+remembers which store it last saw at each database (``stores.json``: host, port and
+name -> store id), and a server that finds another id there removes the files of the
+one before. Files of stores in other databases are left alone: a data directory may
+serve several databases in turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+__all__ = ["SEEN_FILE", "STORE_ID", "forget_replaced_store"]
+
+STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
+SEEN_FILE = "stores.json"
+# An id as the schema makes it (a UUID's hex digits): nothing else names a file to remove.
+_ID_FORM = re.compile(r"[0-9a-f]{32}")
+
+
+def _kept_files(data_dir: Path, store_id: str) -> list[Path]:
+    """The files kept for ``store_id``, half-written copies (``.bin.<pid>.<thread>``)
+    included."""
+    return [*data_dir.glob(f"vectors-{store_id}.bin*"), data_dir / f"keywords-{store_id}"]
+
+
+def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[Path]:
+    """Record that ``database`` holds ``store_id``; when it held another store before,
+    remove that store's kept files. Returns what was removed. A data directory that
+    cannot be read or written is left as it is (the files are caches)."""
+    seen_path = data_dir / SEEN_FILE
+    try:
+        seen = json.loads(seen_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        seen = {}
+    if not isinstance(seen, dict):
+        seen = {}
+    before = seen.get(database)
+    if before == store_id:
+        return []
+    removed: list[Path] = []
+    if isinstance(before, str) and _ID_FORM.fullmatch(before):
+        for path in _kept_files(data_dir, before):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            else:
+                continue
+            removed.append(path)
+    seen[database] = store_id
+    temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
+    try:
+        temporary.write_text(json.dumps(seen, indent=1, sort_keys=True), encoding="utf-8")
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, seen_path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return removed
