@@ -61,6 +61,7 @@ def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[
     seen[database] = store_id
     temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
     try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the kept files make it
         temporary.write_text(json.dumps(seen, indent=1, sort_keys=True), encoding="utf-8")
         os.chmod(temporary, 0o600)
         os.replace(temporary, seen_path)

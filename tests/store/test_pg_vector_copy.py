@@ -219,8 +219,7 @@ def test_the_files_of_a_store_its_database_no_longer_holds_are_removed(
 def test_a_recorded_id_of_another_form_names_no_file_to_remove(tmp_path: Path, url: str):
     outside = tmp_path / "outside.bin"
     outside.write_bytes(b"x")
-    data = tmp_path / "data"
-    data.mkdir()
+    data = tmp_path / "data"  # made by the store (its first record of the database)
     app = _open(data, url)
     app.close()
     seen = json.loads((data / SEEN_FILE).read_text())
