@@ -150,14 +150,17 @@ def test_doctor_checks_the_database_version_pgvector_and_schema(
     assert "is available; the first server start creates it" in checks["vector extension"][
         "detail"]
     assert "no schema yet" in checks["migrations"]["detail"]
+    assert not fresh.exists(), "doctor creates nothing"
 
-    open_store(fresh / "steno.db", database_url=url).close()  # creates the schema
+    # creates the schema, and the data directory that records the database's store
+    open_store(fresh / "steno.db", database_url=url).close()
+    made = sorted(fresh.rglob("*"))
     text = run_cli(fresh, "doctor", STENO_DATABASE_URL=url)
     assert text.code == 0 and "All checks passed." in text.out
     assert "✓ vector extension: pgvector 0.8" in text.out and "is installed" in text.out
     assert f"✓ migrations: schema version {len(POSTGRESQL_STEPS)} is current" in text.out
     assert PASSWORD not in text.out + text.err + result.out + result.err
-    assert not fresh.exists(), "doctor creates nothing"
+    assert sorted(fresh.rglob("*")) == made, "doctor creates nothing"
 
 
 @pytest.fixture
