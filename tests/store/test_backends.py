@@ -18,8 +18,9 @@ from stenographer.app import open_app
 from stenographer.settings import Settings, SettingsError
 from store.backend import open_store
 from store.errors import StoreError
+from store.migrations import PENDING_LIST_KB
 from store.postgres.db import redact_url
-from store.sql import all_rows
+from store.sql import all_rows, one
 from tests.pg_server import PostgresServer
 
 
@@ -73,7 +74,8 @@ def test_processes_opening_one_new_database_migrate_it_once(
         with stores[0].read() as conn:
             rows = list(conn.execute("SELECT version, name FROM schema_migrations"))
         assert rows == [(1, "p001_initial"), (2, "p002_traces_without_text"),
-                        (3, "p003_session_cwd"), (4, "p004_scale_tuning")]
+                        (3, "p003_session_cwd"), (4, "p004_scale_tuning"),
+                        (5, "p005_short_pending_list")]
         assert {s.dialect for s in stores} == {"postgresql"}
     finally:
         for s in stores:
@@ -230,6 +232,32 @@ def test_a_bulk_write_analyzes_a_store_that_has_outgrown_its_statistics(
                                "exchange_vectors": 191}
     finally:
         app.close()
+
+
+def test_the_keyword_indexs_pending_list_is_kept_short(tmp_path: Path, postgres_server: Any):
+    """PostgreSQL: every search reads the GIN index's pending list whole, so a store's
+    list is held to PENDING_LIST_KB, on a new store and on one made before."""
+    url = postgres_server.database()
+    options = ("SELECT reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+               "WHERE n.nspname = current_schema() AND c.relname = 'exchanges_fts_doc'")
+
+    def reopened() -> list[str] | None:
+        store = open_store(tmp_path / "steno.db", database_url=url)
+        try:
+            with store.read() as conn:
+                return one(conn, options)[0]
+        finally:
+            store.close()
+
+    assert reopened() == [f"gin_pending_list_limit={PENDING_LIST_KB}"]
+    store = open_store(tmp_path / "steno.db", database_url=url)
+    try:  # as a store of the version before was left
+        with store.write() as conn:
+            conn.execute("ALTER INDEX exchanges_fts_doc RESET (gin_pending_list_limit)")
+            conn.execute("DELETE FROM schema_migrations WHERE name = 'p005_short_pending_list'")
+    finally:
+        store.close()
+    assert reopened() == [f"gin_pending_list_limit={PENDING_LIST_KB}"]
 
 
 def test_a_vector_blob_in_pgvector_text_and_back_is_the_same():
