@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["SEEN_FILE", "STORE_ID", "forget_replaced_store"]
+__all__ = ["SEEN_FILE", "STORE_ID", "forget_replaced_store", "keyword_dir", "vector_file"]
 
 STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
 SEEN_FILE = "stores.json"
@@ -27,10 +27,21 @@ SEEN_FILE = "stores.json"
 _ID_FORM = re.compile(r"[0-9a-f]{32}")
 
 
+def vector_file(data_dir: Path, store_id: str) -> Path:
+    """The kept vector copy of ``store_id``."""
+    return data_dir / f"vectors-{store_id}.bin"
+
+
+def keyword_dir(data_dir: Path, store_id: str) -> Path:
+    """The derived keyword index of ``store_id``."""
+    return data_dir / f"keywords-{store_id}"
+
+
 def _kept_files(data_dir: Path, store_id: str) -> list[Path]:
     """The files kept for ``store_id``, half-written copies (``.bin.<pid>.<thread>``)
     included."""
-    return [*data_dir.glob(f"vectors-{store_id}.bin*"), data_dir / f"keywords-{store_id}"]
+    copy = vector_file(data_dir, store_id)
+    return [*data_dir.glob(f"{copy.name}*"), keyword_dir(data_dir, store_id)]
 
 
 def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[Path]:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from store.errors import StoreError
-from store.postgres.kept import STORE_ID
+from store.postgres.kept import STORE_ID, keyword_dir
 from store.postgres.tsquery import Shape
 from store.sql import Conn, all_rows, first
 
@@ -427,7 +427,7 @@ class DerivedKeywords:
     def _directory(self, conn: Conn) -> Path:
         """The index's directory, named by the store's id."""
         row = first(conn, STORE_ID)
-        return self.data_dir / f"keywords-{row[0] if row is not None else 'store'}"
+        return keyword_dir(self.data_dir, str(row[0]) if row is not None else "store")
 
     def _opened(self, conn: Conn) -> LexemeIndex | None:
         if self._index is None and not self._failed:

@@ -41,6 +41,7 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
+from store.postgres.kept import STORE_ID, vector_file
 from store.sql import Conn, Row, first
 from store.vectors import Block, VectorCache
 
@@ -112,8 +113,7 @@ def read_vectors(conn: Conn, after: int, limit: int = PAGE_ROWS) -> Block:
 KEPT_HEADER = 4096
 KEPT_VERSION = 1
 KEPT_AGAIN = 0.1  # written again once this share of rows more came after it
-KEPT_STATE = """
-SELECT (SELECT value FROM meta WHERE key = 'store_id'), (SELECT count(*) FROM forgotten)"""
+KEPT_STATE = f"SELECT ({STORE_ID}), (SELECT count(*) FROM forgotten)"
 
 
 class PgVectorCache(VectorCache):
@@ -143,7 +143,7 @@ class PgVectorCache(VectorCache):
         """The kept file of this store and the forgotten table's tombstones now."""
         state = first(conn, KEPT_STATE)
         assert state is not None
-        return self.data_dir / f"vectors-{state[0]}.bin", int(state[1])
+        return vector_file(self.data_dir, str(state[0])), int(state[1])
 
     def _read_kept(self, conn: Conn, path: Path, tombstones: int) -> bool:
         """Fill the copy from ``path`` when it is this store's as it stands."""
