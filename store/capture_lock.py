@@ -1,8 +1,8 @@
 """The capture lock: one capture process (watcher, pass or hook) per store at a time.
 
-An advisory lock on ``capture.lock`` beside the database (``flock`` on POSIX,
-``msvcrt.locking`` on Windows). The operating system drops it when the holder exits,
-however it exits, so a killed watcher never leaves a stale lock behind. The holder
+An advisory lock on ``capture.lock`` beside the database (store.file_lock). The
+operating system drops it when the holder exits, however it exits, so a killed watcher
+never leaves a stale lock behind. The holder
 writes who it is (pid, mode, start time) into the file for status and for the message
 that a second watcher gets.
 """
@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from store.errors import StenoError
+from store.file_lock import RETRY_S, held_by_other, try_lock, unlock
 
 __all__ = ["LOCK_NAME", "CaptureLock", "CaptureLocked", "lock_holder"]
 
 LOCK_NAME = "capture.lock"
-_RETRY_S = 0.05
 
 
 class CaptureLocked(StenoError):
@@ -33,57 +32,6 @@ class CaptureLocked(StenoError):
     def __init__(self, message: str, holder: dict[str, Any] | None) -> None:
         super().__init__(message)
         self.holder = holder
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _try_lock(f: IO[str]) -> bool:
-        try:
-            f.seek(0)
-            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-
-    def _unlock(f: IO[str]) -> None:
-        f.seek(0)
-        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
-
-    def _held_by_other(path: Path) -> bool:
-        try:
-            with path.open("a+", encoding="utf-8") as f:
-                if _try_lock(f):
-                    _unlock(f)
-                    return False
-                return True
-        except OSError:
-            return False
-else:
-    import fcntl
-
-    def _try_lock(f: IO[str]) -> bool:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def _unlock(f: IO[str]) -> None:
-        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-    def _held_by_other(path: Path) -> bool:
-        # A shared probe: it never blocks a holder, and fails only while one exists.
-        try:
-            with path.open("r", encoding="utf-8") as f:
-                try:
-                    fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return True
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-                return False
-        except OSError:
-            return False
 
 
 def _read_holder(path: Path) -> dict[str, Any] | None:
@@ -98,7 +46,7 @@ def _read_holder(path: Path) -> dict[str, Any] | None:
 def lock_holder(data_dir: Path) -> dict[str, Any] | None:
     """Who holds the capture lock of this store ({pid, mode, since}), or None."""
     path = data_dir / LOCK_NAME
-    if not path.exists() or not _held_by_other(path):
+    if not path.exists() or not held_by_other(path):
         return None
     return _read_holder(path) or {"pid": None, "mode": "unknown", "since": None}
 
@@ -122,12 +70,12 @@ class CaptureLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         f = os.fdopen(fd, "r+", encoding="utf-8")
         deadline = time.monotonic() + self.wait
-        while not _try_lock(f):
+        while not try_lock(f):
             holder = _read_holder(self.path)
             if time.monotonic() >= deadline or (holder or {}).get("mode") == "watch":
                 f.close()
                 raise CaptureLocked(_busy_message(self.path, holder), holder)
-            time.sleep(_RETRY_S)
+            time.sleep(RETRY_S)
         f.seek(0)
         f.truncate()
         f.write(json.dumps({"pid": os.getpid(), "mode": self.mode, "since": time.time()}))
@@ -142,7 +90,7 @@ class CaptureLock:
             f.seek(0)
             f.truncate()
             f.flush()
-            _unlock(f)
+            unlock(f)
         finally:
             f.close()
 

@@ -18,11 +18,15 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
+
+from store.file_lock import held
 
 __all__ = ["SEEN_FILE", "STORE_ID", "forget_replaced_store", "keyword_dir", "vector_file"]
 
 STORE_ID = "SELECT value FROM meta WHERE key = 'store_id'"
 SEEN_FILE = "stores.json"
+LOCK_WAIT_S = 5.0  # another server recording its database at the same moment
 # An id as the schema makes it (a UUID's hex digits): nothing else names a file to remove.
 _ID_FORM = re.compile(r"[0-9a-f]{32}")
 
@@ -44,39 +48,55 @@ def _kept_files(data_dir: Path, store_id: str) -> list[Path]:
     return [*data_dir.glob(f"{copy.name}*"), keyword_dir(data_dir, store_id)]
 
 
+def _seen(path: Path) -> dict[str, Any]:
+    try:
+        seen = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return seen if isinstance(seen, dict) else {}
+
+
 def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[Path]:
     """Record that ``database`` holds ``store_id``; when it held another store before,
     remove that store's kept files. Returns what was removed. A data directory that
-    cannot be read or written is left as it is (the files are caches)."""
+    cannot be read or written is left as it is (the files are caches).
+
+    Servers of several databases may start at once on one data directory: the record
+    is read again, changed and replaced under a lock (``stores.json.lock``), so that
+    none of them loses another's entry; a server that cannot have the lock within
+    ``LOCK_WAIT_S`` records nothing and removes nothing (the next one will)."""
     seen_path = data_dir / SEEN_FILE
-    try:
-        seen = json.loads(seen_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        seen = {}
-    if not isinstance(seen, dict):
-        seen = {}
-    before = seen.get(database)
-    if before == store_id:
+    if _seen(seen_path).get(database) == store_id:  # the common case: nothing to write
         return []
-    removed: list[Path] = []
-    if isinstance(before, str) and _ID_FORM.fullmatch(before):
-        for path in _kept_files(data_dir, before):
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            elif path.exists():
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            else:
-                continue
-            removed.append(path)
-    seen[database] = store_id
-    temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
     try:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the kept files make it
-        temporary.write_text(json.dumps(seen, indent=1, sort_keys=True), encoding="utf-8")
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, seen_path)
     except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-    return removed
+        return []
+    with held(data_dir / f"{SEEN_FILE}.lock", LOCK_WAIT_S) as locked:
+        if not locked:
+            return []
+        seen = _seen(seen_path)
+        before = seen.get(database)
+        if before == store_id:
+            return []
+        removed: list[Path] = []
+        if isinstance(before, str) and _ID_FORM.fullmatch(before):
+            for path in _kept_files(data_dir, before):
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                elif path.exists():
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                else:
+                    continue
+                removed.append(path)
+        seen[database] = store_id
+        temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
+        try:
+            temporary.write_text(json.dumps(seen, indent=1, sort_keys=True), encoding="utf-8")
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, seen_path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        return removed

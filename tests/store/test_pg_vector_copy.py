@@ -228,3 +228,33 @@ def test_a_recorded_id_of_another_form_names_no_file_to_remove(tmp_path: Path, u
     assert forget_replaced_store(data, location, seen[location]) == []  # "../outside" before
     assert outside.exists()
     assert json.loads((data / SEEN_FILE).read_text()) == seen
+
+
+_RECORDER = """
+import sys, time
+from pathlib import Path
+from store.postgres.kept import forget_replaced_store
+data, name, start = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+time.sleep(max(0.0, start - time.time()))
+for i in range(int(sys.argv[4])):
+    forget_replaced_store(data, f"127.0.0.1:5432/{name}-{i}", f"{i:032x}")
+"""
+
+
+def test_servers_starting_at_once_lose_no_record(tmp_path: Path):
+    """Servers of several databases starting together on one data directory each add
+    their database to the record: none is lost to another's write."""
+    import subprocess
+    import sys
+    import time
+
+    data = tmp_path / "data"
+    names, each = [f"db{n}" for n in range(6)], 15
+    start = time.time() + 1.5  # every process imported and waiting
+    procs = [subprocess.Popen([sys.executable, "-c", _RECORDER, str(data), name, str(start),
+                               str(each)]) for name in names]
+    assert [p.wait(timeout=60) for p in procs] == [0] * len(names)
+    seen = json.loads((data / SEEN_FILE).read_text())
+    assert seen == {f"127.0.0.1:5432/{name}-{i}": f"{i:032x}"
+                    for name in names for i in range(each)}
+    assert sorted(p.name for p in data.iterdir()) == [SEEN_FILE, f"{SEEN_FILE}.lock"]
