@@ -2,9 +2,8 @@
 
 An advisory lock on ``capture.lock`` beside the database (store.file_lock). The
 operating system drops it when the holder exits, however it exits, so a killed watcher
-never leaves a stale lock behind. The holder
-writes who it is (pid, mode, start time) into the file for status and for the message
-that a second watcher gets.
+never leaves a stale lock behind. The holder writes who it is (pid, mode, start time)
+into the file for status and for the message that a second watcher gets.
 """
 
 from __future__ import annotations
