@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 import store.keyword_index as keyword_index_module
-from nodes.load_evidence.hits import CANDIDATES
 from stenographer.app import App, open_app
 from stenographer.settings import Settings
 from store.db import Store
@@ -709,72 +708,3 @@ def test_queries_in_fts5_syntax_are_answered_as_fts5_answers_them(tmp_path: Path
             assert str(raised.value) == str(by_fts5.value)
     finally:
         opened.close()
-
-
-def test_a_plain_search_of_one_session_is_fts5s_and_the_others_are_the_indexs(
-        app: App, monkeypatch: pytest.MonkeyPatch):
-    """FTS5 scoped to a session walks that session's matches only: it answers a plain
-    search of one session and the guard's, with the hits the index would give; a
-    store-wide plain search and a caller's expression in a session are the index's."""
-    asked: list[str] = []
-    index_type = keyword_index_module.KeywordIndex
-    for name in ("search", "search_syntax"):
-        real = getattr(index_type, name)
-
-        def counted(self: object, *args: object, _real: object = real, _name: str = name,
-                    **kwargs: object) -> object:
-            asked.append(_name)
-            return _real(self, *args, **kwargs)  # type: ignore[operator]
-        monkeypatch.setattr(index_type, name, counted)
-    for n in range(30):
-        ingest(app, f"s{n % 3}", f"turn {n} on {WORDS[n % len(WORDS)]} and "
-                                 f"{WORDS[(n * 3) % len(WORDS)]}")
-    store = app.store
-    assert isinstance(store, Store)
-    store.keywords.flush(store)
-
-    def hits(graph: str, request: dict[str, object]) -> list[int]:
-        out, _ = app.run(graph, request)
-        return [int(i) for i, _ in out["keyword"]]
-
-    session = hits("search", {"query": "alpha delta", "session_id": "s0", "limit": 10})
-    hits("guard", {"session_id": "s0", "query": "alpha delta"})  # its compressed turns
-    assert session and asked == []
-    with store.read() as conn:  # the index's own answer to the same search
-        (sid,) = conn.execute("SELECT id FROM sessions WHERE name = 's0'").fetchone()
-        derived = store.keywords.search(conn, ["alpha", "delta"], sid, CANDIDATES)
-    assert session == [i for i, _ in derived]
-    asked.clear()
-    assert hits("search", {"query": "alpha delta", "cross_session": True, "limit": 10})
-    assert asked == ["search"]
-    asked.clear()
-    hits("search", {"query": "alph*", "session_id": "s0", "limit": 10})
-    assert asked == ["search_syntax"]
-
-
-def test_fts5_stays_merged_beside_the_index_and_gives_way_to_its_queue(
-        app: App, monkeypatch: pytest.MonkeyPatch):
-    """From the index's size FTS5 still answers a session's plain searches, so its
-    segments are merged there too; a merge stops between two steps while the index's
-    queue is long (the flush a search starts goes first), and goes on after."""
-    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
-    monkeypatch.setattr(fts5_search, "MERGE_PAGES", 1)  # several steps
-    for n in range(40):  # one transaction each: a segment each until FTS5 merges them
-        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]}")
-    store = app.store
-    assert isinstance(store, Store)
-    before, split = _word_hits(store), _segments(store)
-    assert split > 1 and queued(app) == 40
-
-    monkeypatch.setattr(keyword_index_module, "HOT_LIMIT", 5)
-    store._keep_merged()  # the queue is past HOT_LIMIT: it stops before its first step
-    assert _segments(store) == split
-    with store.read() as conn:  # a search starts the flush, not the merge
-        store.searched_keywords(conn)
-    store.upkeep.wait()
-    assert queued(app) == 0
-    with store.read() as conn:  # the next one starts the merge
-        store.searched_keywords(conn)
-    store.upkeep.wait()
-    assert _segments(store) == 1 and _word_hits(store) == before
-    assert audit(app) == {}
