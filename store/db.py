@@ -233,45 +233,38 @@ class Store:
         snapshot, else None (FTS5 answers, with the same hits). Below
         ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
         answers: the index is built only once the store reaches that size (nothing is
-        queued until then; ``nodes.publish.keyword_index.build_when_due``; Tantivy is
-        neither imported nor opened). From that size, past ``HOT_LIMIT`` queued turns
-        the queue is moved into the index on the store's upkeep thread, and past
-        ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index.
-        FTS5's segments are merged on that thread when they are due (``_keep_merged``),
-        at every size: it answers the plain searches of one session whatever the
-        store's size (``store.search``)."""
+        queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
+        segments are merged on the store's upkeep thread when they are due
+        (``_keep_merged``: Tantivy is neither imported nor opened). From that size, past
+        ``HOT_LIMIT`` queued turns the queue is moved into the index on that thread, and
+        past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
         from store.sqlite.search import MERGE_FROM
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
-        merge_due = largest >= max(min(self._merge_due, self._small_due), MERGE_FROM)
-        derived = None if largest < KeywordIndex.answers_from else self.keyword_index()
-        if derived is not None and queued > HOT_LIMIT:
-            derived.flush_later(self)  # first: the merge gives way to it (_keep_merged)
-        elif merge_due:
-            self.upkeep.start(self._keep_merged, "fts5-merge")
-        return None if derived is None or queued > BULK_QUEUE else derived
+        if largest < KeywordIndex.answers_from:
+            if largest >= max(min(self._merge_due, self._small_due), MERGE_FROM):
+                self.upkeep.start(self._keep_merged, "fts5-merge")
+            return None
+        derived = self.keyword_index()  # opened once per process (Tantivy imported then)
+        if derived is None:
+            return None
+        if queued > HOT_LIMIT:
+            derived.flush_later(self)
+        return None if queued > BULK_QUEUE else derived
 
     def _keep_merged(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its
         small segments (``merge_small``), on the upkeep thread; the searches start no
-        other before the store has grown to the next due size of either. From the
-        derived index's size it stops between two steps once that index's queue is past
-        ``HOT_LIMIT`` (the next search moves it in, and the merge goes on after)."""
-        from store.keyword_index import HOT_LIMIT, KeywordIndex, search_state
+        other before the store has grown to the next due size of either."""
+        from store.keyword_index import KeywordIndex
         from store.sqlite.search import SMALL_TURNS, keep_merged, merge_small, merge_state
 
-        def stop() -> bool:
-            if self.upkeep.stopping():
-                return True
-            with self.read() as conn:
-                largest, queued = search_state(conn)
-            return largest >= KeywordIndex.answers_from and queued > HOT_LIMIT
-
         try:
-            if not keep_merged(self, stop):
+            stop, below = self.upkeep.stopping, KeywordIndex.answers_from
+            if not keep_merged(self, stop, below=below) and merge_state(self)[0] < below:
                 merge_small(self, stop)
             largest, self._merge_due = merge_state(self)
             self._small_due = largest + SMALL_TURNS

@@ -41,11 +41,11 @@ def keyword_hits(
     when ``expression`` is not valid FTS5.
 
     ``derived``: the derived keyword index (``Backend.keyword_index``). It answers a plain
-    words query (``plain_phrases``) of the whole store, and a caller's expression that
-    it reads as FTS5 does (prefixes, NEAR, phrases, AND, OR: ``KeywordIndex.syntax``) in
-    one session or the whole store, also of compressed turns in a session, when it is
-    trusted and large enough to be faster (``KeywordIndex.answers_from``); anything
-    else is FTS5's (a plain query of one session among them), with the same hits.
+    words query (``plain_phrases``) and a caller's expression that it reads as FTS5 does
+    (prefixes, NEAR, phrases, AND, OR: ``KeywordIndex.syntax``), in one session or the
+    whole store, also of compressed turns in a session, when it is trusted and large
+    enough to be faster (``KeywordIndex.answers_from``); anything else is FTS5's, with
+    the same hits.
     """
     if derived is not None:
         hits = _derived_hits(conn, derived, expression, flt, limit, caller_syntax)
@@ -57,12 +57,6 @@ def keyword_hits(
 def _derived_hits(conn: Conn, derived: KeywordIndex, expression: str, flt: HitFilter,
                   limit: int, caller_syntax: bool) -> list[tuple[int, float]] | None:
     if flt.reads_rows or (flt.compressed_only and flt.session_id is None):
-        return None
-    if flt.session_id is not None and not caller_syntax:
-        # FTS5 with the session's scope token first walks that session's matches only,
-        # with the phrases' counts kept (store.sqlite.doc_freq): cheaper than the
-        # index's candidates, the same hits. A caller's expression is not: FTS5 counts
-        # its phrases over the whole index for every statement.
         return None
     if not derived.answers() or not derived.trusted(conn):
         return None

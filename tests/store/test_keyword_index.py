@@ -588,6 +588,8 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
 
     before, split = _word_hits(store), _segments(store)
     assert split > 1
+    assert fts5_search.keep_merged(store, below=40) == 0  # the derived index's size
+    assert _segments(store) == split
     assert fts5_search.keep_merged(store) > 1
     assert _segments(store) == 1 and _word_hits(store) == before
     assert fts5_search.keep_merged(store) == 0  # not due until the store grows
