@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from store.errors import StenoError
-from store.file_lock import RETRY_S, held_by_other, try_lock, unlock
+from store.file_lock import RETRY_S, held_by_other, open_lock, try_lock, unlock
 
 __all__ = ["LOCK_NAME", "CaptureLock", "CaptureLocked", "lock_holder"]
 
@@ -66,8 +66,7 @@ class CaptureLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        f = os.fdopen(fd, "r+", encoding="utf-8")
+        f = open_lock(self.path)
         deadline = time.monotonic() + self.wait
         while not try_lock(f):
             holder = _read_holder(self.path)

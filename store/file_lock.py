@@ -17,9 +17,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["RETRY_S", "held", "held_by_other", "try_lock", "unlock"]
+__all__ = ["RETRY_S", "held", "held_by_other", "open_lock", "try_lock", "unlock"]
 
 RETRY_S = 0.05  # between two tries of a lock someone holds
+
+
+def open_lock(path: Path) -> IO[str]:
+    """The lock file at ``path``, opened for reading and writing (made 0600 when
+    missing)."""
+    return os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+", encoding="utf-8")
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -82,7 +88,7 @@ def held(path: Path, wait_s: float) -> Iterator[bool]:
     False, and runs without it, when it was not had within ``wait_s`` or the file cannot
     be opened: the caller decides what it may then do."""
     try:
-        f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+", encoding="utf-8")
+        f = open_lock(path)
     except OSError:
         yield False
         return

@@ -92,9 +92,10 @@ def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[
                 removed.append(path)
         seen[database] = store_id
         temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
-        try:
-            temporary.write_text(json.dumps(seen, indent=1, sort_keys=True), encoding="utf-8")
-            os.chmod(temporary, 0o600)
+        try:  # owner-only from the start, as store.hook_log writes its record
+            fd = os.open(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(seen, f, indent=1, sort_keys=True)
             os.replace(temporary, seen_path)
         except OSError:
             with contextlib.suppress(OSError):
