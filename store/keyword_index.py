@@ -32,7 +32,9 @@ How it stays right:
   the queue is too long to score beside the index): each queued id's entry deleted and
   written again in one commit, then the queue rows removed. A process killed anywhere in it
   leaves the rows queued; the next flush writes them again (idempotent). One process
-  writes at a time (Tantivy's writer lock; the others leave the queue to it);
+  writes at a time (Tantivy's writer lock; the others leave the queue to it); another
+  process reads the index again when entries left the queue, those it saw and those
+  queued since it last looked (the queue's sequence tells);
 * the index is trusted only when the id written in its directory is the store's
   (``meta`` ``keyword_index``): a store copied, restored or migrated without the
   directory, a directory lost, or a build killed before its end, is not, and
@@ -158,6 +160,8 @@ KEEPS = "SELECT 1 FROM meta WHERE key = 'keyword_index'"
 INSERT_PENDING = """
 INSERT OR REPLACE INTO keyword_pending(exchange_id, context, dated) VALUES (?, ?, ?)"""
 SELECT_PENDING_SEQS = "SELECT seq, exchange_id FROM keyword_pending"
+# The largest seq ever given to a queued entry (the queue's AUTOINCREMENT).
+LAST_QUEUED = "SELECT seq FROM sqlite_sequence WHERE name = 'keyword_pending'"
 ANY_PENDING = "SELECT 1 FROM keyword_pending LIMIT 1"
 SELECT_PENDING_ROWS = """
 SELECT p.seq, p.exchange_id, e.session_id, e.content, p.context, p.dated
@@ -477,6 +481,7 @@ class KeywordIndex:
         self.index.config_reader(reload_policy="Manual")
         self._lock = threading.Lock()
         self._hot: dict[int, _Hot] = {}  # by queue seq
+        self._last_queued = 0  # the largest queue seq this process has read the queue at
         self._averages: tuple[float, float] | None = None
         # Rows of the index holding a caller's phrase, counted for the statistics in
         # ``_averages`` (the index as this process last read it): (those, the counts).
@@ -667,13 +672,21 @@ class KeywordIndex:
     def _refresh(self, conn: Conn) -> tuple[list[_Hot], set[int]]:
         """The queued turns (this process's copy brought up to date) and their ids."""
         seqs = {int(s): int(i) for s, i in all_rows(conn, SELECT_PENDING_SEQS)}
+        row = first(conn, LAST_QUEUED)
+        last = int(row[0]) if row is not None else 0
         with self._lock:
             gone = [s for s in self._hot if s not in seqs]
             for s in gone:
                 del self._hot[s]
-            if gone:  # another process flushed: its commit came before the rows went
+            # Entries queued since this process last read the queue and no longer in it
+            # were taken in by another process (or replaced) without this one seeing
+            # them: an import's whole queue, flushed before this process searched again.
+            unseen = sum(1 for s in seqs if s > self._last_queued)
+            if gone or unseen < last - self._last_queued:
+                # the flush's commit came before the rows went: the reader sees it
                 self.index.reload()
                 self._averages = None
+            self._last_queued = max(self._last_queued, last)
             new = [s for s in seqs if s not in self._hot]
             if new:
                 for seq, exchange_id, session_id, content, context, dated in all_rows(

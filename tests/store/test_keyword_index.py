@@ -494,6 +494,45 @@ def test_a_process_killed_while_ingesting_and_flushing_loses_and_duplicates_noth
         app.close()
 
 
+OTHER_WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    import store.keyword_index as k
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+    k.KeywordIndex.answers_from = 0
+    app = open_app(Settings(data_dir=Path({data!r}), turn_limit=1_000))
+    for n in range(5):
+        out, _ = app.run("ingest", {{"role": "user", "session_id": "other",
+                                    "content": "zebracorn report {{}}".format(n)}})
+        print(out["reply"]["exchange_id"], flush=True)
+    app.store.keywords.flush(app.store)
+    app.close()
+""")
+
+
+def test_turns_another_process_took_into_the_index_are_found(app: App):
+    """An import in another process queues its turns and takes them into the index
+    before this process searches again: this process never saw them queued, and finds
+    them in the index."""
+    first = ingest(app, "s", "the parser drops tabs")
+    store = app.store
+    assert isinstance(store, Store)
+    store.keywords.flush(store)
+    assert found(app, "parser", None) == [first]  # the queue read, empty
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_WRITER.format(root=str(REPO_ROOT),
+                                                   data=str(app.settings.data_dir))],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr
+    written = [int(line) for line in done.stdout.split()]
+    assert len(written) == 5 and queued(app) == 0
+    assert sorted(found(app, "zebracorn", None)) == written
+    assert found(app, "parser", None) == [first]
+    assert audit(app) == {}
+
+
 def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
     marker = "Zephyrquillbrant"
     keep = ingest(app, "s", "the parser drops tabs")
