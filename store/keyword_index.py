@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import heapq
+import json
 import math
 import re
 import shutil
@@ -66,8 +67,16 @@ import apsw
 from store import keyword_syntax
 from store.errors import StoreError
 from store.keyword_syntax import Expression, Node, Phrase
-from store.search_filter import BM25_WEIGHTS, FTS_TOKENIZE, KEYWORD_FIELDS, MONTHS, POOL
+from store.search_filter import (
+    BM25_WEIGHTS,
+    FTS_TOKENIZE,
+    KEYWORD_FIELDS,
+    MONTHS,
+    POOL,
+    HitFilter,
+)
 from store.sql import Conn, Transactions, all_rows, first
+from store.sqlite import bm25_top_path, doc_freq
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
 from store.upkeep import Upkeep
 
@@ -482,6 +491,11 @@ class KeywordIndex:
         self._lock = threading.Lock()
         self._hot: dict[int, _Hot] = {}  # by queue seq
         self._last_queued = 0  # the largest queue seq this process has read the queue at
+        self._reload_lock = threading.Lock()
+        # Whether the commit the reader holds has no deleted entry (Tantivy's document
+        # frequencies count those until their segment is merged): known once read by
+        # ``_reload``.
+        self._whole = False
         self._averages: tuple[float, float] | None = None
         # Rows of the index holding a caller's phrase, counted for the statistics in
         # ``_averages`` (the index as this process last read it): (those, the counts).
@@ -536,10 +550,27 @@ class KeywordIndex:
                 yield writer
             finally:
                 writer.wait_merging_threads()
-                self.index.reload()
-                self._averages = None
+                self._reload()
 
         return held()
+
+    def _reload(self) -> None:
+        """Read the index's last commit; its statistics are counted again. Whether it
+        holds no deleted entry is read from Tantivy's record of its segments, before and
+        after: the same record both times is the commit read."""
+        with self._reload_lock:
+            before = self._segments()
+            self.index.reload()
+            self._averages = None
+            self._whole = before is not None and before == self._segments() and not any(
+                (segment.get("deletes") or {}).get("num_deleted_docs")
+                for segment in json.loads(before).get("segments", ()))
+
+    def _segments(self) -> str | None:
+        try:
+            return (self.directory / "meta.json").read_text()
+        except OSError:
+            return None
 
     def _largest_id(self) -> int:
         searcher = self.index.searcher()
@@ -684,8 +715,7 @@ class KeywordIndex:
             unseen = sum(1 for s in seqs if s > self._last_queued)
             if gone or unseen < last - self._last_queued:
                 # the flush's commit came before the rows went: the reader sees it
-                self.index.reload()
-                self._averages = None
+                self._reload()
             self._last_queued = max(self._last_queued, last)
             new = [s for s in seqs if s not in self._hot]
             if new:
@@ -788,6 +818,59 @@ class KeywordIndex:
         avgdl = self._average_length(searcher, hot)
         return _ranked([(_fts5_bm25(columns, scoring, idfs, avgdl), i, n)
                         for i, n, columns in candidates], limit)
+
+    def counted_hits(self, conn: Conn, expression: str, phrases: Sequence[str],
+                     flt: HitFilter, limit: int) -> list[tuple[int, float]] | None:
+        """A session's plain search answered by FTS5 (``store.sqlite.search.keyword_hits``,
+        which walks only the session's matches and ranks them in C), once each phrase's
+        count over the whole store is known without FTS5 counting it (20-60 ms for a
+        common word at 1,000,000 turns): kept by the connection
+        (``store.sqlite.doc_freq``), or read here from the index and the queue when that
+        is exact (``phrase_rows``) and kept from then on. None when neither."""
+        if not bm25_top_path():
+            return None
+        assert isinstance(conn, apsw.Connection)
+        kept = doc_freq.snapshot(conn)
+        if kept is None:
+            return None
+        missing = doc_freq.uncounted(kept, phrases)
+        if missing:
+            counts = self.phrase_rows(conn, missing, kept.rows)
+            if counts is None:
+                return None
+            doc_freq.keep(kept, zip(missing, counts, strict=True))
+        return fts5_search.keyword_hits(conn, expression, flt, limit)
+
+    def phrase_rows(self, conn: Conn, phrases: Sequence[str], rows: int) -> list[int] | None:
+        """How many turns of ``conn``'s snapshot hold each of ``phrases`` (the rows
+        FTS5's bm25() counts for its IDF): Tantivy's document frequency of the word over
+        the index and the queued turns holding it. ``rows``: FTS5's row count in that
+        snapshot. None unless that is exact: a phrase of several words or a session's
+        scope token (FTS5 matches its column too); deleted entries in the index (counted
+        until merged); a queued removal, or a queued turn the index holds as well (a
+        re-index: both would count); an index and a queue that do not hold ``rows``
+        turns together (a flush of another process this one has not read yet)."""
+        words = []
+        for phrase in phrases:
+            tokens = tuple(fts_words(phrase))
+            if len(tokens) != 1 or _scope_session(tokens) is not None:
+                return None
+            words.append(tokens[0])
+        hot, _ = self._refresh(conn)
+        searcher: Any
+        with self._reload_lock:
+            searcher, whole = self.index.searcher(), self._whole
+        if (not whole or any(h.session_id is None for h in hot)
+                or int(searcher.num_docs) + len(hot) != rows):
+            return None
+        if hot:
+            q = self._tv.Query
+            newest = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned,
+                                   min(h.exchange_id for h in hot), 2**63 - 1)
+            if searcher.search(newest, 1, count=True).count:
+                return None
+        return [int(searcher.doc_freq("all", w)) + sum(1 for h in hot if w in h.words)
+                for w in words]
 
     def _candidates(self, searcher: Any, found: list[tuple[float, Any]], skip: set[int]
                     ) -> list[tuple[int, int, Columns]]:
@@ -1049,8 +1132,7 @@ class KeywordIndex:
         """(ids the index holds in (lo, hi] (of the session), ids queued in that range);
         ``expect``: about how many it should hold (the turns there)."""
         q, occur = self._tv.Query, self._tv.Occur
-        self.index.reload()
-        self._averages = None  # the statistics of what it now reads are counted again
+        self._reload()
         searcher = self.index.searcher()
         query = q.range_query(self.schema, "id", self._tv.FieldType.Unsigned, max(lo, 0), hi,
                               include_lower=False, include_upper=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import weakref
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import apsw
 
@@ -44,7 +44,7 @@ from store.keyword_syntax import fts_phrase
 from store.sql import first
 from store.sqlite.schema import EPOCH_KEY
 
-__all__ = ["MAX_PHRASES", "Kept", "counts_in", "phrase_counts", "snapshot"]
+__all__ = ["MAX_PHRASES", "Kept", "counts_in", "keep", "phrase_counts", "snapshot", "uncounted"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
@@ -131,6 +131,29 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
     return None if kept is None else counts_in(conn, kept, phrases)
 
 
+def uncounted(kept: Kept, phrases: Sequence[str]) -> list[str]:
+    """The phrases ``counts_in`` would count over the whole index in ``kept``'s
+    snapshot: not kept, kept too far behind, or kept of rows it does not hold."""
+    top, known = kept.top, kept.counts
+    out = []
+    for phrase in dict.fromkeys(phrases):
+        last = known.get(phrase, (0, 0))[0]
+        if not (last == top or (0 < last < top and top - last <= MAX_BEHIND)):
+            out.append(phrase)
+    return out
+
+
+def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
+    """Keep (phrase, rows holding it) counted exactly in ``kept``'s snapshot (by
+    ``counts_in``, or from the derived keyword index: ``KeywordIndex.phrase_rows``)."""
+    known, top = kept.counts, kept.top
+    counted = list(counts)
+    if len(known) + len(counted) > MAX_PHRASES:
+        known.clear()
+    for phrase, n in counted:
+        known[phrase] = (top, n)
+
+
 def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) -> bytes:
     """``phrase_counts`` in the snapshot ``kept`` was just brought to (``snapshot``)."""
     epoch, top, rows, known = kept.epoch, kept.top, kept.rows, kept.counts
@@ -161,11 +184,9 @@ def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) 
         every = first(conn, "SELECT " + ", ".join(marks), [fts_phrase(p) for _, p in whole])
         assert every is not None
         found += [(i, phrase, int(n)) for (i, phrase), n in zip(whole, every, strict=True)]
-    if len(known) + len(found) > MAX_PHRASES:
-        known.clear()
-    for i, phrase, n in found:
+    keep(kept, [(phrase, n) for _, phrase, n in found])
+    for i, _, n in found:
         counts[i] = n
-        known[phrase] = (top, n)
     return array("q", [rows, epoch, *counts]).tobytes()
 
 

@@ -29,7 +29,7 @@ from store.keyword_index import (
     index_directory,
     needs_rebuild,
 )
-from store.keyword_syntax import plain_phrases
+from store.keyword_syntax import fts_phrase, plain_phrases
 from store.search import HitFilter, keyword_hits
 from store.sql import Conn
 from store.sqlite import search as fts5_search
@@ -599,6 +599,121 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
                     compared += bool(expected)
             assert compared > 100
     finally:
+        opened.close()
+
+
+def _rows_holding(conn: Conn, words: list[str]) -> list[int]:
+    """FTS5's own count of the rows holding each word (what bm25() counts)."""
+    return [int(conn.execute("SELECT count(*) FROM exchanges_fts WHERE exchanges_fts MATCH ?",
+                             (fts_phrase(w),)).fetchone()[0]) for w in words]
+
+
+def test_a_sessions_plain_search_is_fts5s_with_its_words_counted_by_the_index(
+        tmp_path: Path):
+    """A session's plain search is FTS5's (the same hits and scores, to the bit), its
+    words' counts over the whole store read from the index and the queue; where those
+    would not be exact (a removal queued, deleted entries in the index, an entry the
+    queue does not explain) none is read from it (the index answers, as before)."""
+    import random
+
+    from nodes.publish.keyword_index import stored_entries
+    from store.forget import reindex_turn
+    from store.sqlite.doc_freq import snapshot
+
+    rng = random.Random(11)
+    vocabulary = [f"{a}{b}" for a in ("kel", "mar", "tor", "vin") for b in ("ax", "en", "is")]
+
+    def text() -> str:
+        return " ".join(rng.choices(vocabulary, k=rng.randint(3, 30)))
+
+    data = tmp_path / "data"
+    opened = open_app(_settings(data))
+    bare = Store(data / "steno.db")  # its own connections: FTS5 counts every word itself
+    try:
+        ids = [ingest(opened, f"conv{n % 4}", text()) for n in range(600)]
+        store = opened.store
+        assert isinstance(store, Store)
+        store.keywords.flush(store)
+        for n in range(20):  # queued: counted beside the index
+            ingest(opened, f"conv{n % 4}", text())
+        derived = store.keyword_index()
+        assert derived is not None
+
+        def rows_read(words: list[str]) -> tuple[list[int] | None, list[int]]:
+            with store.read() as conn:
+                rows = int(conn.execute("SELECT count(*) FROM exchanges").fetchone()[0])
+                return derived.phrase_rows(conn, words, rows), _rows_holding(conn, words)
+
+        def same_as_fts5() -> int:
+            with store.read() as conn:
+                sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+            compared = 0
+            for _ in range(12):
+                words = rng.sample(vocabulary, rng.randint(1, 4))
+                expression = " OR ".join(f'"{w}"' for w in words)
+                for session in sessions:
+                    flt = HitFilter(session_id=session)
+                    with bare.read() as conn:
+                        expected = keyword_hits(conn, expression, flt, 10)
+                    with store.read() as conn:
+                        got = keyword_hits(conn, expression, flt, 10, derived=derived)
+                    assert got == expected, (words, session)
+                    compared += bool(expected)
+            return compared
+
+        counted, expected = rows_read(vocabulary)
+        assert counted == expected and min(expected) > 0
+        assert same_as_fts5() > 40
+        with store.read() as conn:  # the counts were kept from the index: FTS5 counted none
+            kept = snapshot(conn)
+            assert kept is not None and kept.counts
+            assert {w: kept.counts[w][1] for w in vocabulary if w in kept.counts} == {
+                w: n for w, n in zip(vocabulary, expected, strict=True) if w in kept.counts}
+        with store.read() as conn:
+            rows = int(conn.execute("SELECT count(*) FROM exchanges").fetchone()[0])
+            session = int(conn.execute("SELECT min(id) FROM sessions").fetchone()[0])
+            assert derived.phrase_rows(conn, [f"{vocabulary[0]} {vocabulary[1]}"], rows) is None
+            assert derived.phrase_rows(conn, [f"s{session}"], rows) is None  # FTS5's scope
+            assert derived.phrase_rows(conn, vocabulary, rows + 1) is None
+
+        def forget(exchange_id: int) -> None:
+            out, _ = opened.run("forget", {
+                "confirm": True, "exchange_ids": [exchange_id], "session_id": None,
+                "since": None, "until": None, "text": None, "reason": "test",
+                "vacuum": False})
+            assert out["reply"]["count"] == 1
+
+        forget(ingest(opened, "conv0", text()))  # queued, then its removal in its place
+        with store.read() as conn:  # where the index and the queue would add up
+            beside = int(derived.index.searcher().num_docs) + queued(opened)
+            assert derived.phrase_rows(conn, vocabulary, beside) is None
+        forget(ids[5])  # its removal queued, its neighbours re-indexed
+        assert rows_read(vocabulary)[0] is None
+        with store.read() as conn:  # even where the index and the queue would add up (an
+            # index a flush behind, of another process): a removal is queued
+            beside = int(derived.index.searcher().num_docs) + queued(opened)
+            assert derived.phrase_rows(conn, vocabulary, beside) is None
+        store.keywords.flush(store)  # deleted entries in the index's segments now
+        assert queued(opened) == 0
+        assert rows_read(vocabulary)[0] is None
+        derived.rebuild(store, stored_entries)  # no deleted entry left
+        counted, expected = rows_read(vocabulary)
+        assert counted == expected and same_as_fts5() > 40
+        with store.write() as conn:  # a turn queued again, its entry still in the index
+            exchange_id, session, content = conn.execute(
+                "SELECT id, session_id, content FROM exchanges WHERE id = ?", (ids[9],)
+            ).fetchone()
+            reindex_turn(conn, exchange_id, session, content, vocabulary[1], "")
+        assert rows_read(vocabulary)[0] is None
+        with store.read() as conn:  # also where the index and the queue would add up
+            beside = int(derived.index.searcher().num_docs) + queued(opened)
+            assert derived.phrase_rows(conn, vocabulary, beside) is None
+        store.keywords.flush(store)  # its old entry deleted
+        assert queued(opened) == 0 and rows_read(vocabulary)[0] is None
+        store.keywords.add_entry((ids[-1] + 50, 1, f"{vocabulary[0]} never stored", "", ""))
+        assert rows_read(vocabulary)[0] is None
+    finally:
+        bare.close()
         opened.close()
 
 
