@@ -237,15 +237,18 @@ class Store:
         segments are merged on the store's upkeep thread when they are due
         (``_keep_merged``: Tantivy is neither imported nor opened). From that size, past
         ``HOT_LIMIT`` queued turns the queue is moved into the index on that thread, and
-        past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index."""
+        past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index.
+        FTS5's segments are merged there too when the queue is short (a session's plain
+        searches are FTS5's: ``KeywordIndex.counted_hits``)."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
         from store.sqlite.search import MERGE_FROM
 
         if self.read_only:
             return None
         largest, queued = search_state(conn)
+        merge_due = largest >= max(min(self._merge_due, self._small_due), MERGE_FROM)
         if largest < KeywordIndex.answers_from:
-            if largest >= max(min(self._merge_due, self._small_due), MERGE_FROM):
+            if merge_due:
                 self.upkeep.start(self._keep_merged, "fts5-merge")
             return None
         derived = self.keyword_index()  # opened once per process (Tantivy imported then)
@@ -253,18 +256,29 @@ class Store:
             return None
         if queued > HOT_LIMIT:
             derived.flush_later(self)
+        elif merge_due:
+            self.upkeep.start(self._keep_merged, "fts5-merge")
         return None if queued > BULK_QUEUE else derived
 
     def _keep_merged(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its
         small segments (``merge_small``), on the upkeep thread; the searches start no
-        other before the store has grown to the next due size of either."""
-        from store.keyword_index import KeywordIndex
+        other before the store has grown to the next due size of either. It stops
+        between two steps when the store closes or the derived index's queue grows
+        past ``HOT_LIMIT`` (its flush needs the thread; the next search goes on with
+        the merge where it stopped)."""
+        from store.keyword_index import HOT_LIMIT, KeywordIndex, search_state
         from store.sqlite.search import SMALL_TURNS, keep_merged, merge_small, merge_state
 
+        def stop() -> bool:
+            if self.upkeep.stopping():
+                return True
+            with self.read() as conn:
+                largest, queued = search_state(conn)
+            return queued > HOT_LIMIT and largest >= KeywordIndex.answers_from
+
         try:
-            stop, below = self.upkeep.stopping, KeywordIndex.answers_from
-            if not keep_merged(self, stop, below=below) and merge_state(self)[0] < below:
+            if not keep_merged(self, stop):
                 merge_small(self, stop)
             largest, self._merge_due = merge_state(self)
             self._small_due = largest + SMALL_TURNS

@@ -27,6 +27,10 @@ How it stays right:
   scored in this process as FTS5's bm25() scores them, with the index's statistics
   (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
   is never returned (it may be older than the queue's);
+* a session's plain search is FTS5's (``counted_hits``: it walks only the session's
+  matches), given each word's count over the store from the index and the queue where
+  that count is exact (``phrase_rows``), so that FTS5 does not count it over its whole
+  index;
 * ``flush`` moves the queue into the index, on a thread of its own started by a search
   that finds it long (``store.db.Store.searched_keywords``, which lets FTS5 answer while
   the queue is too long to score beside the index): each queued id's entry deleted and
@@ -493,8 +497,7 @@ class KeywordIndex:
         self._last_queued = 0  # the largest queue seq this process has read the queue at
         self._reload_lock = threading.Lock()
         # Whether the commit the reader holds has no deleted entry (Tantivy's document
-        # frequencies count those until their segment is merged): known once read by
-        # ``_reload``.
+        # frequencies count those until their segment is merged), read by ``_reload``.
         self._whole = False
         self._averages: tuple[float, float] | None = None
         # Rows of the index holding a caller's phrase, counted for the statistics in
@@ -502,6 +505,7 @@ class KeywordIndex:
         self._held: tuple[object, dict[Phrase, int]] = (None, {})
         self._trusted: str | None = None
         self._upkeep = upkeep or Upkeep()
+        self._reload()
 
     # --- trust ----------------------------------------------------------------------------
 

@@ -44,8 +44,9 @@ def keyword_hits(
     words query (``plain_phrases``) and a caller's expression that it reads as FTS5 does
     (prefixes, NEAR, phrases, AND, OR: ``KeywordIndex.syntax``), in one session or the
     whole store, also of compressed turns in a session, when it is trusted and large
-    enough to be faster (``KeywordIndex.answers_from``); anything else is FTS5's, with
-    the same hits.
+    enough to be faster (``KeywordIndex.answers_from``); a session's plain query goes to
+    FTS5 even then when the index can give its words' counts
+    (``KeywordIndex.counted_hits``); anything else is FTS5's, with the same hits.
     """
     if derived is not None:
         hits = _derived_hits(conn, derived, expression, flt, limit, caller_syntax)

@@ -1,9 +1,9 @@
 """A store's upkeep thread: work that searches (or commits) start and do not wait for.
 
 One thread at a time per instance. A store has two: the write-ahead log's checkpoints,
-and the keyword indexes' upkeep: the FTS5 index's merge below the derived keyword
-index's size (``store.sqlite.search.keep_merged``), and from that size the derived
-index's flush and first build (``store.keyword_index``). Work asked for while a thread
+and the keyword indexes' upkeep: the FTS5 index's merge (``store.sqlite.search.keep_merged``)
+and, from the derived keyword index's size, that index's flush and first build
+(``store.keyword_index``). Work asked for while a thread
 runs is not queued: the next search that finds it due asks again. ``stop`` (before the
 store closes) asks the running work to stop at its next step and waits for it.
 """

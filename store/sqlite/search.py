@@ -88,17 +88,13 @@ def merge_state(store: Transactions) -> tuple[int, int]:
     return largest, max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH))
 
 
-def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False, *,
-                below: int | None = None) -> int:
+def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
     """Merge the FTS5 index's segments into one when the store grew by MERGE_GROWTH
     since they were last merged; how many steps it took (0: not due). Runs beside the
     searches (the store's upkeep thread, ``store.upkeep``): every step is a write of its
-    own, and ``stop()`` ends it between two (the next call goes on where it stopped). ``below``:
-    only while the store has fewer turns (from there the derived keyword index answers
-    the plain searches, and a rewrite of the whole FTS5 index would cost more than it
-    saves the few others)."""
+    own, and ``stop()`` ends it between two (the next call goes on where it stopped)."""
     largest, due = merge_state(store)
-    if largest < due or (below is not None and largest >= below):
+    if largest < due:
         return 0
     steps = 0
     while not stop():

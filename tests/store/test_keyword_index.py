@@ -742,8 +742,6 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
 
     before, split = _word_hits(store), _segments(store)
     assert split > 1
-    assert fts5_search.keep_merged(store, below=40) == 0  # the derived index's size
-    assert _segments(store) == split
     assert fts5_search.keep_merged(store) > 1
     assert _segments(store) == 1 and _word_hits(store) == before
     assert fts5_search.keep_merged(store) == 0  # not due until the store grows
@@ -778,6 +776,30 @@ def test_small_segments_are_merged_among_themselves_with_the_same_hits(
     store.upkeep.wait()
     assert _segments(store) < split and _word_hits(store) == before
     assert fts5_search.merge_small(store) == 1  # nothing left to merge: one step, no change
+    assert audit(app) == {}
+
+
+def test_fts5_segments_are_merged_beside_the_derived_index_when_its_queue_is_short(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """From the derived index's size a session's plain searches are FTS5's, so its
+    segments are merged there too; the merge gives the thread up to the index's flush
+    when the queue grows past HOT_LIMIT, and goes on once it is taken in."""
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    monkeypatch.setattr(fts5_search, "MERGE_PAGES", 1)  # several steps
+    store = app.store
+    assert isinstance(store, Store)
+    for n in range(HOT_LIMIT + 20):
+        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]}")
+    before, split = _word_hits(store), _segments(store)
+    assert split > 1 and queued(app) > HOT_LIMIT
+    store._keep_merged()  # the queue waits for the thread: one step, then it stops
+    largest, due = fts5_search.merge_state(store)
+    assert _segments(store) > 1 and due <= largest  # still due
+    store.keywords.flush(store)
+    with store.read() as conn:  # a search finds the merge due and starts it
+        assert store.searched_keywords(conn) is not None
+    store.upkeep.wait()
+    assert _segments(store) == 1 and _word_hits(store) == before
     assert audit(app) == {}
 
 
