@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from store.db import Store
 from store.keyword_index import (
     HOT_LIMIT,
     Indexed,
+    KeywordIndex,
     index_directory,
     needs_rebuild,
 )
@@ -556,6 +557,21 @@ def test_forgetting_rewrites_the_index_so_no_segment_keeps_the_words(app: App):
     assert found(app, "parser", "s") == [keep] and audit(app) == {}
 
 
+def held_and_queued(app: App, text: Callable[[], str], held: int, queued: int,
+                    sessions: int) -> tuple[Store, KeywordIndex, list[int]]:
+    """``held`` turns of ``text()`` moved into the index, then ``queued`` more left in the
+    queue (searched beside it), over ``sessions`` sessions: the store, its index, the
+    turns' ids."""
+    store = app.store
+    assert isinstance(store, Store)
+    ids = [ingest(app, f"conv{n % sessions}", text()) for n in range(held)]
+    store.keywords.flush(store)
+    ids += [ingest(app, f"conv{n % sessions}", text()) for n in range(queued)]
+    derived = store.keyword_index()
+    assert derived is not None
+    return store, derived, ids
+
+
 def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
     """On a store of a few thousand turns (most in the index, some queued), plain-word
     searches store-wide and in a session return FTS5's top 10, with its scores."""
@@ -572,15 +588,7 @@ def test_the_derived_index_ranks_and_scores_as_fts5(tmp_path: Path):
 
     opened = open_app(Settings(data_dir=tmp_path / "data", turn_limit=1_000))
     try:
-        for n in range(2_400):
-            ingest(opened, f"conv{n % 6}", text())
-        store = opened.store
-        assert isinstance(store, Store)
-        store.keywords.flush(store)
-        for n in range(60):  # queued: scored beside the index
-            ingest(opened, f"conv{n % 6}", text())
-        derived = store.keyword_index()
-        assert derived is not None
+        store, derived, _ = held_and_queued(opened, text, 2_400, 60, 6)
         with store.read() as conn:
             sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
             queries = [rng.sample(vocabulary, rng.randint(1, 4)) for _ in range(25)]
@@ -630,14 +638,7 @@ def test_a_sessions_plain_search_is_fts5s_with_its_words_counted_by_the_index(
     opened = open_app(_settings(data))
     bare = Store(data / "steno.db")  # its own connections: FTS5 counts every word itself
     try:
-        ids = [ingest(opened, f"conv{n % 4}", text()) for n in range(600)]
-        store = opened.store
-        assert isinstance(store, Store)
-        store.keywords.flush(store)
-        for n in range(20):  # queued: counted beside the index
-            ingest(opened, f"conv{n % 4}", text())
-        derived = store.keyword_index()
-        assert derived is not None
+        store, derived, ids = held_and_queued(opened, text, 600, 20, 4)
 
         def rows_read(words: list[str]) -> tuple[list[int] | None, list[int]]:
             with store.read() as conn:
