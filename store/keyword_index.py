@@ -849,15 +849,16 @@ class KeywordIndex:
         """How many turns of ``conn``'s snapshot hold each of ``phrases`` (the rows
         FTS5's bm25() counts for its IDF): Tantivy's document frequency of the word over
         the index and the queued turns holding it. ``rows``: FTS5's row count in that
-        snapshot. None unless that is exact: a phrase of several words or a session's
-        scope token (FTS5 matches its column too); deleted entries in the index (counted
-        until merged); a queued removal, or a queued turn the index holds as well (a
-        re-index: both would count); an index and a queue that do not hold ``rows``
-        turns together (a flush of another process this one has not read yet)."""
+        snapshot. A session's scope token (``s3``) is held by that session's turns too
+        (FTS5 matches it in the scope column). None unless that is exact: a phrase of
+        several words; deleted entries in the index (counted until merged); a queued
+        removal, or a queued turn the index holds as well (a re-index: both would
+        count); an index and a queue that do not hold ``rows`` turns together (a flush
+        of another process this one has not read yet)."""
         words = []
         for phrase in phrases:
             tokens = tuple(fts_words(phrase))
-            if len(tokens) != 1 or _scope_session(tokens) is not None:
+            if len(tokens) != 1:
                 return None
             words.append(tokens[0])
         hot, _ = self._refresh(conn)
@@ -873,8 +874,19 @@ class KeywordIndex:
                                    min(h.exchange_id for h in hot), 2**63 - 1)
             if searcher.search(newest, 1, count=True).count:
                 return None
-        return [int(searcher.doc_freq("all", w)) + sum(1 for h in hot if w in h.words)
-                for w in words]
+        return [self._word_rows(searcher, w, hot) for w in words]
+
+    def _word_rows(self, searcher: Any, word: str, hot: list[_Hot]) -> int:
+        """``phrase_rows`` of one word, in an index without deleted entries."""
+        session = _scope_session((word,))
+        if session is None:
+            return int(searcher.doc_freq("all", word)) + sum(1 for h in hot if word in h.words)
+        q, occur = self._tv.Query, self._tv.Occur
+        both = q.boolean_query([(occur.Must, q.term_query(self.schema, "all", word)),
+                                (occur.Must, q.term_query(self.schema, "session", session))])
+        return (int(searcher.doc_freq("all", word)) + int(searcher.doc_freq("session", session))
+                - int(searcher.search(both, 1, count=True).count or 0)
+                + sum(1 for h in hot if word in h.words or h.session_id == session))
 
     def _candidates(self, searcher: Any, found: list[tuple[float, Any]], skip: set[int]
                     ) -> list[tuple[int, int, Columns]]:

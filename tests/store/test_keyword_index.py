@@ -631,8 +631,9 @@ def test_a_sessions_plain_search_is_fts5s_with_its_words_counted_by_the_index(
     rng = random.Random(11)
     vocabulary = [f"{a}{b}" for a in ("kel", "mar", "tor", "vin") for b in ("ax", "en", "is")]
 
-    def text() -> str:
-        return " ".join(rng.choices(vocabulary, k=rng.randint(3, 30)))
+    def text() -> str:  # a few name a session's scope token (Amazon S3 is "s3")
+        return " ".join(rng.choices(vocabulary, k=rng.randint(3, 30))) + rng.choice(
+            ("", "", "", " s1", " s2"))
 
     data = tmp_path / "data"
     opened = open_app(_settings(data))
@@ -650,7 +651,7 @@ def test_a_sessions_plain_search_is_fts5s_with_its_words_counted_by_the_index(
                 sessions = [int(r[0]) for r in conn.execute("SELECT id FROM sessions")]
             compared = 0
             for _ in range(12):
-                words = rng.sample(vocabulary, rng.randint(1, 4))
+                words = rng.sample([*vocabulary, "s1", "s2"], rng.randint(1, 4))
                 expression = " OR ".join(f'"{w}"' for w in words)
                 for session in sessions:
                     flt = HitFilter(session_id=session)
@@ -674,7 +675,8 @@ def test_a_sessions_plain_search_is_fts5s_with_its_words_counted_by_the_index(
             rows = int(conn.execute("SELECT count(*) FROM exchanges").fetchone()[0])
             session = int(conn.execute("SELECT min(id) FROM sessions").fetchone()[0])
             assert derived.phrase_rows(conn, [f"{vocabulary[0]} {vocabulary[1]}"], rows) is None
-            assert derived.phrase_rows(conn, [f"s{session}"], rows) is None  # FTS5's scope
+            scope = [f"s{session}", f"s{session + 1}"]  # FTS5 matches its column too
+            assert derived.phrase_rows(conn, scope, rows) == _rows_holding(conn, scope)
             assert derived.phrase_rows(conn, vocabulary, rows + 1) is None
 
         def forget(exchange_id: int) -> None:
