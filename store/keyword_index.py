@@ -437,6 +437,17 @@ def _hot_candidates(hot: list[_Hot], session_id: int | None, exclude: set[int] |
             and (session_id is None or h.session_id == session_id)]
 
 
+def _without_deletes(meta: str) -> bool:
+    """Whether Tantivy's record of an index's segments (its ``meta.json``) says that no
+    segment holds deleted entries; False for a record not read as expected."""
+    try:
+        segments = json.loads(meta)["segments"]
+        return not any((segment["deletes"] or {}).get("num_deleted_docs")
+                       for segment in segments)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def every_id(searcher: Any, query: Any, expect: int) -> set[int]:
     """The ``id`` of every document a Tantivy ``query`` matches (an audit's range), asked
     for ``expect`` (about how many there should be) and again for more while they fill
@@ -566,9 +577,8 @@ class KeywordIndex:
             before = self._segments()
             self.index.reload()
             self._averages = None
-            self._whole = before is not None and before == self._segments() and not any(
-                (segment.get("deletes") or {}).get("num_deleted_docs")
-                for segment in json.loads(before).get("segments", ()))
+            self._whole = (before is not None and before == self._segments()
+                           and _without_deletes(before))
 
     def _segments(self) -> str | None:
         try:
