@@ -420,6 +420,17 @@ def report(rows: list[dict[str, Any]]) -> None:
          for r in rows],
         title="\nStores built through the bulk path (ingest_batch); query_history over "
               "stdio, ms (ratio to a call rejected by validation)")
+    smallest = {}  # per backend, the row of its smallest store in this run
+    for r in sorted(rows, key=lambda r: r["turns"]):
+        smallest.setdefault(r["backend"], r)
+    for r in rows:
+        base = smallest[r["backend"]]
+        if base is not r:  # a session search should not grow with the store (1.5x at most)
+            grown, at = (x["search"]["session"]["p50"] for x in (r, base))
+            floors = r["search"]["floor_ms"] / base["search"]["floor_ms"]
+            print(f"\n{r['backend']} session search p50 at {r['turns']:,} turns: "
+                  f"{grown / at:.2f}x the {base['turns']:,}-turn figure "
+                  f"({grown / at / floors:.2f}x as ratios to each run's floor)")
     for r in rows:
         print(f"\n{r['backend']} build of {r['turns']:,} turns, CPU per turn: this process "
               f"{r['build_cpu_s'] / r['turns'] * 1e6:.0f} us, the per-turn stages' worker "
