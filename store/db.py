@@ -268,7 +268,7 @@ class Store:
         past ``HOT_LIMIT`` (its flush needs the thread; the next search goes on with
         the merge where it stopped)."""
         from store.keyword_index import HOT_LIMIT, KeywordIndex, search_state
-        from store.sqlite.search import SMALL_TURNS, keep_merged, merge_small, merge_state
+        from store.sqlite.search import keep_merged, merge_small, merge_state
 
         def stop() -> bool:
             if self.upkeep.stopping():
@@ -280,8 +280,7 @@ class Store:
         try:
             if not keep_merged(self, stop):
                 merge_small(self, stop)
-            largest, self._merge_due = merge_state(self)
-            self._small_due = largest + SMALL_TURNS
+            _, self._merge_due, self._small_due = merge_state(self)
         except Exception as ex:  # left as it is: a later search tries again
             print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
 

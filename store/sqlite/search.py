@@ -64,28 +64,33 @@ CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND 
 # merged. ``merge_small`` merges those among themselves (every size holding two or
 # more, FTS5's 'merge' with 'usermerge' 2) and leaves the large segment as it is: three
 # segments then (+14%), for 8 ms of CPU. The upkeep thread runs it once SMALL_TURNS
-# turns were written since the last merge of either kind.
+# turns were written since the last merge of either kind (both recorded in ``meta``, so
+# that a new process, a hook's, does not write to find nothing to merge).
 MERGE_GROWTH = 1.25
 MERGE_PAGES = 64
 MERGE_FROM = 1_000  # turns: a smaller index has few segments and costs little anyway
 SMALL_TURNS = 100
 MERGED_KEY = "fts_merged_at"  # meta: the largest turn id when the index was last merged
+SMALL_KEY = "fts_small_merged_at"  # meta: the same, its small segments (either merge)
 MERGE_STEP = "INSERT INTO exchanges_fts(exchanges_fts, rank) VALUES ('merge', ?)"
 PAIRS = "INSERT INTO exchanges_fts(exchanges_fts, rank) VALUES ('usermerge', 2)"
-MERGE_STATE = """
+MERGE_STATE = f"""
 SELECT (SELECT coalesce(max(id), 0) FROM exchanges),
-       (SELECT value FROM meta WHERE key = ?)"""
+       (SELECT value FROM meta WHERE key = '{MERGED_KEY}'),
+       (SELECT value FROM meta WHERE key = '{SMALL_KEY}')"""
 SET_MERGED = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)"
 
 
-def merge_state(store: Transactions) -> tuple[int, int]:
-    """The largest turn id, and the one from which the next merge is due (MERGE_FROM,
-    or MERGE_GROWTH times the largest id at the last merge)."""
+def merge_state(store: Transactions) -> tuple[int, int, int]:
+    """The largest turn id; the one from which the next merge of every segment is due
+    (MERGE_FROM, or MERGE_GROWTH times the largest id at the last one); the one from
+    which a merge of the small segments is (SMALL_TURNS past the last merge of either
+    kind)."""
     with store.read() as conn:
-        row = first(conn, MERGE_STATE, (MERGED_KEY,))
-    largest = int(row[0]) if row is not None else 0
-    merged = int(row[1]) if row is not None and row[1] is not None else 0
-    return largest, max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH))
+        row = first(conn, MERGE_STATE)
+    largest, merged, small = (int(v or 0) for v in (row if row is not None else (0, 0, 0)))
+    return (largest, max(MERGE_FROM, math.ceil(merged * MERGE_GROWTH)),
+            max(MERGE_FROM, max(merged, small) + SMALL_TURNS))
 
 
 def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
@@ -93,7 +98,7 @@ def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -
     since they were last merged; how many steps it took (0: not due). Runs beside the
     searches (the store's upkeep thread, ``store.upkeep``): every step is a write of its
     own, and ``stop()`` ends it between two (the next call goes on where it stopped)."""
-    largest, due = merge_state(store)
+    largest, due, _ = merge_state(store)
     if largest < due:
         return 0
     steps = 0
@@ -113,7 +118,11 @@ def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -
 def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
     """Merge the FTS5 index's segments of each size that holds two or more into one of
     the next size, until no size does (each step its own short write, as in
-    ``keep_merged``); how many steps it took."""
+    ``keep_merged``), when SMALL_TURNS turns were written since the last merge; how many
+    steps it took (0: not due)."""
+    largest, _, due = merge_state(store)
+    if largest < due:
+        return 0
     steps = 0
     while not stop():
         with store.write() as conn:
@@ -124,6 +133,7 @@ def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -
             conn.execute(MERGE_STEP, (MERGE_PAGES,))
             steps += 1
             if conn.total_changes() - before < 2:
+                conn.execute(SET_MERGED, (SMALL_KEY, str(largest)))
                 return steps
     return steps
 

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 
 import store.keyword_index as keyword_index_module
@@ -754,13 +755,16 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
     assert audit(app) == {}
 
 
+SMALL_TURNS_IN_TEST = 10
+
+
 def test_small_segments_are_merged_among_themselves_with_the_same_hits(
         app: App, monkeypatch: pytest.MonkeyPatch):
     """Between two merges of the whole index, the segments that turns written one at a
     time add are merged among themselves once a search finds SMALL_TURNS turns written
     since the last merge: fewer segments, the same hits."""
     monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
-    monkeypatch.setattr(fts5_search, "SMALL_TURNS", 10)
+    monkeypatch.setattr(fts5_search, "SMALL_TURNS", SMALL_TURNS_IN_TEST)
     monkeypatch.setattr(keyword_index_module.KeywordIndex, "answers_from", 1_000)  # FTS5's
     store = app.store
     assert isinstance(store, Store)
@@ -778,7 +782,22 @@ def test_small_segments_are_merged_among_themselves_with_the_same_hits(
         store.searched_keywords(conn)
     store.upkeep.wait()
     assert _segments(store) < split and _word_hits(store) == before
-    assert fts5_search.merge_small(store) == 1  # nothing left to merge: one step, no change
+    assert fts5_search.merge_small(store) == 0  # not due before SMALL_TURNS more turns
+    # Another process (a hook's) finds no merge due in the store and writes nothing.
+    other = Store(store.path)
+    probe = apsw.Connection(str(store.path))
+    try:
+        written = probe.execute("PRAGMA data_version").fetchone()
+        with other.read() as conn:
+            other.searched_keywords(conn)
+        other.upkeep.wait()
+        assert probe.execute("PRAGMA data_version").fetchone() == written
+    finally:
+        probe.close()
+        other.close()
+    for n in range(SMALL_TURNS_IN_TEST):
+        ingest(app, f"s{n % 3}", f"last turn {n} on {WORDS[n % len(WORDS)]}")
+    assert fts5_search.merge_small(store) >= 1  # due again
     assert audit(app) == {}
 
 
@@ -796,7 +815,7 @@ def test_fts5_segments_are_merged_beside_the_derived_index_when_its_queue_is_sho
     before, split = _word_hits(store), _segments(store)
     assert split > 1 and queued(app) > HOT_LIMIT
     store._keep_merged()  # the queue waits for the thread: one step, then it stops
-    largest, due = fts5_search.merge_state(store)
+    largest, due, _ = fts5_search.merge_state(store)
     assert _segments(store) > 1 and due <= largest  # still due
     store.keywords.flush(store)
     with store.read() as conn:  # a search finds the merge due and starts it
