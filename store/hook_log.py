@@ -12,10 +12,11 @@ its own run, the last rename wins.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
+
+from store.owner_file import replace_json
 
 __all__ = ["HOOK_LOG", "MAX_ERROR_CHARS", "hook_log", "record_hook"]
 
@@ -44,10 +45,6 @@ def record_hook(data_dir: Path, *, host: str, event: str, ok: bool, duration_ms:
         state = {"last_run": run,
                  "last_error": run if error is not None else before.get("last_error")}
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = data_dir / f".{HOOK_LOG}.{os.getpid()}"
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state, f, ensure_ascii=False)
-        os.replace(tmp, data_dir / HOOK_LOG)
+        replace_json(data_dir / HOOK_LOG, state, ensure_ascii=False)
     except OSError:
         pass

@@ -853,7 +853,7 @@ class KeywordIndex:
             if counts is None:
                 return None
             doc_freq.keep(kept, zip(missing, counts, strict=True))
-        return fts5_search.keyword_hits(conn, expression, flt, limit)
+        return fts5_search.kept_hits(conn, kept, expression, flt, limit)
 
     def phrase_rows(self, conn: Conn, phrases: Sequence[str], rows: int) -> list[int] | None:
         """How many turns of ``conn``'s snapshot hold each of ``phrases`` (the rows

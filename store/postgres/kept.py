@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from store.file_lock import held
+from store.owner_file import replace_json
 
 __all__ = ["SEEN_FILE", "STORE_ID", "forget_replaced_store", "keyword_dir", "vector_file"]
 
@@ -79,25 +79,25 @@ def forget_replaced_store(data_dir: Path, database: str, store_id: str) -> list[
         before = seen.get(database)
         if before == store_id:
             return []
-        removed: list[Path] = []
-        if isinstance(before, str) and _ID_FORM.fullmatch(before):
-            for path in _kept_files(data_dir, before):
-                if path.is_dir():
-                    shutil.rmtree(path, ignore_errors=True)
-                elif path.exists():
-                    with contextlib.suppress(OSError):
-                        path.unlink()
-                else:
-                    continue
-                removed.append(path)
+        removed = _removed(data_dir, before)
         seen[database] = store_id
-        temporary = seen_path.with_name(f"{SEEN_FILE}.{os.getpid()}")
-        try:  # owner-only from the start, as store.hook_log writes its record
-            fd = os.open(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(seen, f, indent=1, sort_keys=True)
-            os.replace(temporary, seen_path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+        with contextlib.suppress(OSError):
+            replace_json(seen_path, seen, indent=1, sort_keys=True)
         return removed
+
+
+def _removed(data_dir: Path, store_id: object) -> list[Path]:
+    """Remove the kept files of ``store_id`` (a store's id, else nothing); what was."""
+    if not (isinstance(store_id, str) and _ID_FORM.fullmatch(store_id)):
+        return []
+    removed: list[Path] = []
+    for path in _kept_files(data_dir, store_id):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            with contextlib.suppress(OSError):
+                path.unlink()
+        else:
+            continue
+        removed.append(path)
+    return removed

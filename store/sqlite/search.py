@@ -27,11 +27,11 @@ from store.search_filter import (
 )
 from store.sql import Conn, Row, Transactions, all_rows, first
 from store.sqlite import bm25_top_path
-from store.sqlite.doc_freq import counts_in, snapshot
+from store.sqlite.doc_freq import Kept, counts_in, snapshot
 
-__all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "keep_merged", "keyword_hits",
-           "keyword_sql", "length_factor", "match_expression", "merge_small", "merge_state",
-           "ranked", "scope_token"]
+__all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "keep_merged", "kept_hits",
+           "keyword_hits", "keyword_sql", "length_factor", "match_expression", "merge_small",
+           "merge_state", "ranked", "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
 # (in conversations the long turns carry the facts; pivoted length normalisation makes
@@ -101,18 +101,8 @@ def keep_merged(store: Transactions, stop: Callable[[], bool] = lambda: False) -
     largest, due, _ = merge_state(store)
     if largest < due:
         return 0
-    steps = 0
-    while not stop():
-        with store.write() as conn:
-            assert isinstance(conn, apsw.Connection)
-            before = conn.total_changes()
-            # negative: every segment, whatever its level, merged into one
-            conn.execute(MERGE_STEP, (-MERGE_PAGES,))
-            steps += 1
-            if conn.total_changes() - before < 2:  # nothing left to merge (FTS5's test)
-                conn.execute(SET_MERGED, (MERGED_KEY, str(largest)))
-                return steps
-    return steps
+    # negative: every segment, whatever its level, merged into one
+    return _merged(store, stop, -MERGE_PAGES, MERGED_KEY, largest)
 
 
 def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -> int:
@@ -123,17 +113,26 @@ def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -
     largest, _, due = merge_state(store)
     if largest < due:
         return 0
+    return _merged(store, stop, MERGE_PAGES, SMALL_KEY, largest, first=PAIRS)
+
+
+def _merged(store: Transactions, stop: Callable[[], bool], pages: int, key: str,
+            largest: int, *, first: str | None = None) -> int:
+    """FTS5's 'merge' of ``pages`` a step, each step a write of its own, until nothing
+    is left to merge (then ``key`` records ``largest`` in ``meta``) or ``stop()``; how
+    many steps it took. ``first``: a statement run before the first step (a setting
+    FTS5 keeps in the index's configuration)."""
     steps = 0
     while not stop():
         with store.write() as conn:
             assert isinstance(conn, apsw.Connection)
-            if not steps:
-                conn.execute(PAIRS)  # kept in the index's configuration
+            if first is not None and not steps:
+                conn.execute(first)
             before = conn.total_changes()
-            conn.execute(MERGE_STEP, (MERGE_PAGES,))
+            conn.execute(MERGE_STEP, (pages,))
             steps += 1
-            if conn.total_changes() - before < 2:
-                conn.execute(SET_MERGED, (SMALL_KEY, str(largest)))
+            if conn.total_changes() - before < 2:  # nothing left to merge (FTS5's test)
+                conn.execute(SET_MERGED, (key, str(largest)))
                 return steps
     return steps
 
@@ -259,6 +258,16 @@ def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
                  caller_syntax: bool = False) -> list[tuple[int, float]]:
     """Best keyword matches as (exchange id, score), best first (see
     ``store.search.keyword_hits``)."""
+    assert isinstance(conn, apsw.Connection)
+    # None outside a read transaction: nothing is kept then
+    return kept_hits(conn, snapshot(conn), expression, flt, limit,
+                     caller_syntax=caller_syntax)
+
+
+def kept_hits(conn: apsw.Connection, kept: Kept | None, expression: str, flt: HitFilter,
+              limit: int, *, caller_syntax: bool = False) -> list[tuple[int, float]]:
+    """``keyword_hits`` with what ``conn`` keeps (``store.sqlite.doc_freq.snapshot``, just
+    brought to its snapshot; None: nothing is kept)."""
     if caller_syntax:
         check_expression(conn, expression)
     match = match_expression(expression, flt, own_words=caller_syntax)
@@ -266,8 +275,6 @@ def keyword_hits(conn: Conn, expression: str, flt: HitFilter, limit: int, *,
     # a caller's expression (column filters, prefixes, NEAR) itself
     phrases = None if caller_syntax or not bm25_top_path() else plain_phrases(expression)
     sql, params = keyword_sql(flt, counts=phrases is not None)
-    assert isinstance(conn, apsw.Connection)
-    kept = snapshot(conn)  # None outside a read transaction: nothing is kept then
     if phrases is not None:
         scope: list[str | None] = [] if flt.session_id is None else [None]
         # b"": none given
