@@ -20,7 +20,6 @@ from typing import Any
 from store.backend import Backend
 from store.dialect import dialect
 from store.exchanges import SELECT_EXCHANGE, Exchange, exchange_from_row, index_keywords
-from store.provider_vectors import forget_provider_caches
 from store.sql import Conn, Row, all_rows, first, id_list, where
 
 __all__ = [
@@ -192,6 +191,10 @@ def reindex_turn(conn: Conn, exchange_id: int, session_id: int, content: str,
 
 def drop_caches(store: Backend) -> None:
     """Forget this process's in-memory vector copies (they still hold deleted turns)."""
+    # imported here: the vector copies' module imports numpy, which the rest of this
+    # module's users (a compression, a hook's capture of a few turns) never need
+    from store.provider_vectors import forget_provider_caches
+
     store.vectors.forget()
     forget_provider_caches(store)
 
