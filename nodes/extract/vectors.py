@@ -18,7 +18,7 @@ keyword index's vocabulary) cost a point and a query-time lookup, so it is not d
 A turn's bytes come two ways, the same bytes either way: with numpy (``text_vector``,
 ``quantize``: a query's vector, and a turn's in a process that has imported numpy), and
 in plain Python (``_plain_bytes``) in a process that has not. Importing numpy costs
-50-80 ms of CPU, the plain way about 40 µs a turn more (72 against 33 µs warm), so a
+50-80 ms of CPU, the plain way about 40 µs a turn more (72-76 against 37-44 µs warm), so a
 process vectorises its first ``PLAIN_TURNS`` turns without it (a server's turns before
 its warm-up imports numpy, a hook's capture of a few messages: numpy's import is most of
 what the first ingest of a new server costs) and imports it then: never more than the
