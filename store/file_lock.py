@@ -27,6 +27,7 @@ def open_lock(path: Path) -> IO[str]:
     missing)."""
     return os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+", encoding="utf-8")
 
+
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 

@@ -39,7 +39,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from nodes.context import RunContext, node
 from nodes.extract.terms import content_tokens
@@ -87,8 +87,20 @@ def _word_features(word: str, dim: int) -> tuple[bytes, bytes, npt.NDArray[np.fl
 
 
 # Each word's features, by dimension (kept: word frequencies are Zipfian, so most
-# words of a turn were seen before); emptied when it holds WORD_CACHE words.
+# words of a turn were seen before); emptied when it holds WORD_CACHE words. numpy's
+# way keeps them as bytes and arrays, the plain way as (bucket, sign) pairs.
 _known_words: dict[int, dict[str, tuple[bytes, bytes, npt.NDArray[np.float64]]]] = {}
+_plain_words: dict[int, dict[str, tuple[tuple[int, float], ...]]] = {}
+
+_T = TypeVar("_T")
+
+
+def _words_of(caches: dict[int, dict[str, _T]], dim: int) -> dict[str, _T]:
+    """The word cache of ``dim`` in ``caches``, emptied first when it is full."""
+    known = caches.setdefault(dim, {})
+    if len(known) >= WORD_CACHE:
+        known.clear()
+    return known
 
 
 @lru_cache(maxsize=256)
@@ -101,9 +113,7 @@ def _own_features(text: str, dim: int) -> npt.NDArray[np.float64]:
     if not counts:
         vec = np.zeros(dim, dtype=np.float64)
     else:
-        known = _known_words.setdefault(dim, {})
-        if len(known) >= WORD_CACHE:
-            known.clear()
+        known = _words_of(_known_words, dim)
         index, value = [], []
         for word, count in counts.items():
             features = known.get(word)
@@ -146,17 +156,11 @@ def quantize(vec: npt.NDArray[np.float32]) -> bytes:
         np.int8).tobytes())
 
 
-# Words whose (bucket, sign) pairs the plain way keeps, by dimension.
-_plain_words: dict[int, dict[str, tuple[tuple[int, float], ...]]] = {}
-
-
 @lru_cache(maxsize=256)
 def _plain_own(text: str, dim: int) -> tuple[float, ...]:
     """``_own_features`` in plain Python: the same sums in the same order."""
     vec = [0.0] * dim
-    known = _plain_words.setdefault(dim, {})
-    if len(known) >= WORD_CACHE:
-        known.clear()
+    known = _words_of(_plain_words, dim)
     for word, count in Counter(content_tokens(text)).items():
         grams = known.get(word)
         if grams is None:

@@ -135,12 +135,14 @@ def uncounted(kept: Kept, phrases: Sequence[str]) -> list[str]:
     """The phrases ``counts_in`` would count over the whole index in ``kept``'s
     snapshot: not kept, kept too far behind, or kept of rows it does not hold."""
     top, known = kept.top, kept.counts
-    out = []
-    for phrase in dict.fromkeys(phrases):
-        last = known.get(phrase, (0, 0))[0]
-        if not (last == top or (0 < last < top and top - last <= MAX_BEHIND)):
-            out.append(phrase)
-    return out
+    return [phrase for phrase in dict.fromkeys(phrases)
+            if (last := known.get(phrase, (0, 0))[0]) != top and not _catchable(last, top)]
+
+
+def _catchable(last: int, top: int) -> bool:
+    """Whether a count kept up to rowid ``last`` is brought up to ``top`` by counting
+    the rows above ``last`` only (``_added``), not the whole index."""
+    return 0 < last < top and top - last <= MAX_BEHIND
 
 
 def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
@@ -166,7 +168,7 @@ def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) 
         last, n = known.get(phrase, (0, 0))
         if last == top:
             counts[i] = n
-        elif 0 < last < top and top - last <= MAX_BEHIND:
+        elif _catchable(last, top):
             behind.append((i, phrase, last, n))
         else:  # not kept, far behind, or of rows this snapshot does not hold
             whole.append((i, phrase))

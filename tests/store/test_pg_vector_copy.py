@@ -265,17 +265,15 @@ def test_a_server_that_cannot_have_the_lock_records_and_removes_nothing(
     """While another process holds the record's lock (past the wait), a server whose
     database holds another store leaves the record and the old store's files as they
     are: the next server records it."""
-    import os
-
     import store.postgres.kept as kept
-    from store.file_lock import try_lock, unlock
+    from store.file_lock import open_lock, try_lock, unlock
 
     location, old, new = "127.0.0.1:5432/db", "a" * 32, "b" * 32
     assert forget_replaced_store(tmp_path, location, old) == []
     old_copy = tmp_path / f"vectors-{old}.bin"
     old_copy.write_bytes(b"x")
     monkeypatch.setattr(kept, "LOCK_WAIT_S", 0.2)
-    lock = os.fdopen(os.open(tmp_path / f"{SEEN_FILE}.lock", os.O_RDWR), "r+")
+    lock = open_lock(tmp_path / f"{SEEN_FILE}.lock")
     try:
         assert try_lock(lock)  # held through another open file, as another process holds it
         assert forget_replaced_store(tmp_path, location, new) == []
