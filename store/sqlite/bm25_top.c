@@ -6,7 +6,10 @@
 **
 ** counts (optional, a BLOB as its last argument): the table's row count, the keyword
 ** index's epoch, then each phrase's count, native 64-bit integers, two more than the
-** phrases; -1 for a phrase not given. bm25() counts every phrase's rows over the whole
+** phrases; -1 for a phrase not given; -2 for a phrase that only selects rows and adds
+** nothing to their scores (a repeat of phrases scored elsewhere in the expression:
+** store.sqlite.search's statement that leaves the commonest phrases to the rows holding
+** a rarer one). bm25() counts every phrase's rows over the whole
 ** table for its IDF (FTS5's xQueryPhrase, about half of a session search's statement); a
 ** count given here is used instead (store.sqlite.doc_freq keeps them, exact in the
 ** statement's snapshot). Counts of another length, or of another row count than the
@@ -77,6 +80,7 @@ typedef struct Top {
   double avgdl;
   double *aIDF; /* a phrase's IDF, counted when a row first needs it (below 0: not yet) */
   double *aFreq;
+  unsigned char *aUnscored; /* 1: the phrase only selects rows (a count of -2) */
   int k;          /* how many best scores are kept (0: none, every row is scored) */
   int nHeap;      /* how many are kept so far */
   double *aHeap;  /* min-heap of the best scores so far: aHeap[0] is the k-th best */
@@ -106,7 +110,7 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
       if (sqlite3_value_double(apVal[i]) < 0.0) k = 0;
     }
     if (k > MAX_K) k = 0;
-    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double);
+    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double) + nPhrase;
     p = (Top *)sqlite3_malloc64(nByte);
     if (p == 0) return SQLITE_NOMEM;
     memset(p, 0, (size_t)nByte);
@@ -114,6 +118,7 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
     p->aIDF = (double *)&p[1];
     p->aFreq = &p->aIDF[nPhrase];
     p->aHeap = &p->aFreq[nPhrase];
+    p->aUnscored = (unsigned char *)&p->aHeap[k];
     p->k = k;
     rc = pApi->xRowCount(pFts, &nRow);
     if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
@@ -122,16 +127,19 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
     for (i = 0; i < nPhrase; i++) p->aIDF[i] = -1.0;
     if (rc == SQLITE_OK && nWeight < nVal - 1) {
       const unsigned char *aCount = sqlite3_value_blob(apVal[nVal - 1]);
-      sqlite3_int64 n = -1;
+      sqlite3_int64 n = -1, nHit;
       if (aCount != 0 &&
           sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 2)) {
         memcpy(&n, aCount, sizeof(n)); /* a blob's bytes need not be aligned */
+        for (i = 0; i < nPhrase; i++) { /* whatever the row count: they change the sum */
+          memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
+          p->aUnscored[i] = (nHit == -2);
+        }
       }
       if (n == nRow) {
         Sizes *z = (Sizes *)pApi->xUserData(pFts);
         sqlite3_int64 epoch;
         for (i = 0; i < nPhrase; i++) {
-          sqlite3_int64 nHit;
           memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
           if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
         }
@@ -264,6 +272,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
     Fts5PhraseIter it;
     int ic, io;
+    if (p->aUnscored[i]) continue; /* its frequency stays 0: it adds nothing */
     rc = pApi->xPhraseFirst(pFts, i, &it, &ic, &io);
     while (rc == SQLITE_OK && ic >= 0) {
       p->aFreq[i] += (nWeight > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;

@@ -44,7 +44,8 @@ from store.keyword_syntax import fts_phrase
 from store.sql import first
 from store.sqlite.schema import EPOCH_KEY
 
-__all__ = ["MAX_PHRASES", "Kept", "counts_in", "keep", "phrase_counts", "snapshot", "uncounted"]
+__all__ = ["MAX_PHRASES", "Kept", "counts_arg", "counts_in", "keep", "phrase_counts",
+           "rows_holding", "snapshot", "uncounted"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
@@ -158,7 +159,21 @@ def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
 
 def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) -> bytes:
     """``phrase_counts`` in the snapshot ``kept`` was just brought to (``snapshot``)."""
-    epoch, top, rows, known = kept.epoch, kept.top, kept.rows, kept.counts
+    return counts_arg(kept, rows_holding(conn, kept, phrases))
+
+
+def counts_arg(kept: Kept, counts: Sequence[int]) -> bytes:
+    """``bm25_top``'s counts argument: ``kept``'s row count and epoch, then ``counts``
+    (a phrase's rows; -1: not given; -2: a phrase that only selects rows, scored as
+    another phrase of the expression)."""
+    return array("q", [kept.rows, kept.epoch, *counts]).tobytes()
+
+
+def rows_holding(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]
+                 ) -> list[int]:
+    """How many rows of ``kept``'s snapshot hold each of ``phrases`` (-1 for None), kept
+    or counted now (``counts_in``)."""
+    top, known = kept.top, kept.counts
     counts = [-1] * len(phrases)
     behind: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
     whole: list[tuple[int, str]] = []
@@ -189,7 +204,7 @@ def counts_in(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]) 
     keep(kept, [(phrase, n) for _, phrase, n in found])
     for i, _, n in found:
         counts[i] = n
-    return array("q", [rows, epoch, *counts]).tobytes()
+    return counts
 
 
 def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] | None:

@@ -16,7 +16,7 @@ from operator import itemgetter
 import apsw
 
 from store.correlation import turn_trace_sql
-from store.keyword_syntax import plain_phrases
+from store.keyword_syntax import fts_phrase, plain_phrases
 from store.search_filter import (
     BM25_WEIGHTS,
     POOL,
@@ -27,9 +27,10 @@ from store.search_filter import (
 )
 from store.sql import Conn, Row, Transactions, all_rows, first
 from store.sqlite import bm25_top_path
-from store.sqlite.doc_freq import Kept, counts_in, snapshot
+from store.sqlite.doc_freq import Kept, counts_arg, rows_holding, snapshot
 
-__all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "keep_merged", "kept_hits",
+__all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "common_left", "keep_merged",
+           "kept_hits",
            "keyword_hits", "keyword_sql", "length_factor", "match_expression", "merge_small",
            "merge_state", "ranked", "scope_token"]
 
@@ -44,6 +45,11 @@ LENGTH_PRIOR = 0.2
 LENGTHS = ("SELECT id, octet_length(content) FROM exchanges"
            " WHERE id IN (SELECT value FROM json_each(?))")
 MAX_LENGTHS = 1 << 17  # turns' lengths a connection keeps (more: all are dropped)
+K1 = 1.2  # bm25()'s k1 (fts5_aux.c; bm25_top.c)
+UNSCORED = -2  # bm25_top's count of a phrase that selects rows and adds nothing
+# A computed BM25 sum may exceed its exact value by a few units in the last place; a
+# ceiling is compared with this much room.
+_ROUNDING = 1e-9
 
 CHECK_EXPRESSION = "SELECT 1 FROM exchanges_fts WHERE exchanges_fts MATCH ? AND rowid = 0"
 
@@ -226,6 +232,99 @@ def keyword_sql(flt: HitFilter, *, counts: bool = False) -> tuple[str, list[obje
     return sql, params
 
 
+def common_left(phrases: list[str], counts: list[int], rows: int, k: int
+                ) -> tuple[str, list[int], float] | None:
+    """A MATCH of ``phrases`` (plain words OR-ed, each held by ``counts`` of the table's
+    ``rows`` rows) that leaves out the rows holding only the commonest of them, with
+    its counts argument and the highest score such a row can reach: None when leaving
+    none out looks better.
+
+    This is MaxScore (Turtle and Flood, 1995) over FTS5's statement. A phrase adds at
+    most its IDF times (k1 + 1) to a row's BM25 score, however often the row holds it,
+    and a row that holds a phrase once, at the average length, in a column of weight 1,
+    gets its IDF times (k1 + 1) / (1 + k1): its IDF. So the k-th best score is about
+    the IDF of the rarest phrases that k rows hold between them, or more
+    (``_kth_floor``). The commonest phrases whose ceilings add up to less than that
+    are matched only in rows that hold one of the others (``(common) AND (rarer)``,
+    the rarer phrases repeated there with a count of -2: they select rows and score
+    nothing, see bm25_top.c); each phrase is scored where it stands in ``phrases``, so
+    every row's score is the same double. The split is made only when the rarer
+    phrases hold at least 2 k rows (fewer, and the statement may return fewer than k:
+    wasted) and at most half of the phrases' postings (measured at 21,000 turns: from
+    about half on, the statement leaving the others out cost as much as the whole
+    one). ``_rarer_first`` checks the result: the rule only chooses when to try."""
+    idf = [_idf(rows, n) for n in counts]
+    order = sorted(range(len(phrases)), key=lambda i: (idf[i], i))  # commonest first
+    common: set[int] = set()
+    for at, i in enumerate(order[:-1]):
+        rarer = order[at + 1:]
+        if sum(counts[r] for r in rarer) < 2 * k:
+            break
+        if (K1 + 1.0) * (sum(idf[c] for c in common) + idf[i]) >= _kth_floor(rarer, idf,
+                                                                            counts, k):
+            break
+        common.add(i)
+    rare = [i for i in range(len(phrases)) if i not in common]
+    if not common or 2 * sum(counts[i] for i in rare) > sum(counts):
+        return None
+    selects = " OR ".join(fts_phrase(phrases[i]) for i in rare)
+    parts: list[str] = []
+    given: list[int] = []
+    group: list[int] = []
+    for i in [*range(len(phrases)), None]:  # consecutive common phrases share one AND
+        if i is not None and i in common:
+            group.append(i)
+            continue
+        if group:
+            parts.append("((" + " OR ".join(fts_phrase(phrases[g]) for g in group)
+                         + f") AND ({selects}))")
+            given += [counts[g] for g in group] + [UNSCORED] * len(rare)
+            group = []
+        if i is not None:
+            parts.append(fts_phrase(phrases[i]))
+            given.append(counts[i])
+    return " OR ".join(parts), given, (K1 + 1.0) * sum(idf[c] for c in common)
+
+
+def _kth_floor(rarer: list[int], idf: list[float], counts: list[int], k: int) -> float:
+    """About the lowest score of the best ``k`` rows holding one of ``rarer`` (phrases
+    by IDF ascending): the IDF of the rarest phrases that ``k`` rows hold between them
+    (a row holding a phrase once, at the average length, scores its IDF)."""
+    held = 0
+    for i in reversed(rarer):
+        held += counts[i]
+        if held >= k:
+            return idf[i]
+    return 0.0
+
+
+def _idf(rows: int, holding: int) -> float:
+    """bm25()'s IDF of a phrase ``holding`` of ``rows`` rows hold (bm25_top.c's idfOf)."""
+    idf = math.log((rows - holding + 0.5) / (holding + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def _rarer_first(conn: apsw.Connection, kept: Kept, sql: str, params: list[object],
+                 phrases: list[str], counts: list[int], limit: int) -> list[Row] | None:
+    """``keyword_sql``'s best k rows (``POOL`` x ``limit``), read leaving out the rows
+    that hold only the commonest phrases (``common_left``); None when that cannot be
+    sure of them.
+
+    The statement's k-th best score among the rows it reads is no higher than the
+    k-th best of all rows (those it read are among them, scored the same). When it
+    returned k rows and its k-th best is above the highest score a row left out can
+    reach, no such row is among the best k: they are the whole statement's."""
+    k = POOL * limit
+    split = common_left(phrases, counts, kept.rows, k)
+    if split is None:
+        return None
+    match, given, reach = split
+    rows = all_rows(conn, sql, (match, limit, *params[:-1], counts_arg(kept, given)))
+    if len(rows) == k and -float(rows[-1][1]) > reach * (1.0 + _ROUNDING):
+        return rows
+    return None
+
+
 def ranked(conn: Conn, rows: list[Row], limit: int, lengths: dict[int, int]
            ) -> list[tuple[int, float]]:
     """The best ``limit`` of ``keyword_sql``'s rows by BM25 times the length prior, as
@@ -275,16 +374,24 @@ def kept_hits(conn: apsw.Connection, kept: Kept | None, expression: str, flt: Hi
     # a caller's expression (column filters, prefixes, NEAR) itself
     phrases = None if caller_syntax or not bm25_top_path() else plain_phrases(expression)
     sql, params = keyword_sql(flt, counts=phrases is not None)
+    counts = None
     if phrases is not None:
         scope: list[str | None] = [] if flt.session_id is None else [None]
+        if kept is not None:
+            counts = rows_holding(conn, kept, [*scope, *phrases])
         # b"": none given
-        params.append(b"" if kept is None else counts_in(conn, kept, [*scope, *phrases]))
-    try:
-        rows = all_rows(conn, sql, (match, limit, *params))
-    except apsw.SQLError as ex:
-        if _syntax_error(ex):
-            raise FtsSyntaxError(str(ex)) from None
-        raise
+        params.append(b"" if kept is None or counts is None else counts_arg(kept, counts))
+    rows = None
+    if kept is not None and phrases is not None and counts is not None and (
+            flt.session_id is None):
+        rows = _rarer_first(conn, kept, sql, params, phrases, counts, limit)
+    if rows is None:
+        try:
+            rows = all_rows(conn, sql, (match, limit, *params))
+        except apsw.SQLError as ex:
+            if _syntax_error(ex):
+                raise FtsSyntaxError(str(ex)) from None
+            raise
     lengths: dict[int, int] = {}
     if kept is not None:
         if len(kept.lengths) > MAX_LENGTHS:

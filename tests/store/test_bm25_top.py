@@ -4,7 +4,9 @@ be bm25()'s, on a real store file with the extension loaded as the store loads i
 
 from __future__ import annotations
 
+import math
 import random
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,13 @@ from store.search import HitFilter
 from store.search_filter import BM25_WEIGHTS, POOL
 from store.sql import all_rows
 from store.sqlite import bm25_top_path, search
-from store.sqlite.search import keyword_sql, match_expression, ranked, scope_token
+from store.sqlite.search import (
+    common_left,
+    keyword_sql,
+    match_expression,
+    ranked,
+    scope_token,
+)
 
 WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
 VOCAB = [f"w{i}" for i in range(40)]
@@ -126,3 +134,94 @@ def test_k_must_be_positive(store: Store):
     with store.read() as conn, pytest.raises(apsw.SQLError, match="positive integer"):
         all_rows(conn, f"SELECT bm25_top(exchanges_fts, 0, {WEIGHTS}) FROM exchanges_fts"
                  " WHERE exchanges_fts MATCH ?", ('"w1"',))
+
+
+def test_a_phrase_counted_minus_two_selects_rows_and_adds_nothing(store: Store):
+    """'"a" OR (("b") AND ("a"))' with the second "a" given a count of -2: the rows that
+    hold "a", each with the value bm25() gives it for '"a" OR "b"' (the row count given
+    as -1: FTS5 counts the other phrases' rows itself, as bm25() does)."""
+    every = ("SELECT rowid, {f} FROM exchanges_fts WHERE exchanges_fts MATCH ?1"
+             " ORDER BY rowid")
+    blob = array("q", [-1, 0, -1, -1, -2]).tobytes()
+    with store.read() as conn:
+        for a, b in (("w9", "w0"), ("w14", "w1"), ("w2", "w3")):
+            whole = dict(all_rows(conn, every.format(f=f"bm25(exchanges_fts, {WEIGHTS})"),
+                                  (f'"{a}" OR "{b}"',)))
+            holding = [r[0] for r in all_rows(conn, every.format(f="0"), (f'"{a}"',))]
+            got = all_rows(conn, every.format(f=f"bm25_top(exchanges_fts, 1000, {WEIGHTS}, ?2)"),
+                           (f'"{a}" OR (("{b}") AND ("{a}"))', blob))
+            assert got == [(r, whole[r]) for r in holding] and holding
+
+
+def test_the_commonest_phrases_are_matched_only_beside_a_rarer_one():
+    match, given, reach = common_left(["deploy", "redis", "the"], [500, 8_000, 9_000],
+                                      20_000, 200)
+    assert match == '"deploy" OR (("redis" OR "the") AND ("deploy"))'
+    assert given == [500, 8_000, 9_000, -2]  # each scored where it stands; the copy not
+    idf = [math.log((20_000 - n + 0.5) / (n + 0.5)) for n in (8_000, 9_000)]
+    assert reach == pytest.approx(2.2 * sum(idf))
+    # two groups around a rare phrase, in the phrases' order
+    assert common_left(["the", "deploy", "redis"], [9_000, 500, 8_000], 20_000, 200)[0] == (
+        '(("the") AND ("deploy")) OR "deploy" OR (("redis") AND ("deploy"))')
+    # not when the rarer phrases hold fewer than 2 k rows between them
+    assert common_left(["deploy", "redis"], [300, 8_000], 20_000, 200) is None
+    assert common_left(["deploy", "redis", "the"], [300, 8_000, 9_000], 20_000, 200)[0] == (
+        '"deploy" OR "redis" OR (("the") AND ("deploy" OR "redis"))')
+    # nor when they hold more than half of the postings
+    assert common_left(["a", "b", "the"], [5_000, 5_000, 9_000], 20_000, 200) is None
+    # nor when the common ones together could reach the rarer ones' k-th best
+    assert common_left(["cache", "redis"], [6_000, 8_000], 20_000, 200) is None
+
+
+def _store_wide(store: Store, monkeypatch: pytest.MonkeyPatch, floor: bool
+                ) -> tuple[list[list[tuple[int, float]]], list[list[tuple[int, float]]], int, int]:
+    """Store-wide searches of mixed common and rare words, with the split statement and
+    without; how many splits were tried and how many of them were rejected."""
+    rng = random.Random(8)
+    with store.write() as conn:
+        conn.execute("CREATE TEMP TABLE exchanges(id INTEGER PRIMARY KEY, content TEXT)")
+        conn.executemany("INSERT INTO temp.exchanges VALUES (?, ?)",
+                         [(i, "x" * rng.randint(1, 900)) for i in range(1, 601)])
+    tried, rejected = [0], [0]
+    real_split, real_first = search.common_left, search._rarer_first
+
+    def split(*args: object) -> object:
+        made = real_split(*args)  # type: ignore[arg-type]
+        tried[0] += made is not None
+        return made
+
+    def rarer_first(*args: object) -> object:
+        before = tried[0]
+        rows = real_first(*args)  # type: ignore[arg-type]
+        rejected[0] += rows is None and tried[0] > before
+        return rows
+
+    monkeypatch.setattr(search, "common_left", split)
+    monkeypatch.setattr(search, "_rarer_first", rarer_first)
+    if floor:  # try every split the other conditions allow: the check must reject some
+        monkeypatch.setattr(search, "_kth_floor", lambda *_: math.inf)
+    queries = [" OR ".join(f'"{w}"' for w in rng.sample(VOCAB[:4], rng.randint(1, 3))
+                           + rng.sample(VOCAB[6:], rng.randint(1, 2))) for _ in range(150)]
+    with_split, whole = [], []
+    with store.read() as conn:
+        for match in queries:
+            for limit in (3, 10):
+                with_split.append(search.keyword_hits(conn, match, HitFilter(), limit))
+        monkeypatch.setattr(search, "_rarer_first", lambda *_: None)
+        for match in queries:
+            for limit in (3, 10):
+                whole.append(search.keyword_hits(conn, match, HitFilter(), limit))
+    return with_split, whole, tried[0], rejected[0]
+
+
+@pytest.mark.parametrize("floor", [False, True])
+def test_leaving_the_commonest_phrases_out_finds_the_same_best_rows(
+        store: Store, monkeypatch: pytest.MonkeyPatch, floor: bool):
+    """A store-wide search's statement that matches the commonest phrases only beside a
+    rarer one gives the whole statement's hits, row for row and double for double: its
+    k-th best must beat every score a row it left out can reach, else the whole
+    statement runs. Forced to try every split, the check rejects some."""
+    with_split, whole, tried, rejected = _store_wide(store, monkeypatch, floor)
+    assert with_split == whole
+    assert tried > 20
+    assert (rejected > 0) if floor else (rejected < tried)
