@@ -610,7 +610,9 @@ def test_a_knn_leaves_out_the_turns_it_is_given_and_stays_exact(db: Store):
 
 def test_the_first_pass_candidates_cover_the_exact_top_k():
     rng = np.random.default_rng(5)
-    for n, k in ((10, 20), (1_000, 10), (300_000, 100), (300_000, 400)):
+    # the whole array partitioned (below 32 k), or a sample of every 8th score or sparser
+    for n, k in ((10, 20), (300, 10), (1_000, 10), (3_199, 100), (3_200, 100),
+                 (21_000, 100), (50_000, 400), (300_000, 100), (300_000, 400)):
         scores = (rng.standard_normal(n) * 40).astype(np.float32)
         scores[rng.integers(0, n, n // 10)] = 17.0  # many ties, some at the boundary
         for slack in (0.0, 0.5):
