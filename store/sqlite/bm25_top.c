@@ -74,6 +74,12 @@ static int weightCount(int nVal, sqlite3_value **apVal) {
   return nVal - 1;
 }
 
+/* A phrase's instances in the current row, from the first not read yet (ic < 0: none). */
+typedef struct PhraseAt {
+  Fts5PhraseIter it;
+  int ic, io;
+} PhraseAt;
+
 typedef struct Top {
   int nPhrase;
   sqlite3_int64 nRow;
@@ -81,6 +87,9 @@ typedef struct Top {
   double *aIDF; /* a phrase's IDF, counted when a row first needs it (below 0: not yet) */
   double *aFreq;
   unsigned char *aUnscored; /* 1: the phrase only selects rows (a count of -2) */
+  PhraseAt *aAt;            /* each phrase's iterator in the current row */
+  int nWeight;              /* the weights given, by column */
+  double *aWeight;
   int k;          /* how many best scores are kept (0: none, every row is scored) */
   int nHeap;      /* how many are kept so far */
   double *aHeap;  /* min-heap of the best scores so far: aHeap[0] is the k-th best */
@@ -89,6 +98,11 @@ typedef struct Top {
   int bLast;
   Sizes *pSizes; /* the connection's kept sizes, of this statement's epoch (0: none) */
 } Top;
+
+/* A column's weight in the score: the one given, 1.0 past those given (bm25()'s). */
+static double weightOf(const Top *p, int iCol) {
+  return iCol < p->nWeight ? p->aWeight[iCol] : 1.0;
+}
 
 static int countRow(const Fts5ExtensionApi *pApi, Fts5Context *pFts, void *pUser) {
   (void)pApi;
@@ -110,7 +124,8 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
       if (sqlite3_value_double(apVal[i]) < 0.0) k = 0;
     }
     if (k > MAX_K) k = 0;
-    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k) * sizeof(double) + nPhrase;
+    nByte = sizeof(Top) + (nPhrase * 2 + (sqlite3_int64)k + nWeight) * sizeof(double) +
+            nPhrase * (sqlite3_int64)sizeof(PhraseAt) + nPhrase;
     p = (Top *)sqlite3_malloc64(nByte);
     if (p == 0) return SQLITE_NOMEM;
     memset(p, 0, (size_t)nByte);
@@ -118,8 +133,12 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
     p->aIDF = (double *)&p[1];
     p->aFreq = &p->aIDF[nPhrase];
     p->aHeap = &p->aFreq[nPhrase];
-    p->aUnscored = (unsigned char *)&p->aHeap[k];
+    p->aWeight = &p->aHeap[k];
+    p->aAt = (PhraseAt *)&p->aWeight[nWeight];
+    p->aUnscored = (unsigned char *)&p->aAt[nPhrase];
     p->k = k;
+    p->nWeight = nWeight;
+    for (i = 0; i < nWeight; i++) p->aWeight[i] = sqlite3_value_double(apVal[i + 1]);
     rc = pApi->xRowCount(pFts, &nRow);
     if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
     if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
@@ -243,10 +262,10 @@ static int rowSize(const Fts5ExtensionApi *pApi, Fts5Context *pFts, Sizes *z,
 static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                     int nVal, sqlite3_value **apVal) {
   Top *p = 0;
-  int rc, i, k, nCol, nWeight;
+  int rc, i, k, nCol;
   sqlite3_int64 iRow, least = 0;
   int aLast[MAX_COLUMNS]; /* per column, the offset of its last match (-1: none) */
-  double value;
+  double value, ceiling = 0.0;
   if (nVal < 1 || (k = sqlite3_value_int(apVal[0])) < 1) {
     sqlite3_result_error(pCtx, "bm25_top: k must be a positive integer", -1);
     return;
@@ -261,8 +280,32 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     sqlite3_result_double(pCtx, p->lastValue);
     return;
   }
+  /* Which phrases the row holds, and the most they can add: a phrase adds less than its
+  ** IDF times (k1 + 1), however often the row holds it. Once k rows are scored, a row
+  ** whose phrases' ceilings add up to less than the k-th best is not among the best k,
+  ** and its instances are not read. A phrase whose IDF is not counted yet has no
+  ** ceiling unless it weighs nothing here (the session's scope token, in a column of
+  ** weight 0). */
+  for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    PhraseAt *a = &p->aAt[i];
+    a->ic = -1;
+    if (p->aUnscored[i]) continue; /* its frequency stays 0: it adds nothing */
+    rc = pApi->xPhraseFirst(pFts, i, &a->it, &a->ic, &a->io);
+    if (rc != SQLITE_OK || a->ic < 0) continue;
+    if (p->aIDF[i] >= 0.0) {
+      ceiling += p->aIDF[i] * (K1 + 1.0);
+    } else {
+      Fts5PhraseIter it = a->it;
+      int ic = a->ic, io = a->io;
+      while (ic >= 0 && weightOf(p, ic) == 0.0) pApi->xPhraseNext(pFts, &it, &ic, &io);
+      if (ic >= 0) ceiling = HUGE_VAL;
+    }
+  }
+  if (rc == SQLITE_OK && p->k > 0 && p->nHeap == p->k && ceiling < p->aHeap[0]) {
+    value = OUTSIDE;
+    goto done;
+  }
   memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
-  nWeight = weightCount(nVal, apVal);
   nCol = pApi->xColumnCount(pFts);
   for (i = 0; i < MAX_COLUMNS; i++) aLast[i] = -1;
   /* each phrase's instances from its own position list: bm25()'s xInst gives the same
@@ -270,14 +313,11 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
   ** every phrase's instances into one array (4-7% of a search's statement, 20,000
   ** turns) */
   for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
-    Fts5PhraseIter it;
-    int ic, io;
-    if (p->aUnscored[i]) continue; /* its frequency stays 0: it adds nothing */
-    rc = pApi->xPhraseFirst(pFts, i, &it, &ic, &io);
-    while (rc == SQLITE_OK && ic >= 0) {
-      p->aFreq[i] += (nWeight > ic) ? sqlite3_value_double(apVal[ic + 1]) : 1.0;
-      if (ic < MAX_COLUMNS && io > aLast[ic]) aLast[ic] = io;
-      pApi->xPhraseNext(pFts, &it, &ic, &io);
+    PhraseAt *a = &p->aAt[i];
+    while (a->ic >= 0) {
+      p->aFreq[i] += weightOf(p, a->ic);
+      if (a->ic < MAX_COLUMNS && a->io > aLast[a->ic]) aLast[a->ic] = a->io;
+      pApi->xPhraseNext(pFts, &a->it, &a->ic, &a->io);
     }
   }
   for (i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
@@ -304,6 +344,7 @@ static void bm25Top(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_con
     if (p->k > 0) keep(p, s);
     value = -1.0 * s;
   }
+done:
   p->bLast = 1;
   p->iLastRow = iRow;
   p->lastValue = value;
