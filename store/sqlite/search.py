@@ -30,9 +30,8 @@ from store.sqlite import bm25_top_path
 from store.sqlite.doc_freq import Kept, counts_arg, rows_holding, snapshot
 
 __all__ = ["LENGTH_PRIOR", "best_first", "check_expression", "common_left", "keep_merged",
-           "kept_hits",
-           "keyword_hits", "keyword_sql", "length_factor", "match_expression", "merge_small",
-           "merge_state", "ranked", "scope_token"]
+           "kept_hits", "keyword_hits", "keyword_sql", "length_factor", "match_expression",
+           "merge_small", "merge_state", "ranked", "scope_token"]
 
 # FTS5's BM25 normalises length with a fixed b = 0.75, which over-penalises long turns
 # (in conversations the long turns carry the facts; pivoted length normalisation makes
@@ -253,6 +252,8 @@ def common_left(phrases: list[str], counts: list[int], rows: int, k: int
     wasted) and at most half of the phrases' postings (measured at 21,000 turns: from
     about half on, the statement leaving the others out cost as much as the whole
     one). ``_rarer_first`` checks the result: the rule only chooses when to try."""
+    if min(counts, default=-1) < 0:  # a phrase not counted
+        return None
     idf = [_idf(rows, n) for n in counts]
     order = sorted(range(len(phrases)), key=lambda i: (idf[i], i))  # commonest first
     common: set[int] = set()
@@ -374,17 +375,16 @@ def kept_hits(conn: apsw.Connection, kept: Kept | None, expression: str, flt: Hi
     # a caller's expression (column filters, prefixes, NEAR) itself
     phrases = None if caller_syntax or not bm25_top_path() else plain_phrases(expression)
     sql, params = keyword_sql(flt, counts=phrases is not None)
-    counts = None
+    rows: list[Row] | None = None
     if phrases is not None:
         scope: list[str | None] = [] if flt.session_id is None else [None]
-        if kept is not None:
+        if kept is None:
+            params.append(b"")  # none given
+        else:
             counts = rows_holding(conn, kept, [*scope, *phrases])
-        # b"": none given
-        params.append(b"" if kept is None or counts is None else counts_arg(kept, counts))
-    rows = None
-    if kept is not None and phrases is not None and counts is not None and (
-            flt.session_id is None):
-        rows = _rarer_first(conn, kept, sql, params, phrases, counts, limit)
+            params.append(counts_arg(kept, counts))
+            if not scope:  # store-wide
+                rows = _rarer_first(conn, kept, sql, params, phrases, counts, limit)
     if rows is None:
         try:
             rows = all_rows(conn, sql, (match, limit, *params))
