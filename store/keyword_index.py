@@ -72,12 +72,15 @@ from store import keyword_syntax
 from store.errors import StoreError
 from store.keyword_syntax import Expression, Node, Phrase
 from store.search_filter import (
+    BM25_B,
+    BM25_K1,
     BM25_WEIGHTS,
     FTS_TOKENIZE,
     KEYWORD_FIELDS,
     MONTHS,
     POOL,
     HitFilter,
+    fts5_idf,
 )
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import bm25_top_path, doc_freq
@@ -131,8 +134,6 @@ KeywordEntry = tuple[int, int, str, str, str]
 # guard's brief recall@5) it gave 0.717 / 0.799 / 0.853 at 0.5 against FTS5's 0.730 /
 # 0.802 / 0.851.
 OWN_BOOST = 0.25
-K1, B = 1.2, 0.75  # Tantivy's BM25, and FTS5's
-MIN_IDF = 1e-6  # as FTS5's bm25()
 # That ranking only chooses candidates: the best DEPTH x POOL x limit of it are scored
 # again exactly as FTS5's bm25() scores them (``_fts5_bm25``), then the length prior over
 # the best POOL x limit, as FTS5's path does. DEPTH: how far down Tantivy's order FTS5's
@@ -376,7 +377,7 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
     count in each column times the column's weight and ``|D|`` the row's tokens in all
     columns (the scope column's one token too); summed in the order FTS5 sums it."""
     (body, context, dated), words = columns
-    norm = K1 * (1 - B + B * (words + 1) / avgdl)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * (words + 1) / avgdl)
     score = 0.0
     for phrase, idf in zip(phrases, idfs, strict=True):
         if len(phrase) == 1:  # most are one word: counted here, without a call
@@ -395,7 +396,7 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
                                           _phrase_count(context, phrase),
                                           _phrase_count(dated, phrase))
         f = BODY * n_body + CONTEXT * n_context + DATED * n_dated
-        score += idf * (f * (K1 + 1)) / (f + norm)
+        score += idf * (f * (BM25_K1 + 1)) / (f + norm)
     return score
 
 
@@ -403,12 +404,12 @@ def _fts5_bm25(columns: Columns, phrases: Sequence[tuple[str, ...]], idfs: Seque
 def _bm25(counts: Sequence[int], idfs: Sequence[float], words: int, avgdl: float) -> float:
     """``_fts5_bm25`` of a row whose phrases' instances were counted in its body (a
     caller's expression: ``{body} : (...)``)."""
-    norm = K1 * (1 - B + B * (words + 1) / avgdl)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * (words + 1) / avgdl)
     score = 0.0
     for count, idf in zip(counts, idfs, strict=True):
         if count:
             f = BODY * count
-            score += idf * (f * (K1 + 1)) / (f + norm)
+            score += idf * (f * (BM25_K1 + 1)) / (f + norm)
     return score
 
 
@@ -783,7 +784,7 @@ class KeywordIndex:
                 phrase = self._tv.Query.phrase_query(self.schema, "all", list(tokens))
                 held = int(searcher.search(phrase, 1, count=True).count or 0) + sum(
                     1 for h in every if any(_phrase_count(c, tokens) for c in h.columns[0]))
-            fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
+            fts = fts5_idf(total, held)
             own_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_own)
             all_idf = sum(math.log(1.0 + (n_index - d + 0.5) / (d + 0.5)) for d in df_all)
             out.append((fts, fts / all_idf, OWN_BOOST * fts / own_idf))
@@ -1055,7 +1056,7 @@ class KeywordIndex:
             held = self._rows_holding(phrase, matching, searcher)
             held -= sum(1 for body in stale if phrase.count(body))
             held += sum(1 for h in every if phrase.count(h.columns[0][0]))
-            fts = max(math.log((total - held + 0.5) / (held + 0.5)), MIN_IDF)
+            fts = fts5_idf(total, held)
             idfs.append(fts)
             scored_parts.append(self._weighed(matching, fts, searcher, n_index))
         query = self._syntax_query(expression, expression.root, scored_parts)

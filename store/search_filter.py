@@ -9,6 +9,7 @@ Queries reach the store in FTS5 syntax on both dialects: SQLite runs it
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -16,15 +17,19 @@ from store.schema import KeywordTable
 
 __all__ = [
     "ANY_FLAG",
+    "BM25_B",
+    "BM25_K1",
     "BM25_WEIGHTS",
     "FTS_TOKENIZE",
     "KEYWORD_FIELDS",
+    "MIN_IDF",
     "MONTHS",
     "POOL",
     "FtsSyntaxError",
     "HitFilter",
     "dated_terms",
     "flag_condition",
+    "fts5_idf",
     "live_sql",
 ]
 
@@ -51,6 +56,17 @@ def dated_terms(seconds: float) -> str:
 
 # The ranking's length term is applied to the best POOL x LIMIT matches only.
 POOL = 2
+
+# bm25()'s constants (SQLite's fts5_aux.c, store/sqlite/bm25_top.c), which every keyword
+# path that scores as FTS5 does uses: k1, b and the least IDF.
+BM25_K1, BM25_B, MIN_IDF = 1.2, 0.75, 1e-6
+
+
+def fts5_idf(rows: float, holding: float) -> float:
+    """bm25()'s IDF of a phrase that ``holding`` of ``rows`` rows hold, at least MIN_IDF.
+    (FTS5 raises only an IDF of 0 or less to MIN_IDF and keeps one between 0 and it: a
+    word held by (N - 1) / 2 of N rows, N above 2,000,000, is read here as MIN_IDF.)"""
+    return max(math.log((max(rows - holding, 0) + 0.5) / (holding + 0.5)), MIN_IDF)
 
 ANY_FLAG = "NAFE"
 

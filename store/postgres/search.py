@@ -20,7 +20,6 @@ by ``store.postgres.tsquery``. Ranking mirrors the SQLite path's BM25:
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 from collections import OrderedDict
@@ -30,7 +29,14 @@ from typing import Protocol, cast
 from store.correlation import turn_trace_sql
 from store.postgres.keywords import DEPTH, DerivedKeywords, unit_terms
 from store.postgres.tsquery import Tsquery, translate
-from store.search_filter import BM25_WEIGHTS, POOL, HitFilter, flag_condition
+from store.search_filter import (
+    BM25_WEIGHTS,
+    MIN_IDF,
+    POOL,
+    HitFilter,
+    flag_condition,
+    fts5_idf,
+)
 from store.sql import Conn, all_rows, one, where
 
 __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits", "keyword_sql",
@@ -41,7 +47,6 @@ __all__ = ["LENGTH_PRIOR", "RANK_NORMALIZATION", "RANK_WEIGHTS", "keyword_hits",
 RANK_WEIGHTS = f"{{0, {BM25_WEIGHTS[1]}, {BM25_WEIGHTS[2]}, {BM25_WEIGHTS[0]}}}"
 LENGTH_PRIOR = 0.0
 RANK_NORMALIZATION = 1
-MIN_IDF = 1e-6
 
 # Each phrase's IDF comes in with its text (``phrase_idfs``). N (turns) is the sum of
 # the sessions' turn counters (ingest adds, forget subtracts): counting the index would
@@ -158,8 +163,7 @@ def phrase_idfs(conn: Conn, units: Sequence[str]) -> list[float]:
                     _shares[(database, unit)] = (n / total, total)
             while len(_shares) > DF_CACHE_SIZE:
                 _shares.popitem(last=False)
-    return [max(math.log((max(total - having[u], 0) + 0.5) / (having[u] + 0.5)), MIN_IDF)
-            for u in units]
+    return [fts5_idf(total, having[u]) for u in units]
 
 
 def _estimated(conn: Conn, unit: str) -> float:

@@ -18,11 +18,13 @@ import apsw
 from store.correlation import turn_trace_sql
 from store.keyword_syntax import fts_phrase, plain_phrases
 from store.search_filter import (
+    BM25_K1,
     BM25_WEIGHTS,
     POOL,
     FtsSyntaxError,
     HitFilter,
     flag_condition,
+    fts5_idf,
     live_sql,
 )
 from store.sql import Conn, Row, Transactions, all_rows, first
@@ -44,7 +46,6 @@ LENGTH_PRIOR = 0.2
 LENGTHS = ("SELECT id, octet_length(content) FROM exchanges"
            " WHERE id IN (SELECT value FROM json_each(?))")
 MAX_LENGTHS = 1 << 17  # turns' lengths a connection keeps (more: all are dropped)
-K1 = 1.2  # bm25()'s k1 (fts5_aux.c; bm25_top.c)
 UNSCORED = -2  # bm25_top's count of a phrase that selects rows and adds nothing
 # A computed BM25 sum may exceed its exact value by a few units in the last place; a
 # ceiling is compared with this much room.
@@ -254,15 +255,15 @@ def common_left(phrases: list[str], counts: list[int], rows: int, k: int
     one). ``_rarer_first`` checks the result: the rule only chooses when to try."""
     if min(counts, default=-1) < 0:  # a phrase not counted
         return None
-    idf = [_idf(rows, n) for n in counts]
+    idf = [fts5_idf(rows, n) for n in counts]
     order = sorted(range(len(phrases)), key=lambda i: (idf[i], i))  # commonest first
     common: set[int] = set()
     for at, i in enumerate(order[:-1]):
         rarer = order[at + 1:]
         if sum(counts[r] for r in rarer) < 2 * k:
             break
-        if (K1 + 1.0) * (sum(idf[c] for c in common) + idf[i]) >= _kth_floor(rarer, idf,
-                                                                            counts, k):
+        if (BM25_K1 + 1.0) * (sum(idf[c] for c in common) + idf[i]) >= _kth_floor(
+                rarer, idf, counts, k):
             break
         common.add(i)
     rare = [i for i in range(len(phrases)) if i not in common]
@@ -284,7 +285,7 @@ def common_left(phrases: list[str], counts: list[int], rows: int, k: int
         if i is not None:
             parts.append(fts_phrase(phrases[i]))
             given.append(counts[i])
-    return " OR ".join(parts), given, (K1 + 1.0) * sum(idf[c] for c in common)
+    return " OR ".join(parts), given, (BM25_K1 + 1.0) * sum(idf[c] for c in common)
 
 
 def _kth_floor(rarer: list[int], idf: list[float], counts: list[int], k: int) -> float:
@@ -297,12 +298,6 @@ def _kth_floor(rarer: list[int], idf: list[float], counts: list[int], k: int) ->
         if held >= k:
             return idf[i]
     return 0.0
-
-
-def _idf(rows: int, holding: int) -> float:
-    """bm25()'s IDF of a phrase ``holding`` of ``rows`` rows hold (bm25_top.c's idfOf)."""
-    idf = math.log((rows - holding + 0.5) / (holding + 0.5))
-    return idf if idf > 0.0 else 1e-6
 
 
 def _rarer_first(conn: apsw.Connection, kept: Kept, sql: str, params: list[object],

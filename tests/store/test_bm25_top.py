@@ -92,16 +92,20 @@ def test_the_best_k_and_their_values_are_bm25s(store: Store):
     assert pruned > 0  # rows outside the best were left unscored, so the bound was used
 
 
-def test_the_search_statement_is_bm25s(store: Store, monkeypatch: pytest.MonkeyPatch):
-    """keyword_sql with bm25_top gives what the same statement gives with bm25(), the
-    statement of an install where bm25_top could not be built."""
-    rng = random.Random(3)
-    # the length prior reads the turns' content: a temporary table in front of the
-    # store's (empty) one holds the rows' lengths
+def _with_lengths(store: Store, rng: random.Random) -> None:
+    """The length prior reads the turns' content: a temporary table in front of the
+    store's (empty) one holds the fixture's rows' lengths."""
     with store.write() as conn:
         conn.execute("CREATE TEMP TABLE exchanges(id INTEGER PRIMARY KEY, content TEXT)")
         conn.executemany("INSERT INTO temp.exchanges VALUES (?, ?)",
                          [(i, "x" * rng.randint(1, 900)) for i in range(1, 601)])
+
+
+def test_the_search_statement_is_bm25s(store: Store, monkeypatch: pytest.MonkeyPatch):
+    """keyword_sql with bm25_top gives what the same statement gives with bm25(), the
+    statement of an install where bm25_top could not be built."""
+    rng = random.Random(3)
+    _with_lengths(store, rng)
     with store.read() as conn:
         for match in _queries(rng):
             sql, params = keyword_sql(HitFilter())
@@ -178,10 +182,7 @@ def _store_wide(store: Store, monkeypatch: pytest.MonkeyPatch, floor: bool
     """Store-wide searches of mixed common and rare words, with the split statement and
     without; how many splits were tried and how many of them were rejected."""
     rng = random.Random(8)
-    with store.write() as conn:
-        conn.execute("CREATE TEMP TABLE exchanges(id INTEGER PRIMARY KEY, content TEXT)")
-        conn.executemany("INSERT INTO temp.exchanges VALUES (?, ?)",
-                         [(i, "x" * rng.randint(1, 900)) for i in range(1, 601)])
+    _with_lengths(store, rng)
     tried, rejected = [0], [0]
     real_split, real_first = search.common_left, search._rarer_first
 
