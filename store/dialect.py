@@ -84,6 +84,12 @@ class Dialect(Protocol):
         """Insert a batch's turns (``sql``: ``store.exchanges.INSERT_EXCHANGE``, its
         columns in ``rows``); their ids, in the rows' order."""
 
+    # --- a turn's text ----------------------------------------------------------------------
+
+    # true when the text of turn ``e`` (``exchanges e``) asks: its last character that is
+    # not a space, tab or line break is a question mark, ASCII or full-width
+    asks: str
+
     # --- bulk statements over a list of integers (GraphRAG provenance) ----------------------
 
     int_table: str  # a table of the integers bound as ?1, one column named ``value``

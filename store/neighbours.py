@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from store.dialect import dialect
 from store.sql import Conn, all_rows
 
 __all__ = ["NEIGHBOUR_CHARS", "answers_to", "previous_contents"]
@@ -24,19 +25,17 @@ def previous_contents(conn: Conn, session: str, count: int) -> list[str]:
                                                                  NEIGHBOUR_CHARS))]
 
 
-# A turn asks when its last visible character is a question mark (ASCII or full-width).
 SELECT_ANSWERS = """
 SELECT e.id, (SELECT n.id FROM exchanges n WHERE n.session_id = e.session_id AND n.id > e.id
               ORDER BY n.id LIMIT 1)
-FROM exchanges e WHERE e.id IN ({marks})
-AND (rtrim(substr(e.content, -64), ' \t\r\n') LIKE '%?'
-     OR rtrim(substr(e.content, -64), ' \t\r\n') LIKE '%？')"""
+FROM exchanges e WHERE e.id IN ({marks}) AND ({asks})"""
 
 
 def answers_to(conn: Conn, ids: Sequence[int]) -> dict[int, int]:
-    """For the turns among ``ids`` that end with a question: the id of the next turn in
+    """For the turns among ``ids`` that ask (their text's last character that is not
+    whitespace is a question mark, ASCII or full-width): the id of the next turn in
     their session (the one that answers), when there is one."""
     if not ids:
         return {}
-    sql = SELECT_ANSWERS.format(marks=",".join("?" * len(ids)))
+    sql = SELECT_ANSWERS.format(marks=",".join("?" * len(ids)), asks=dialect(conn).asks)
     return {int(q): int(a) for q, a in all_rows(conn, sql, list(ids)) if a is not None}

@@ -175,6 +175,10 @@ class PgDialect:
             return
         cast(_Copier, conn).copy_rows(table, columns, rows)
 
+    # --- a turn's text ----------------------------------------------------------------------
+
+    asks = "right(rtrim(e.content, ' \t\r\n'), 1) IN ('?', '？')"
+
     # --- bulk statements over a list of integers --------------------------------------------
 
     int_table = "unnest(CAST(?1 AS BIGINT[])) AS packed(value)"

@@ -5,6 +5,7 @@ brief ranking."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from nodes.load_evidence.answers import _with_lent
 from nodes.load_evidence.session_view import _settled
 from stenographer.app import App, open_app
 from stenographer.settings import DEFAULT_VECTOR_DIM, Settings
+from store.neighbours import answers_to
 from store.search_filter import dated_terms
 from tests.retrieval.conftest import ids, ingest, search
 
@@ -140,6 +142,42 @@ def test_a_question_lends_part_of_its_score_to_the_turn_that_answers_it(app: App
     ingest(app, "s", "Unrelated: the printer is out of toner.")
     ranked = search(app, "violin teacher for beginners")
     assert ids(ranked)[:2] == [asked, answer]
+
+
+# (text, asks): a turn asks when its last character that is not a space, tab or line
+# break is a question mark, ASCII or full-width, however long the text or its tail
+ASKING = [
+    ("Where is it?", True),
+    ("Where is it? \t\r\n", True),
+    ("Where is it?" + " " * 63, True),
+    ("Where is it?" + "\n" * 200, True),
+    ("どこですか？", True),
+    ("どこですか？" + " " * 62, True),
+    ("é" * 400 + "?", True),
+    ("?", True),
+    ("Is it? No.", False),
+    ("Where is it?!", False),
+    ("Where is it?\u00a0", False),  # a no-break space is not trimmed
+    ("どこですか。", False),
+    ("¿", False),
+    ("？x", False),
+    ("…" * 100, False),
+]
+
+
+def test_the_turns_that_ask_are_the_same_on_both_backends(
+        tmp_path: Path, database_url: str | None):
+    app = open_app(Settings(data_dir=tmp_path, turn_limit=1_000, database_url=database_url))
+    try:
+        asked = [ingest(app, "s", text) for text, _ in ASKING]
+        last = ingest(app, "s", "the turn after the last one")
+        with app.store.read() as conn:
+            answers = answers_to(conn, [*asked, last])
+        expected = {turn: turn + 1 for turn, (_, asks) in zip(asked, ASKING, strict=True)
+                    if asks}
+        assert answers == expected
+    finally:
+        app.close()
 
 
 def test_lent_scores_reorder_the_hits_as_a_full_sort_would():
