@@ -278,17 +278,24 @@ class Built:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def peak_rss(pid: int | None) -> int | None:
-    """The process's peak resident memory in bytes (Linux: VmHWM)."""
+def memory_of(pid: int | None) -> dict[str, int]:
+    """The process's peak resident memory (``peak``, Linux's VmHWM) and, now, its
+    resident memory split into anonymous pages (``anon``: the heap, the vector copy,
+    the derived index) and file pages (``file``: mostly the store's pages mapped by
+    SQLite's ``mmap_size``, page cache the kernel can take back), in bytes; {} where
+    /proc does not say."""
+    fields = {"VmHWM:": "peak", "RssAnon:": "anon", "RssFile:": "file"}
+    out: dict[str, int] = {}
     if pid is None:
-        return None
+        return out
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+            key = fields.get(line.split(":", 1)[0] + ":")
+            if key is not None:
+                out[key] = int(line.split()[1]) * 1024
     except OSError:
-        return None
-    return None
+        return {}
+    return out
 
 
 FIRST_PAUSE_S = 2.0  # an agent's first search comes after its user's first prompt
@@ -339,7 +346,9 @@ async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str
                           "error_samples": timer.errors[:2], "with_hits": hits}
         assert len(floor.errors) == len(floor.latencies_ms), "the floor call was not rejected"
         out["floor_ms"] = percentile(floor.latencies_ms, 50)
-        out["server_peak_rss"] = peak_rss(server.pid)
+        memory = memory_of(server.pid)
+        out["server_peak_rss"] = memory.get("peak")
+        out["server_memory_end"] = memory
     for scope in ("session", "store"):
         ms = out[scope].pop("ms")
         out[scope].update({q: percentile(ms, v) for q, v in
@@ -452,6 +461,12 @@ def report(rows: list[dict[str, Any]]) -> None:
               f"{r['search']['first_call_paused_ms']:.0f} ms; the searches were timed "
               f"once the index upkeep that the first one started was done "
               f"({r['search'].get('settle_s', 0.0):.1f} s later, the last 1 s of it idle)")
+        end = r["search"].get("server_memory_end") or {}
+        if "anon" in end and "file" in end:
+            print(f"\n{r['backend']} at {r['turns']:,} turns: the server's resident memory at "
+                  f"the end of the searches {fmt_bytes(end['anon'] + end['file'])}: "
+                  f"{fmt_bytes(end['anon'])} its own (anonymous), {fmt_bytes(end['file'])} "
+                  f"file pages (the store's mapped pages, page cache)")
         if r.get("planner_rows"):
             began, ended = (r["planner_rows"][k] for k in ("searches_began", "searches_ended"))
             print(f"\n{r['backend']} at {r['turns']:,} turns: the planner's statistics of the "
