@@ -281,9 +281,9 @@ class Built:
 def memory_of(pid: int | None) -> dict[str, int]:
     """The process's peak resident memory (``peak``, Linux's VmHWM) and, now, its
     resident memory split into anonymous pages (``anon``: the heap, the vector copy,
-    the derived index) and file pages (``file``: mostly the store's pages mapped by
-    SQLite's ``mmap_size``, page cache the kernel can take back), in bytes; {} where
-    /proc does not say."""
+    the derived index) and file pages (``file``: the libraries, and on SQLite mostly the
+    store's pages that its ``mmap_size`` maps, page cache the kernel can take back), in
+    bytes; {} where /proc does not say."""
     fields = {"VmHWM:": "peak", "RssAnon:": "anon", "RssFile:": "file"}
     out: dict[str, int] = {}
     if pid is None:
@@ -466,7 +466,7 @@ def report(rows: list[dict[str, Any]]) -> None:
             print(f"\n{r['backend']} at {r['turns']:,} turns: the server's resident memory at "
                   f"the end of the searches {fmt_bytes(end['anon'] + end['file'])}: "
                   f"{fmt_bytes(end['anon'])} its own (anonymous), {fmt_bytes(end['file'])} "
-                  f"file pages (the store's mapped pages, page cache)")
+                  f"file pages (mapped files: the libraries, and on SQLite the store's pages)")
         if r.get("planner_rows"):
             began, ended = (r["planner_rows"][k] for k in ("searches_began", "searches_ended"))
             print(f"\n{r['backend']} at {r['turns']:,} turns: the planner's statistics of the "
