@@ -21,8 +21,9 @@ as a ratio to. Figures: build time and rate (with the CPU per turn of this proce
 and of the worker process that computes most of a batch's per-turn stages), storage
 per 1,000 turns (SQLite: the file after a checkpoint and the derived keyword index's
 directory; PostgreSQL: every table with its indexes and TOAST data) and its largest
-parts, session search p50/p99, store-wide search p50/p95, the server's peak resident memory, and the
-machine's load while it ran; a fresh server's first store-wide search, sent at once after
+parts, session search p50/p99, store-wide search p50/p95, the server's peak resident memory
+(and at the end, its own pages apart from the files it maps), and the machine's load
+while it ran; a fresh server's first store-wide search, sent at once after
 the handshake and ``FIRST_PAUSE_S`` after it (once idle, a server loads what a first
 search needs: ``stenographer.server.AppLoader``), and how long the index upkeep that the
 first search starts on a store just built kept the server busy (the searches are timed
@@ -284,13 +285,13 @@ def memory_of(pid: int | None) -> dict[str, int]:
     the derived index) and file pages (``file``: the libraries, and on SQLite mostly the
     store's pages that its ``mmap_size`` maps, page cache the kernel can take back), in
     bytes; {} where /proc does not say."""
-    fields = {"VmHWM:": "peak", "RssAnon:": "anon", "RssFile:": "file"}
+    fields = {"VmHWM": "peak", "RssAnon": "anon", "RssFile": "file"}
     out: dict[str, int] = {}
     if pid is None:
         return out
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key = fields.get(line.split(":", 1)[0] + ":")
+            key = fields.get(line.split(":", 1)[0])
             if key is not None:
                 out[key] = int(line.split()[1]) * 1024
     except OSError:
