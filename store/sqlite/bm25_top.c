@@ -150,18 +150,16 @@ static int topData(const Fts5ExtensionApi *pApi, Fts5Context *pFts, int k, int n
       if (aCount != 0 &&
           sqlite3_value_bytes(apVal[nVal - 1]) == (int)sizeof(n) * (nPhrase + 2)) {
         memcpy(&n, aCount, sizeof(n)); /* a blob's bytes need not be aligned */
-        for (i = 0; i < nPhrase; i++) { /* whatever the row count: they change the sum */
+        for (i = 0; i < nPhrase; i++) {
           memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
+          /* unscored whatever the row count: it changes the sum; an IDF only of it */
           p->aUnscored[i] = (nHit == -2);
+          if (n == nRow && nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
         }
       }
       if (n == nRow) {
         Sizes *z = (Sizes *)pApi->xUserData(pFts);
         sqlite3_int64 epoch;
-        for (i = 0; i < nPhrase; i++) {
-          memcpy(&nHit, &aCount[sizeof(n) * (i + 2)], sizeof(nHit));
-          if (nHit >= 0) p->aIDF[i] = idfOf(nRow, nHit);
-        }
         memcpy(&epoch, &aCount[sizeof(n)], sizeof(epoch));
         if (z != 0 && z->epoch != epoch) {
           sqlite3_free(z->aSize);
