@@ -57,7 +57,10 @@ BUSY_TIMEOUT_MS = 10_000
 # write by another connection (the trace writer, other processes) empties it in WAL
 # mode. Measured in process, alternated per call on one store: 0.2-0.4 ms less CPU per
 # compact_guard and query_history call (3-5%); get_brief (mostly cache hits) ~0.05 ms
-# more, ingest unchanged.
+# more, ingest unchanged. The upkeep's and the checkpoints' threads read without it: a
+# page read through the map stays resident in the process, and FTS5's merge of every
+# segment reads the whole keyword index (~270 MB of a 1,000,000-turn store, which left
+# the server's resident memory at 0.94-0.96 GB instead of 0.68; bench/scale.py).
 MMAP_BYTES = 1 << 30
 # Prepared statements a connection keeps (apsw's cache, 100 by default): one serving
 # connection runs the ingest's, the compression's, the searches' and the upkeep's
@@ -377,7 +380,9 @@ class Store:
                 raise
             raise mapped from ex
 
-    def _open(self) -> apsw.Connection:
+    def _open(self, *, mapped: bool = True) -> apsw.Connection:
+        """A connection set up for this store; ``mapped``: pages read through the
+        memory map (MMAP_BYTES), else read into its page cache."""
         try:
             conn = apsw.Connection(self._uri, flags=self._flags,
                                    statementcachesize=STATEMENT_CACHE)
@@ -395,7 +400,7 @@ class Store:
                 conn.execute("PRAGMA foreign_keys=ON")
                 conn.execute("PRAGMA temp_store=MEMORY")
                 conn.execute("PRAGMA secure_delete=FAST")  # forgotten text leaves no pages
-                conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+                conn.execute(f"PRAGMA mmap_size={MMAP_BYTES if mapped else 0}")
                 # The ranking function registers itself with a statement, which reads
                 # the schema: a damaged file fails first here, with its own error.
                 conn.execute("PRAGMA schema_version")
@@ -444,7 +449,7 @@ class Store:
         if conn is None:
             if self._closed:
                 raise StoreError("the store is closed")
-            conn = self._open()
+            conn = self._open(mapped=not (self.upkeep.current() or self.checkpoints.current()))
             self._local.conn = conn
             with self._all_lock:
                 ended = [c for thread, c in self._all if not thread.is_alive()]

@@ -162,6 +162,29 @@ def test_connections_of_ended_threads_are_closed_when_another_opens(db: Store):
     assert scalar(db, "SELECT count(*) FROM exchanges") == 2
 
 
+def test_the_upkeep_and_the_checkpoints_read_past_the_memory_map(db: Store):
+    """A page read through the memory map stays resident in the process: the upkeep
+    thread (FTS5's merge reads the whole keyword index) and the checkpoints' read into
+    their connection's page cache instead, while every other thread keeps the map."""
+    record(db, new_turn("a page to read"))
+    mapped: dict[str, int] = {}
+
+    def probe(name: str) -> None:
+        with db.read() as conn:
+            mapped[name] = int(all_rows(conn, "PRAGMA mmap_size")[0][0])
+            assert all_rows(conn, "SELECT count(*) FROM exchanges") == [(1,)]
+
+    for name, thread in (("upkeep", db.upkeep), ("checkpoints", db.checkpoints)):
+        assert thread.start(lambda name=name: probe(name), name)
+        thread.wait()
+    other = threading.Thread(target=probe, args=("other",))
+    other.start()
+    other.join(timeout=10)
+    probe("serving")
+    assert mapped == {"upkeep": 0, "checkpoints": 0,
+                      "other": store.db.MMAP_BYTES, "serving": store.db.MMAP_BYTES}
+
+
 def test_the_log_is_checkpointed_off_the_committing_thread_and_stays_bounded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A commit that leaves the write-ahead log at CHECKPOINT_PAGES or more does not copy
