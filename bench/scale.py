@@ -22,7 +22,8 @@ and of the worker process that computes most of a batch's per-turn stages), stor
 per 1,000 turns (SQLite: the file after a checkpoint and the derived keyword index's
 directory; PostgreSQL: every table with its indexes and TOAST data) and its largest
 parts, session search p50/p99, store-wide search p50/p95, the server's peak resident memory
-(and at the end, its own pages apart from the files it maps), and the machine's load
+(and at the end, its own pages apart from the files it maps, and on SQLite the store's
+and the derived keyword index's mapped pages among those), and the machine's load
 while it ran; a fresh server's first store-wide search, sent at once after
 the handshake and ``FIRST_PAUSE_S`` after it (once idle, a server loads what a first
 search needs: ``stenographer.server.AppLoader``), and how long the index upkeep that the
@@ -279,12 +280,14 @@ class Built:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def memory_of(pid: int | None) -> dict[str, int]:
+def memory_of(pid: int | None, data_dir: Path | None = None) -> dict[str, int]:
     """The process's peak resident memory (``peak``, Linux's VmHWM) and, now, its
     resident memory split into anonymous pages (``anon``: the heap, the vector copy,
-    the derived index) and file pages (``file``: the libraries, and on SQLite mostly the
-    store's pages that its ``mmap_size`` maps, page cache the kernel can take back), in
-    bytes; {} where /proc does not say."""
+    the derived index's caches) and file pages (``file``: the libraries, and on SQLite
+    the pages of the store and of its derived keyword index that the process maps, page
+    cache the kernel can take back), in bytes; with ``data_dir``, the file pages of the
+    files under it (``store``: ``steno.db``; ``index``: the derived keyword index's
+    directory) apart, from ``/proc/<pid>/smaps``. {} where /proc does not say."""
     fields = {"VmHWM": "peak", "RssAnon": "anon", "RssFile": "file"}
     out: dict[str, int] = {}
     if pid is None:
@@ -294,8 +297,28 @@ def memory_of(pid: int | None) -> dict[str, int]:
             key = fields.get(line.split(":", 1)[0])
             if key is not None:
                 out[key] = int(line.split()[1]) * 1024
+        if data_dir is not None:
+            out.update(_mapped_under(Path(f"/proc/{pid}/smaps").read_text(), data_dir))
     except OSError:
         return {}
+    return out
+
+
+def _mapped_under(smaps: str, data_dir: Path) -> dict[str, int]:
+    """Resident bytes of the mappings of the store's file and of its derived keyword
+    index's files, from the text of ``/proc/<pid>/smaps``."""
+    data_dir = data_dir.resolve()
+    store, index = str(data_dir / "steno.db"), str(data_dir / "steno.db.keywords") + "/"
+    out = {"store": 0, "index": 0}
+    kind: str | None = None
+    for line in smaps.splitlines():
+        head, _, rest = line.partition(" ")
+        if not head.endswith(":"):  # a mapping's first line: address range ... path
+            path = rest.split(maxsplit=4)[4] if len(rest.split(maxsplit=4)) == 5 else ""
+            kind = ("index" if path.startswith(index) else "store" if path == store
+                    else None)
+        elif head == "Rss:" and kind is not None:
+            out[kind] += int(rest.split()[0]) * 1024
     return out
 
 
@@ -347,7 +370,7 @@ async def searched(built: Built, count: int, repo: Path = REPO_ROOT) -> dict[str
                           "error_samples": timer.errors[:2], "with_hits": hits}
         assert len(floor.errors) == len(floor.latencies_ms), "the floor call was not rejected"
         out["floor_ms"] = percentile(floor.latencies_ms, 50)
-        memory = memory_of(server.pid)
+        memory = memory_of(server.pid, None if built.url else built.data_dir)
         out["server_peak_rss"] = memory.get("peak")
         out["server_memory_end"] = memory
     for scope in ("session", "store"):
@@ -467,7 +490,9 @@ def report(rows: list[dict[str, Any]]) -> None:
             print(f"\n{r['backend']} at {r['turns']:,} turns: the server's resident memory at "
                   f"the end of the searches {fmt_bytes(end['anon'] + end['file'])}: "
                   f"{fmt_bytes(end['anon'])} its own (anonymous), {fmt_bytes(end['file'])} "
-                  f"file pages (mapped files: the libraries, and on SQLite the store's pages)")
+                  f"file pages (mapped files: the libraries, and on SQLite the store's pages)"
+                  + (f", of which the store's file {fmt_bytes(end['store'])} and its derived "
+                     f"keyword index's {fmt_bytes(end['index'])}" if "store" in end else ""))
         if r.get("planner_rows"):
             began, ended = (r["planner_rows"][k] for k in ("searches_began", "searches_ended"))
             print(f"\n{r['backend']} at {r['turns']:,} turns: the planner's statistics of the "
