@@ -313,8 +313,9 @@ def _mapped_under(smaps: str, data_dir: Path) -> dict[str, int]:
     kind: str | None = None
     for line in smaps.splitlines():
         head, _, rest = line.partition(" ")
-        if not head.endswith(":"):  # a mapping's first line: address range ... path
-            path = rest.split(maxsplit=4)[4] if len(rest.split(maxsplit=4)) == 5 else ""
+        if not head.endswith(":"):  # a mapping's first line: range, mode, offset, device,
+            parts = rest.split(maxsplit=4)  # inode, then its file's path if it has one
+            path = parts[4] if len(parts) == 5 else ""
             kind = ("index" if path.startswith(index) else "store" if path == store
                     else None)
         elif head == "Rss:" and kind is not None:
