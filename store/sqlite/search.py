@@ -124,10 +124,17 @@ def merge_small(store: Transactions, stop: Callable[[], bool] = lambda: False) -
 
 def _merged(store: Transactions, stop: Callable[[], bool], pages: int, key: str,
             largest: int, *, first: str | None = None) -> int:
-    """FTS5's 'merge' of ``pages`` a step, each step a write of its own, until nothing
+    """FTS5's 'merge' of ``|pages|`` a step, each step a write of its own, until nothing
     is left to merge (then ``key`` records ``largest`` in ``meta``) or ``stop()``; how
     many steps it took. ``first``: a statement run before the first step (a setting
-    FTS5 keeps in the index's configuration)."""
+    FTS5 keeps in the index's configuration).
+
+    ``pages`` negative: the first step starts a merge of every segment into one, and the
+    next steps go on with that merge (a positive count: a merge already started, or a
+    level holding ``usermerge`` segments). A negative count at every step would start the
+    merge of every segment over whenever another write had added one since the last
+    step, the partial output among its inputs: while turns are ingested (a commit adds a
+    segment) it never ended, and the index grew by each step's pages instead."""
     steps = 0
     while not stop():
         with store.write() as conn:
@@ -135,7 +142,7 @@ def _merged(store: Transactions, stop: Callable[[], bool], pages: int, key: str,
             if first is not None and not steps:
                 conn.execute(first)
             before = conn.total_changes()
-            conn.execute(MERGE_STEP, (pages,))
+            conn.execute(MERGE_STEP, (pages if not steps else abs(pages),))
             steps += 1
             if conn.total_changes() - before < 2:  # nothing left to merge (FTS5's test)
                 conn.execute(SET_MERGED, (key, str(largest)))

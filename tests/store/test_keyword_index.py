@@ -759,6 +759,48 @@ def test_fts5_segments_are_merged_as_the_store_grows_with_the_same_hits(
     assert audit(app) == {}
 
 
+def test_the_merge_of_every_segment_ends_while_turns_are_ingested(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """A server's turns keep coming while its upkeep thread merges: each ingest commits a
+    segment between two of the merge's steps. The merge goes on with the segments it
+    started with and ends (it used to start over at every step, with its own partial
+    output among the inputs, and grew the index instead)."""
+    monkeypatch.setattr(fts5_search, "MERGE_FROM", 10)
+    monkeypatch.setattr(fts5_search, "MERGE_PAGES", 2)  # several steps
+    for n in range(120):
+        ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]} and "
+                                 f"{WORDS[(n * 7) % len(WORDS)]}")
+    store = app.store
+    assert isinstance(store, Store)
+    store.upkeep.wait()
+    with store.read() as conn:
+        rows_before = conn.execute("SELECT count(*) FROM exchanges_fts_data").fetchone()[0]
+    assert _segments(store) > 1
+    largest, due, _ = fts5_search.merge_state(store)
+    assert due <= largest
+    meanwhile = iter(range(200))
+
+    def one_more_turn() -> bool:  # called before each step: a turn ingested meanwhile
+        n = next(meanwhile, None)
+        if n is None:
+            return True
+        ingest(app, f"s{n % 3}", f"meanwhile {n} on {WORDS[n % len(WORDS)]}")
+        return False
+
+    steps = fts5_search.keep_merged(store, one_more_turn)
+    assert 1 < steps < 100  # ended by itself, not by running out of turns
+    assert fts5_search.merge_state(store)[1] > largest  # recorded as merged
+    with store.read() as conn:
+        rows_after = conn.execute("SELECT count(*) FROM exchanges_fts_data").fetchone()[0]
+    assert rows_after < rows_before + steps * 4  # not each step's pages kept on top
+    for n in meanwhile:  # the rest, then everything found as FTS5 finds it merged
+        ingest(app, f"s{n % 3}", f"meanwhile {n} on {WORDS[n % len(WORDS)]}")
+    before = _word_hits(store)
+    assert fts5_search.keep_merged(store) >= 1 and _segments(store) == 1
+    assert _word_hits(store) == before
+    assert audit(app) == {}
+
+
 SMALL_TURNS_IN_TEST = 10
 
 
