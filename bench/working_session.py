@@ -11,7 +11,10 @@ session every ``--search-every`` turns and one across every session every
 ``--window`` turns: the ingest's p50 and p99, the searches' p50, the server's CPU per
 turn; then the last window's ingest p50 as a ratio to the first's (flat is the aim: the
 store's size should not make a turn dearer). ``--repo NAME=PATH`` runs other checkouts
-too, one after the other on fresh stores.
+too, one after the other on fresh stores. ``--bulk N`` starts each from a store of N
+turns more, written before by this checkout through the bulk path (``ingest_batch``, as
+capture and import write), so that a session past the derived keyword index's size
+(``KeywordIndex.answers_from``) does not take a hundred thousand single ingests first.
 
 Run from the repository root::
 
@@ -34,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO_ROOT, RawClient, percentile, print_table, repo_arg
 from ingest_query import INGEST, QUERY, Turn, make_turns
 
+BATCH = 2_000  # turns per ingest_batch run, as bench/scale.py writes them
+
 
 def words_of(turn: Turn, rng: random.Random) -> str:
     """Three words of a turn, as an agent's short query."""
@@ -41,16 +46,36 @@ def words_of(turn: Turn, rng: random.Random) -> str:
     return " ".join(rng.sample(words, min(3, len(words))))
 
 
-def session(repo: Path, turns: list[Turn], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every window's figures for one checkout on a fresh store."""
+def bulk_store(data_dir: Path, turns: list[Turn]) -> None:
+    """``turns`` written into a new store in ``data_dir`` through ``ingest_batch``."""
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+
+    app = open_app(Settings(data_dir=data_dir))
+    try:
+        for start in range(0, len(turns), BATCH):
+            batch = turns[start:start + BATCH]
+            out, _ = app.run("ingest_batch", {"turns": [
+                {"session_id": t.session, "role": t.role, "content": t.content,
+                 "created_at": t.created_at} for t in batch]})
+            assert out["reply"]["stored"] == len(batch), out["reply"]["text"]
+    finally:
+        app.close()
+
+
+def session(repo: Path, turns: list[Turn], args: argparse.Namespace,
+            bulk: Path | None) -> list[dict[str, Any]]:
+    """Every window's figures for one checkout on a fresh store (a copy of ``bulk``)."""
     root = Path(tempfile.mkdtemp(prefix="steno-working-"))
     rng = random.Random(args.seed)
     windows: list[dict[str, Any]] = []
+    if bulk is not None:
+        shutil.copytree(bulk, root / "store")
     try:
         with RawClient(root / "store", repo=repo) as raw:
             ingests: list[float] = []
-            searches: list[float] = []
-            cpu = raw.cpu_s() or 0.0
+            searches: dict[str, list[float]] = {"session": [], "store": []}
+            cpu, clock = raw.cpu_s() or 0.0, time.perf_counter()
             for i, t in enumerate(turns, 1):
                 ms, result = raw.call(INGEST, {"role": t.role, "content": t.content,
                                                "session_id": t.session,
@@ -61,23 +86,26 @@ def session(repo: Path, turns: list[Turn], args: argparse.Namespace) -> list[dic
                 if i % args.search_every == 0 or i % args.wide_every == 0:
                     recent = turns[max(i - 50, i - 1 - (i - 1) % args.session_turns):i]
                     query: dict[str, Any] = {"query": words_of(rng.choice(recent), rng)}
-                    if i % args.wide_every == 0:
+                    wide = i % args.wide_every == 0
+                    if wide:
                         query["cross_session"] = True
                     else:
                         query["session_id"] = t.session
                     ms, result = raw.call(QUERY, query)
                     if result.get("isError") or "error" in result:
                         raise SystemExit(f"search after turn {i} failed: {result}")
-                    searches.append(ms)
+                    searches["store" if wide else "session"].append(ms)
                 if i % args.window == 0 or i == len(turns):
                     now = raw.cpu_s() or 0.0
                     windows.append({
                         "turns": i, "ingest_p50": percentile(ingests, 50),
                         "ingest_p99": percentile(ingests, 99),
-                        "search_p50": percentile(searches, 50) if searches else None,
-                        "searches": len(searches),
-                        "cpu_ms_per_turn": (now - cpu) * 1e3 / len(ingests)})
-                    ingests, searches, cpu = [], [], now
+                        **{f"{kind}_p50": percentile(ms, 50) if ms else None
+                           for kind, ms in searches.items()},
+                        "cpu_ms_per_turn": (now - cpu) * 1e3 / len(ingests),
+                        "seconds": time.perf_counter() - clock})
+                    ingests, cpu, clock = [], now, time.perf_counter()
+                    searches = {"session": [], "store": []}
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return windows
@@ -91,24 +119,42 @@ def main() -> int:
     p.add_argument("--wide-every", type=int, default=1000)
     p.add_argument("--window", type=int, default=2500)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--bulk", type=int, default=0,
+                   help="turns written through the bulk path before the session (0)")
     p.add_argument("--repo", type=repo_arg, action="append",
                    help="NAME=PATH of a checkout (default: this one)")
     args = p.parse_args()
-    turns = make_turns(args.turns, session_turns=args.session_turns, seed=args.seed)
-    for name, repo in args.repo or [("this", REPO_ROOT)]:
+    every = make_turns(args.bulk + args.turns, session_turns=args.session_turns,
+                       seed=args.seed)
+    turns, bulk = every[args.bulk:], None
+    if args.bulk:
+        bulk = Path(tempfile.mkdtemp(prefix="steno-working-bulk-")) / "store"
         started = time.perf_counter()
-        windows = session(repo, turns, args)
-        print(f"\n{name} ({repo}): {args.turns:,} turns in "
-              f"{time.perf_counter() - started:.0f} s, a session search every "
-              f"{args.search_every} turns and a store-wide one every {args.wide_every}")
-        print_table(["turns", "ingest p50 ms", "ingest p99 ms", "search p50 ms", "searches",
-                     "server CPU ms/turn"],
-                    [[f"{w['turns']:,}", f"{w['ingest_p50']:.2f}", f"{w['ingest_p99']:.1f}",
-                      "-" if w["search_p50"] is None else f"{w['search_p50']:.1f}",
-                      w["searches"], f"{w['cpu_ms_per_turn']:.2f}"] for w in windows])
-        print(f"last window's ingest p50 / first window's: "
-              f"{windows[-1]['ingest_p50'] / windows[0]['ingest_p50']:.2f}")
+        bulk_store(bulk, every[:args.bulk])
+        print(f"{args.bulk:,} turns written through the bulk path in "
+              f"{time.perf_counter() - started:.0f} s")
+    try:
+        for name, repo in args.repo or [("this", REPO_ROOT)]:
+            report(name, repo, session(repo, turns, args, bulk), args)
+    finally:
+        if bulk is not None:
+            shutil.rmtree(bulk.parent, ignore_errors=True)
     return 0
+
+
+def report(name: str, repo: Path, windows: list[dict[str, Any]],
+           args: argparse.Namespace) -> None:
+    took = sum(w["seconds"] for w in windows)
+    print(f"\n{name} ({repo}): {args.turns:,} turns after {args.bulk:,} in {took:.0f} s, "
+          f"a session search every {args.search_every} turns and a store-wide one every "
+          f"{args.wide_every}")
+    print_table(["turns", "ingest p50 ms", "ingest p99 ms", "session search p50 ms",
+                 "store-wide search p50 ms", "server CPU ms/turn"],
+                [[f"{w['turns']:,}", f"{w['ingest_p50']:.2f}", f"{w['ingest_p99']:.1f}",
+                  *("-" if w[k] is None else f"{w[k]:.1f}" for k in ("session_p50", "store_p50")),
+                  f"{w['cpu_ms_per_turn']:.2f}"] for w in windows])
+    print(f"last window's ingest p50 / first window's: "
+          f"{windows[-1]['ingest_p50'] / windows[0]['ingest_p50']:.2f}")
 
 
 if __name__ == "__main__":
