@@ -84,7 +84,7 @@ def session(repo: Path, turns: list[Turn], args: argparse.Namespace,
                     raise SystemExit(f"ingest {i} failed: {result}")
                 ingests.append(ms)
                 if i % args.search_every == 0 or i % args.wide_every == 0:
-                    recent = turns[max(i - 50, i - 1 - (i - 1) % args.session_turns):i]
+                    recent = [u for u in turns[max(0, i - 50):i] if u.session == t.session]
                     query: dict[str, Any] = {"query": words_of(rng.choice(recent), rng)}
                     wide = i % args.wide_every == 0
                     if wide:
