@@ -15,6 +15,8 @@ too, one after the other on fresh stores. ``--bulk N`` starts each from a store 
 turns more, written before by this checkout through the bulk path (``ingest_batch``, as
 capture and import write), so that a session past the derived keyword index's size
 (``KeywordIndex.answers_from``) does not take a hundred thousand single ingests first.
+``--backend postgresql`` runs it on PostgreSQL 18 started on 127.0.0.1 by
+``tests.pg_server`` (a database per checkout: the bulk store's copy by ``TEMPLATE``).
 
 Run from the repository root::
 
@@ -29,11 +31,13 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from backends import Backends
 from common import REPO_ROOT, RawClient, percentile, print_table, repo_arg
 from ingest_query import INGEST, QUERY, Turn, make_turns
 
@@ -46,12 +50,40 @@ def words_of(turn: Turn, rng: random.Random) -> str:
     return " ".join(rng.sample(words, min(3, len(words))))
 
 
-def bulk_store(data_dir: Path, turns: list[Turn]) -> None:
-    """``turns`` written into a new store in ``data_dir`` through ``ingest_batch``."""
+@dataclass
+class Store:
+    """Where one session's store lives: a data directory, and on PostgreSQL a database."""
+
+    data_dir: Path
+    url: str | None = None
+
+    def env(self) -> dict[str, str]:
+        return {"STENO_DATABASE_URL": self.url} if self.url else {}
+
+
+def fresh(backends: Backends, backend: str, bulk: Store | None) -> Store:
+    """A new store: empty, or a copy of ``bulk`` (its data directory, and on PostgreSQL
+    its database as a template)."""
+    data_dir, url = backends.fresh(backend, "working")
+    if bulk is not None:
+        shutil.rmtree(data_dir)
+        shutil.copytree(bulk.data_dir, data_dir)
+        if url is not None and bulk.url is not None:
+            import psycopg
+
+            with psycopg.connect(backends.pg_url, autocommit=True) as conn:
+                name, template = url.rsplit("/", 1)[1], bulk.url.rsplit("/", 1)[1]
+                conn.execute(f'DROP DATABASE "{name}"'.encode())
+                conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'.encode())
+    return Store(data_dir, url)
+
+
+def bulk_store(store: Store, turns: list[Turn]) -> None:
+    """``turns`` written into the new ``store`` through ``ingest_batch``."""
     from stenographer.app import open_app
     from stenographer.settings import Settings
 
-    app = open_app(Settings(data_dir=data_dir))
+    app = open_app(Settings(data_dir=store.data_dir, database_url=store.url))
     try:
         for start in range(0, len(turns), BATCH):
             batch = turns[start:start + BATCH]
@@ -64,15 +96,12 @@ def bulk_store(data_dir: Path, turns: list[Turn]) -> None:
 
 
 def session(repo: Path, turns: list[Turn], args: argparse.Namespace,
-            bulk: Path | None) -> list[dict[str, Any]]:
-    """Every window's figures for one checkout on a fresh store (a copy of ``bulk``)."""
-    root = Path(tempfile.mkdtemp(prefix="steno-working-"))
+            store: Store) -> list[dict[str, Any]]:
+    """Every window's figures for one checkout on ``store``."""
     rng = random.Random(args.seed)
     windows: list[dict[str, Any]] = []
-    if bulk is not None:
-        shutil.copytree(bulk, root / "store")
     try:
-        with RawClient(root / "store", repo=repo) as raw:
+        with RawClient(store.data_dir, repo=repo, extra_env=store.env()) as raw:
             ingests: list[float] = []
             searches: dict[str, list[float]] = {"session": [], "store": []}
             cpu, clock = raw.cpu_s() or 0.0, time.perf_counter()
@@ -107,7 +136,7 @@ def session(repo: Path, turns: list[Turn], args: argparse.Namespace,
                     ingests, cpu, clock = [], now, time.perf_counter()
                     searches = {"session": [], "store": []}
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(store.data_dir, ignore_errors=True)
     return windows
 
 
@@ -119,6 +148,7 @@ def main() -> int:
     p.add_argument("--wide-every", type=int, default=1000)
     p.add_argument("--window", type=int, default=2500)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     p.add_argument("--bulk", type=int, default=0,
                    help="turns written through the bulk path before the session (0)")
     p.add_argument("--repo", type=repo_arg, action="append",
@@ -126,26 +156,30 @@ def main() -> int:
     args = p.parse_args()
     every = make_turns(args.bulk + args.turns, session_turns=args.session_turns,
                        seed=args.seed)
-    turns, bulk = every[args.bulk:], None
-    if args.bulk:
-        bulk = Path(tempfile.mkdtemp(prefix="steno-working-bulk-")) / "store"
-        started = time.perf_counter()
-        bulk_store(bulk, every[:args.bulk])
-        print(f"{args.bulk:,} turns written through the bulk path in "
-              f"{time.perf_counter() - started:.0f} s")
+    turns = every[args.bulk:]
+    backends = Backends(Path(tempfile.mkdtemp(prefix="steno-working-")), [args.backend])
     try:
+        bulk = None
+        if args.bulk:
+            bulk = Store(*backends.fresh(args.backend, "working_bulk"))
+            started = time.perf_counter()
+            bulk_store(bulk, every[:args.bulk])
+            print(f"{args.bulk:,} turns written through the bulk path in "
+                  f"{time.perf_counter() - started:.0f} s")
         for name, repo in args.repo or [("this", REPO_ROOT)]:
-            report(name, repo, session(repo, turns, args, bulk), args)
+            store = fresh(backends, args.backend, bulk)
+            report(name, repo, session(repo, turns, args, store), args)
     finally:
-        if bulk is not None:
-            shutil.rmtree(bulk.parent, ignore_errors=True)
+        backends.close()
+        shutil.rmtree(backends.root, ignore_errors=True)
     return 0
 
 
 def report(name: str, repo: Path, windows: list[dict[str, Any]],
            args: argparse.Namespace) -> None:
     took = sum(w["seconds"] for w in windows)
-    print(f"\n{name} ({repo}): {args.turns:,} turns after {args.bulk:,} in {took:.0f} s, "
+    print(f"\n{name} ({repo}, {args.backend}): {args.turns:,} turns after {args.bulk:,} in "
+          f"{took:.0f} s, "
           f"a session search every {args.search_every} turns and a store-wide one every "
           f"{args.wide_every}")
     print_table(["turns", "ingest p50 ms", "ingest p99 ms", "session search p50 ms",
