@@ -16,9 +16,10 @@ from typing import Any, TypedDict
 from nodes.context import RunContext, node
 from nodes.evaluate_contracts.inputs import new_trace_id
 from store.correlation import exchange_trace
+from store.db import Store
 from store.errors import StoreError
 from store.exchanges import NewTurn, due_sessions, record_turn, record_turns, source_key_turn
-from store.keyword_index import KeywordIndex
+from store.keyword_index import KeywordIndex, queued_seq
 from store.milestones import mark_milestone
 from store.signal_flags import StoredFlag, record_batch_flags, record_flags
 from store.sql import Conn
@@ -93,13 +94,21 @@ def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any,
                 blockers: Any, *, run: RunContext) -> StoredTurnWrites:
     values = {"turn": turn, "fields": fields, "flags": flags, "vector": vector,
               "decisions": decisions, "blockers": blockers}
-    with run.store.write() as conn:
+    store = run.store
+    with store.write() as conn:
         recorded = recorded_turn(conn, values.get)
-    # ids only grow: below the index's size there is nothing to build
-    if recorded["exchange_id"] >= KeywordIndex.answers_from:
+        # ids only grow: below the derived keyword index's size nothing is queued or built
+        sized = recorded["exchange_id"] >= KeywordIndex.answers_from
+        seq = queued_seq(conn, recorded["exchange_id"]) if sized and isinstance(
+            store, Store) and not recorded["duplicate"] else None
+    if sized:
         from nodes.publish.keyword_index import build_when_due
 
-        build_when_due(run.store, beside=True)
+        if seq is not None and isinstance(store, Store):
+            store.queued_keywords(seq, (recorded["exchange_id"], recorded["session_row"],
+                                        turn["content"], (fields or {}).get("context", ""),
+                                        (fields or {}).get("dated", "")))
+        build_when_due(store, beside=True)
     due = not recorded["duplicate"] and recorded["live_turns"] >= run.settings.turn_limit
     return {"recorded": recorded, "compression_due": due,
             "session_row": recorded["session_row"]}

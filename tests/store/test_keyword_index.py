@@ -16,6 +16,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -395,6 +396,42 @@ def test_a_forgotten_turn_is_never_found(app: App):
     assert found(app, "parser", "s") == [keep]  # queued removal: the entry is left out
     store.keywords.flush(store)
     assert found(app, "parser", "s") == [keep] and held(app) == 1
+    assert audit(app) == {}
+
+
+def test_a_searching_process_holds_the_turns_it_ingests_as_the_queue_would_give_them(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """A process that has the derived index open (it searches) takes each turn it ingests
+    into its copy of the queue from the text it wrote: the next search reads and
+    tokenizes none of them, and holds what reading the queue would have given. A turn
+    forgotten since is left out, as before."""
+    store = app.store
+    assert isinstance(store, Store)
+    first_id = ingest(app, "s0", "the parser drops tabs")
+    assert found(app, "parser", None) == [first_id]  # the index opened, the copy read
+    ids = [ingest(app, f"s{n % 3}", f"turn {n}: {WORDS[n % len(WORDS)]}_{WORDS[n % 5]} "
+                                    f"{'naïve café — ' if n % 4 == 0 else ''}parser {n}?")
+           for n in range(30)]
+    tokenized: list[str] = []
+    real = keyword_index_module.document_fields
+
+    def counted(content: str, context: str, dated: str) -> Any:
+        tokenized.append(content)
+        return real(content, context, dated)
+
+    monkeypatch.setattr(keyword_index_module, "document_fields", counted)
+    hits = found(app, "parser", None)
+    assert tokenized == [] and set(hits) <= {first_id, *ids} and len(hits) == 10
+    held_copy = dict(store.keywords._hot)
+    assert len(held_copy) == len(ids) + 1
+    store.keywords._hot.clear()  # read again from the queue's rows
+    assert found(app, "parser", None) == hits
+    assert len(tokenized) == len(ids) + 1 and store.keywords._hot == held_copy
+    out, _ = app.run("forget", {"confirm": True, "exchange_ids": [ids[3]], "session_id": None,
+                                "since": None, "until": None, "text": None,
+                                "reason": "test", "vacuum": False})
+    assert out["reply"]["count"] == 1
+    assert ids[3] not in found(app, "turn 3", None) and ids[4] in found(app, "4", None)
     assert audit(app) == {}
 
 
