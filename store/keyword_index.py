@@ -23,7 +23,9 @@ How it stays right:
   ``keyword_pending`` (its context and date words; the text is in ``exchanges``), in the
   same transaction: a turn is durable, and searchable, when its ingest returns. A
   forgotten turn is queued too (no row left behind it: its entry is deleted);
-* searches read the index and, beside it, the queued turns (the hot tier); both are
+* searches read the index and, beside it, the queued turns (the hot tier: this
+  process's copy of the queue, which takes the turns the process ingests from their
+  text, ``hold``, and the others from the queue's rows); both are
   scored in this process as FTS5's bm25() scores them, with the index's statistics
   (``_fts5_bm25``), so the hits and scores are FTS5's; an index entry of a queued turn
   is never returned (it may be older than the queue's);
