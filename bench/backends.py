@@ -123,8 +123,10 @@ class Backends:
                 row = conn.execute(b"SHOW data_directory").fetchone()
             self.pg_data = Path(row[0]) if row else None
 
-    def fresh(self, backend: str, label: str) -> tuple[Path, str | None]:
-        """A new empty store: (a data directory, the database URL or None)."""
+    def fresh(self, backend: str, label: str, template: str | None = None
+              ) -> tuple[Path, str | None]:
+        """A new empty store: (a data directory, the database URL or None);
+        ``template``: on PostgreSQL, the URL of a database the new one is a copy of."""
         data_dir = Path(tempfile.mkdtemp(prefix=f"{label}-{backend}-", dir=self.root))
         if backend != "postgresql":
             return data_dir, None
@@ -133,7 +135,8 @@ class Backends:
         assert self.pg_url is not None
         name = f"steno_{label}_{uuid.uuid4().hex[:8]}"
         with psycopg.connect(self.pg_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"'.encode())
+            copy = "" if template is None else f' TEMPLATE "{template.rsplit("/", 1)[1]}"'
+            conn.execute(f'CREATE DATABASE "{name}"{copy}'.encode())
         return data_dir, f"{self.pg_url.rsplit('/', 1)[0]}/{name}"
 
     def pg_cpu_s(self) -> float | None:

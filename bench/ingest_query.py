@@ -167,6 +167,12 @@ class Turn:
     blocker: str | None  # component
 
 
+def ingest_request(t: Turn) -> dict[str, Any]:
+    """The arguments of ``t``'s ingest (the tool's, and an ``ingest_batch`` item's)."""
+    return {"session_id": t.session, "role": t.role, "content": t.content,
+            "created_at": t.created_at}
+
+
 def _fill(rng: random.Random, template: str) -> str:
     c1, c2 = rng.sample(COMPONENT, 2)
     n1, n2 = rng.sample(NOUN, 2)
@@ -633,8 +639,7 @@ def raw_phase(turns: list[Turn], root: Path, args: argparse.Namespace) -> dict[s
     for i in range(args.cold_starts):
         with RawClient(root / f"raw-cold-{i}") as raw:
             t = turns[0]
-            raw.call(INGEST, {"role": t.role, "content": t.content, "session_id": t.session,
-                              "created_at": t.created_at})
+            raw.call(INGEST, ingest_request(t))
             first.append(raw.first_reply_s)
             handshake.append(raw.handshake_s)
     out["spawn_first_reply_s"] = {"values": first, "median": statistics.median(first),
@@ -646,8 +651,7 @@ def raw_phase(turns: list[Turn], root: Path, args: argparse.Namespace) -> dict[s
     data_dir = root / f"raw-{len(turns)}"
     with RawClient(data_dir) as raw:
         ids: dict[int, int] = {}
-        ingest_calls = [{"role": t.role, "content": t.content, "session_id": t.session,
-                         "created_at": t.created_at} for t in turns]
+        ingest_calls = [ingest_request(t) for t in turns]
         # the first call waits for the store and the graphs to open: timed apart
         first_ms, first_result = raw.call(INGEST, ingest_calls[0])
         started = time.perf_counter()

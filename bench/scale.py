@@ -75,7 +75,7 @@ from common import (
     wait_idle,
     worker_cpu_s,
 )
-from ingest_query import BRIEF, QUERY, Turn, build_queries, make_turns
+from ingest_query import BRIEF, QUERY, Turn, build_queries, ingest_request, make_turns
 
 CHUNK = 20_000  # turns generated at a time (a million are never held at once)
 QUERY_TURNS = 20_000  # the newest turns the queries are drawn from
@@ -97,11 +97,6 @@ def generated(total: int, session_turns: int, first: int = 0) -> Iterator[Turn]:
             when = datetime.fromtimestamp(base + 20 * n + int(t.created_at[-3:-1]) % 10, UTC)
             yield dataclasses.replace(t, index=n, session=f"bench-{n // session_turns:05d}",
                                       created_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-def ingest_request(t: Turn) -> dict[str, Any]:
-    return {"session_id": t.session, "role": t.role, "content": t.content,
-            "created_at": t.created_at}
 
 
 MANIFEST = "scale.json"  # in a kept store's data directory

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backends import Backends
 from common import REPO_ROOT, RawClient, percentile, print_table, repo_arg
-from ingest_query import INGEST, QUERY, Turn, make_turns
+from ingest_query import INGEST, QUERY, Turn, ingest_request, make_turns
 
 BATCH = 2_000  # turns per ingest_batch run, as bench/scale.py writes them
 
@@ -64,17 +64,10 @@ class Store:
 def fresh(backends: Backends, backend: str, bulk: Store | None) -> Store:
     """A new store: empty, or a copy of ``bulk`` (its data directory, and on PostgreSQL
     its database as a template)."""
-    data_dir, url = backends.fresh(backend, "working")
+    data_dir, url = backends.fresh(backend, "working", None if bulk is None else bulk.url)
     if bulk is not None:
         shutil.rmtree(data_dir)
         shutil.copytree(bulk.data_dir, data_dir)
-        if url is not None and bulk.url is not None:
-            import psycopg
-
-            with psycopg.connect(backends.pg_url, autocommit=True) as conn:
-                name, template = url.rsplit("/", 1)[1], bulk.url.rsplit("/", 1)[1]
-                conn.execute(f'DROP DATABASE "{name}"'.encode())
-                conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'.encode())
     return Store(data_dir, url)
 
 
@@ -87,9 +80,7 @@ def bulk_store(store: Store, turns: list[Turn]) -> None:
     try:
         for start in range(0, len(turns), BATCH):
             batch = turns[start:start + BATCH]
-            out, _ = app.run("ingest_batch", {"turns": [
-                {"session_id": t.session, "role": t.role, "content": t.content,
-                 "created_at": t.created_at} for t in batch]})
+            out, _ = app.run("ingest_batch", {"turns": [ingest_request(t) for t in batch]})
             assert out["reply"]["stored"] == len(batch), out["reply"]["text"]
     finally:
         app.close()
@@ -106,9 +97,7 @@ def session(repo: Path, turns: list[Turn], args: argparse.Namespace,
             searches: dict[str, list[float]] = {"session": [], "store": []}
             cpu, clock = raw.cpu_s() or 0.0, time.perf_counter()
             for i, t in enumerate(turns, 1):
-                ms, result = raw.call(INGEST, {"role": t.role, "content": t.content,
-                                               "session_id": t.session,
-                                               "created_at": t.created_at})
+                ms, result = raw.call(INGEST, ingest_request(t))
                 if result.get("isError") or "error" in result:
                     raise SystemExit(f"ingest {i} failed: {result}")
                 ingests.append(ms)

@@ -43,7 +43,7 @@ from store.sqlite import bm25_top_path
 from store.upkeep import Upkeep
 
 if TYPE_CHECKING:
-    from store.keyword_index import KeywordEntry, KeywordIndex
+    from store.keyword_index import KeywordIndex
     from store.sql import Conn
     from store.vectors import VectorCache
 
@@ -190,12 +190,10 @@ class Store:
             return None
         return self.keyword_index()
 
-    def queued_keywords(self, seq: int, entry: KeywordEntry) -> None:
-        """A turn this process queued for the derived keyword index (``seq``, committed),
-        held in the index's copy of the queue when this process has the index open
-        (it searches): ``KeywordIndex.hold``. Nothing is opened for it."""
-        if self._keywords is not None:
-            self._keywords.hold(seq, entry)
+    def opened_keywords(self) -> KeywordIndex | None:
+        """The derived keyword index if this process has opened it (it searches), else
+        None; opens nothing."""
+        return self._keywords
 
     def keeps_keywords(self) -> bool:
         """Whether the store keeps the derived keyword index

@@ -95,19 +95,21 @@ def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any,
     values = {"turn": turn, "fields": fields, "flags": flags, "vector": vector,
               "decisions": decisions, "blockers": blockers}
     store = run.store
+    # this process's copy of SQLite's keyword queue, when it searches the derived index
+    copy = store.opened_keywords() if isinstance(store, Store) else None
     with store.write() as conn:
         recorded = recorded_turn(conn, values.get)
         # ids only grow: below the derived keyword index's size nothing is queued or built
         sized = recorded["exchange_id"] >= KeywordIndex.answers_from
-        seq = queued_seq(conn, recorded["exchange_id"]) if sized and isinstance(
-            store, Store) and not recorded["duplicate"] else None
+        seq = (queued_seq(conn, recorded["exchange_id"])
+               if sized and copy is not None and not recorded["duplicate"] else None)
     if sized:
         from nodes.publish.keyword_index import build_when_due
 
-        if seq is not None and isinstance(store, Store):
-            store.queued_keywords(seq, (recorded["exchange_id"], recorded["session_row"],
-                                        turn["content"], (fields or {}).get("context", ""),
-                                        (fields or {}).get("dated", "")))
+        if copy is not None and seq is not None:
+            extra = fields or {}
+            copy.hold(seq, (recorded["exchange_id"], recorded["session_row"], turn["content"],
+                            extra.get("context", ""), extra.get("dated", "")))
         build_when_due(store, beside=True)
     due = not recorded["duplicate"] and recorded["live_turns"] >= run.settings.turn_limit
     return {"recorded": recorded, "compression_due": due,
