@@ -195,6 +195,11 @@ class Store:
         None; opens nothing."""
         return self._keywords
 
+    def opened_vectors(self) -> VectorCache | None:
+        """The in-memory copy of the hashed vectors if this process has made it (it
+        ranks by vector), else None; makes nothing (numpy stays unimported)."""
+        return self._vectors
+
     def keeps_keywords(self) -> bool:
         """Whether the store keeps the derived keyword index
         (``store.keyword_index.keeps_index``): read until it does, then known without a

@@ -95,14 +95,20 @@ def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any,
     values = {"turn": turn, "fields": fields, "flags": flags, "vector": vector,
               "decisions": decisions, "blockers": blockers}
     store = run.store
-    # this process's copy of SQLite's keyword queue, when it searches the derived index
-    copy = store.opened_keywords() if isinstance(store, Store) else None
+    # this process's copies, when it searches: of SQLite's keyword queue (from the
+    # derived index's size) and of the stored vectors
+    copy = vectors = None
+    if isinstance(store, Store):
+        copy, vectors = store.opened_keywords(), store.opened_vectors()
     with store.write() as conn:
         recorded = recorded_turn(conn, values.get)
+        new = not recorded["duplicate"]
         # ids only grow: below the derived keyword index's size nothing is queued or built
         sized = recorded["exchange_id"] >= KeywordIndex.answers_from
         seq = (queued_seq(conn, recorded["exchange_id"])
-               if sized and copy is not None and not recorded["duplicate"] else None)
+               if sized and copy is not None and new else None)
+    if vectors is not None and new:
+        vectors.hold(recorded["exchange_id"], recorded["session_row"], bytes.fromhex(vector))
     if sized:
         from nodes.publish.keyword_index import build_when_due
 

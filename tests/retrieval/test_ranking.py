@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -211,3 +212,50 @@ def test_the_guard_ranks_briefs_by_their_best_turn(tmp_path):
         assert [b["source_ids"] for b in briefs[:2]] == [strong, weak]
     finally:
         app.close()
+
+
+def test_a_searching_process_holds_the_vectors_it_ingests_as_a_refresh_would_read_them(
+        app: App, monkeypatch: pytest.MonkeyPatch):
+    """A process whose vector copy is loaded (it searched) adds each turn it ingests to
+    the copy from the vector it wrote, so the next search reads none of them back. A turn
+    written by another process in between leaves the next one of its own to the refresh,
+    which reads both: the copy always equals one read from the store."""
+    from store.vectors import VectorCache
+
+    first = ingest(app, "s", "postgres vacuum settings")
+    assert ids(search(app, "vacuum", mode="semantic")) == [first]  # the copy is loaded
+    read: list[int] = []
+    rows_after = VectorCache.rows_after
+
+    def counted(self: VectorCache, conn: Any, last: int) -> Any:
+        rows = rows_after(self, conn, last)
+        read.extend(int(r[0]) for r in rows)
+        return rows
+
+    monkeypatch.setattr(VectorCache, "rows_after", counted)
+    topics = ("react hooks", "kubernetes ingress", "postgres autovacuum", "tls renewal")
+    held = [ingest(app, f"s{n % 2}", f"turn {n} about {topics[n % 4]}") for n in range(20)]
+    top = ids(search(app, "postgres autovacuum", session="s0", mode="semantic"))[0]
+    assert top in {held[n] for n in range(2, 20, 4)}
+    assert read == []
+
+    def same_as_stored() -> None:
+        copy, fresh = app.store.vectors, VectorCache(app.settings.vector_dim)
+        with app.store.read() as conn:
+            fresh.refresh(conn)
+        n = copy._n
+        assert n == fresh._n
+        assert copy._ids[:n].tolist() == fresh._ids[:n].tolist()
+        assert copy._sessions[:n].tolist() == fresh._sessions[:n].tolist()
+        assert (copy._cols[:, :n] == fresh._cols[:, :n]).all()
+
+    same_as_stored()
+    other = open_app(Settings(data_dir=app.settings.data_dir, turn_limit=1_000))
+    try:
+        theirs = ingest(other, "s1", "turn from another process about tls renewal")
+    finally:
+        other.close()
+    mine = ingest(app, "s1", "turn 21 about tls renewal")
+    assert {theirs, mine} <= set(ids(search(app, "tls renewal", session="s1", mode="semantic")))
+    assert read == [theirs, mine]
+    same_as_stored()
