@@ -74,6 +74,7 @@ JOIN exchange_vectors v ON v.rowid = e.id
 WHERE e.id > ? ORDER BY e.id"""
 
 _GROW = 4096
+_HELD = 4096  # rows held for the next query at most (~1 MB); more are read back then
 SCALE = 127.0  # stored component = round(127 * unit-vector component)
 _BLOCK = 32_768  # rows scored at a time by the first pass (its buffers stay in cache)
 _TRANSPOSED = 4_096  # rows turned component-major at a time by a load (in cache)
@@ -213,10 +214,10 @@ class MatrixCache:
         Only a row whose id is just above the copy's last (held rows included): ids
         grow by one in commit order under SQLite's one writer (AUTOINCREMENT), so the
         copy then holds every row before it. Otherwise (another process wrote in
-        between, the copy is not loaded, a forgotten turn left a gap) the next query's
-        refresh reads it as before."""
+        between, the copy is not loaded, a forgotten turn left a gap, ``_HELD`` rows
+        wait already) the next query's refresh reads it as before."""
         with self._lock:
-            if not self._n or len(vector) != self.dim:
+            if not self._n or len(vector) != self.dim or len(self._held) >= _HELD:
                 return
             last = self._held[-1][0] if self._held else self._ids[self._n - 1]
             if last == exchange_id - 1:

@@ -220,6 +220,7 @@ def test_a_searching_process_holds_the_vectors_it_ingests_as_a_refresh_would_rea
     the copy from the vector it wrote, so the next search reads none of them back. A turn
     written by another process in between leaves the next one of its own to the refresh,
     which reads both: the copy always equals one read from the store."""
+    import store.vectors
     from store.vectors import VectorCache
 
     first = ingest(app, "s", "postgres vacuum settings")
@@ -250,12 +251,18 @@ def test_a_searching_process_holds_the_vectors_it_ingests_as_a_refresh_would_rea
         assert (copy._cols[:, :n] == fresh._cols[:, :n]).all()
 
     same_as_stored()
+    monkeypatch.setattr(store.vectors, "_HELD", 5)  # a bounded list: the rest read back
+    more = [ingest(app, "s0", f"turn {n} about {topics[n % 4]}") for n in range(20, 28)]
+    assert ids(search(app, "react hooks", session="s0", mode="semantic"))
+    assert read == more[5:]
+    same_as_stored()
+    read.clear()
     other = open_app(Settings(data_dir=app.settings.data_dir, turn_limit=1_000))
     try:
         theirs = ingest(other, "s1", "turn from another process about tls renewal")
     finally:
         other.close()
-    mine = ingest(app, "s1", "turn 21 about tls renewal")
+    mine = ingest(app, "s1", "turn 29 about tls renewal")
     assert {theirs, mine} <= set(ids(search(app, "tls renewal", session="s1", mode="semantic")))
     assert read == [theirs, mine]
     same_as_stored()
