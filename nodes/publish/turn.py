@@ -107,17 +107,18 @@ def stored_turn(turn: Any, fields: Any, flags: Any, vector: Any, decisions: Any,
         sized = recorded["exchange_id"] >= KeywordIndex.answers_from
         seq = (queued_seq(conn, recorded["exchange_id"])
                if sized and copy is not None and new else None)
+    # once committed: the copies take the turn, so the next search does not read it back
     if vectors is not None and new:
         vectors.hold(recorded["exchange_id"], recorded["session_row"], bytes.fromhex(vector))
+    if copy is not None and seq is not None:
+        extra = fields or {}
+        copy.hold(seq, (recorded["exchange_id"], recorded["session_row"], turn["content"],
+                        extra.get("context", ""), extra.get("dated", "")))
     if sized:
         from nodes.publish.keyword_index import build_when_due
 
-        if copy is not None and seq is not None:
-            extra = fields or {}
-            copy.hold(seq, (recorded["exchange_id"], recorded["session_row"], turn["content"],
-                            extra.get("context", ""), extra.get("dated", "")))
         build_when_due(store, beside=True)
-    due = not recorded["duplicate"] and recorded["live_turns"] >= run.settings.turn_limit
+    due = new and recorded["live_turns"] >= run.settings.turn_limit
     return {"recorded": recorded, "compression_due": due,
             "session_row": recorded["session_row"]}
 
