@@ -45,6 +45,7 @@ from store.upkeep import Upkeep
 if TYPE_CHECKING:
     from store.keyword_index import KeywordIndex
     from store.sql import Conn
+    from store.sqlite.doc_freq import CommonWords
     from store.vectors import VectorCache
 
 __all__ = ["BUSY_TIMEOUT_MS", "Store", "vec0_path"]
@@ -136,6 +137,7 @@ class Store:
         self.upkeep = Upkeep()  # FTS5's merge, the derived keyword index's flush and build
         self.checkpoints = Upkeep()  # the log copied back into the file
         self._keeps_keywords = False  # seen keeping the derived keyword index
+        self._common: CommonWords | None = None  # the index's common words, in a server
         self.synchronous = synchronous
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -247,8 +249,9 @@ class Store:
         ``KeywordIndex.answers_from`` turns (bounded by the largest turn id) FTS5
         answers: the index is built only once the store reaches that size (nothing is
         queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
-        segments are merged on the store's upkeep thread when they are due
-        (``_keep_merged``: Tantivy is neither imported nor opened). From that size, past
+        segments are merged, and a server's common words read, on the store's upkeep
+        thread when they are due (``_keep_fts5``: Tantivy is neither imported nor
+        opened). From that size, past
         ``HOT_LIMIT`` queued turns the queue is moved into the index on that thread, and
         past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index.
         FTS5's segments are merged there too when the queue is short (a session's plain
@@ -261,8 +264,8 @@ class Store:
         largest, queued = search_state(conn)
         merge_due = largest >= max(min(self._merge_due, self._small_due), MERGE_FROM)
         if largest < KeywordIndex.answers_from:
-            if merge_due:
-                self.upkeep.start(self._keep_merged, "fts5-merge")
+            if merge_due or self._words_due(largest):
+                self.upkeep.start(self._keep_fts5, "fts5-upkeep")
             return None
         derived = self.keyword_index()  # opened once per process (Tantivy imported then)
         if derived is None:
@@ -270,17 +273,37 @@ class Store:
         if queued > HOT_LIMIT:
             derived.flush_later(self)
         elif merge_due:
-            self.upkeep.start(self._keep_merged, "fts5-merge")
+            self.upkeep.start(self._keep_fts5, "fts5-upkeep")
         return None if queued > BULK_QUEUE else derived
 
-    def _keep_merged(self) -> None:
+    def _words_due(self, largest: int) -> bool:
+        """Whether this process keeps the FTS5 index's common words (``warm``) and they
+        are to be read: none yet, found of rows a search's snapshot does not hold, or
+        ``WORDS_BEHIND`` rows behind ``largest``. Not below ``MERGE_FROM`` turns, where
+        counting a word over the whole index costs little, nor from
+        ``KeywordIndex.answers_from``, where the derived index counts them."""
+        common = self._common
+        if common is None:
+            return False
+        from store.keyword_index import KeywordIndex
+        from store.sqlite.doc_freq import WORDS_BEHIND
+        from store.sqlite.search import MERGE_FROM
+
+        if not MERGE_FROM <= largest < KeywordIndex.answers_from:
+            return False
+        words = common.words
+        return words is None or common.stale or largest - words.top > WORDS_BEHIND
+
+    def _keep_fts5(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its
-        small segments (``merge_small``), on the upkeep thread; the searches start no
-        other before the store has grown to the next due size of either. It stops
-        between two steps when the store closes or the derived index's queue grows
-        past ``HOT_LIMIT`` (its flush needs the thread; the next search goes on with
-        the merge where it stopped)."""
+        small segments (``merge_small``), then the index's common words when due
+        (``_words_due``), on the upkeep thread; the searches start no other merge before
+        the store has grown to the next due size of either. It stops between two steps
+        when the store closes or the derived index's queue grows past ``HOT_LIMIT`` (its
+        flush needs the thread; the next search goes on with the merge where it
+        stopped)."""
         from store.keyword_index import HOT_LIMIT, KeywordIndex, search_state
+        from store.sqlite.doc_freq import read_words
         from store.sqlite.search import keep_merged, merge_small, merge_state
 
         def stop() -> bool:
@@ -293,9 +316,15 @@ class Store:
         try:
             if not keep_merged(self, stop):
                 merge_small(self, stop)
-            _, self._merge_due, self._small_due = merge_state(self)
+            largest, self._merge_due, self._small_due = merge_state(self)
+            if self._words_due(largest) and not stop():
+                assert self._common is not None
+                with self.read() as conn:
+                    words = read_words(conn)
+                self._common.words, self._common.stale = words, False
         except Exception as ex:  # left as it is: a later search tries again
-            print(f"stenographer: the FTS5 index was not merged: {ex}", file=sys.stderr)
+            print(f"stenographer: the FTS5 index was not merged or its words not "
+                  f"counted: {ex}", file=sys.stderr)
 
     def after_bulk_write(self) -> int:
         """After a bulk write: a queue longer than ``BULK_QUEUE`` (which searches would
@@ -335,7 +364,20 @@ class Store:
         copy of the vectors, and what ``searched_keywords`` does (open the derived
         keyword index of a store large enough to keep one; start the upkeep thread on
         FTS5's segments or the index's queue when they are due). Call outside a
-        transaction (a server does, once it is idle after opening)."""
+        transaction (a server does, once it is idle after opening).
+
+        From then on the process keeps the FTS5 index's common words for its searches
+        (``store.sqlite.doc_freq.Words``): every connection, open or opened later, takes
+        a word's count from them, and the upkeep thread reads them when due. A process
+        that searches once (a command, a hook) counts its words as before."""
+        if bm25_top_path() is not None:
+            from store.sqlite import doc_freq
+
+            with self._all_lock:
+                if self._common is None:
+                    self._common = doc_freq.CommonWords()
+                for _, conn in self._all:
+                    doc_freq.share(conn, self._common)
         with self.read() as conn:
             self.vectors.refresh(conn)
             self.searched_keywords(conn)
@@ -465,6 +507,10 @@ class Store:
                 ended = [c for thread, c in self._all if not thread.is_alive()]
                 self._all = [(thread, c) for thread, c in self._all if thread.is_alive()]
                 self._all.append((threading.current_thread(), conn))
+                if self._common is not None:
+                    from store.sqlite import doc_freq
+
+                    doc_freq.share(conn, self._common)
             for done in ended:
                 done.close()
         return conn

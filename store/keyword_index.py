@@ -77,7 +77,6 @@ from store.search_filter import (
     BM25_B,
     BM25_K1,
     BM25_WEIGHTS,
-    FTS_TOKENIZE,
     KEYWORD_FIELDS,
     MONTHS,
     POOL,
@@ -87,6 +86,7 @@ from store.search_filter import (
 from store.sql import Conn, Transactions, all_rows, first
 from store.sqlite import bm25_top_path, doc_freq
 from store.sqlite import search as fts5_search  # its LENGTH_PRIOR: the same length prior
+from store.sqlite.tokens import fts_words
 from store.upkeep import Upkeep
 
 
@@ -318,27 +318,6 @@ def _spaced(words: Sequence[str]) -> str:
     """A column's words as the index stores them: joined and ended by spaces (a word is
     counted by its spaced form, without splitting the column)."""
     return f" {' '.join(words)} " if words else ""
-
-
-@functools.cache
-def _tokenizer() -> Any:
-    # FTS5's own tokenizer (the same words, stems and folding as exchanges_fts); the
-    # index splits its output on spaces.
-    name, *args = FTS_TOKENIZE.split()
-    return apsw.Connection(":memory:").fts5_tokenizer(name, args)
-
-
-_tokenizer_lock = threading.Lock()
-
-
-def fts_words(text: str, flags: int = apsw.FTS5_TOKENIZE_DOCUMENT) -> list[str]:
-    """``text`` as FTS5 tokenizes it for the index (``flags``: for a query, the
-    tokenizer's query flags)."""
-    tokenize = _tokenizer()
-    with _tokenizer_lock:  # a list of str already (apsw): not copied
-        tokens = tokenize(text.encode("utf-8"), flags, None,
-                          include_offsets=False, include_colocated=False)
-    return tokens  # type: ignore[no-any-return]  # str tokens without offsets
 
 
 def document_fields(content: str, context: str, dated: str) -> tuple[int, Columns]:

@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import apsw
 import pytest
@@ -29,6 +31,7 @@ from store.sqlite.schema import EPOCH_KEY
 from tests.schema_stores import store_at_schema
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 WORDS = ["redis", "cache", "parser", "deploy", "timeout", "schema", "migration", "token",
          "vector", "index", "queue", "worker", "shard", "replica", "latency", "budget"]
 EPOCH = f"SELECT value FROM meta WHERE key = '{EPOCH_KEY}'"
@@ -278,3 +281,92 @@ def test_row_sizes_are_kept_for_one_epoch(app: App):
         assert given is not None
         assert _ranked(conn, match, given) == plain  # the new epoch: sizes read again
         assert _ranked(conn, match, given) == plain  # and kept
+
+
+def _in_new_thread(work: Callable[[], T]) -> T:
+    """``work`` on a thread of its own: a new connection, which keeps no count yet."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+def _whole_counts(app: App, monkeypatch: pytest.MonkeyPatch, expressions: list[str]) -> int:
+    """Statements that count a phrase over the whole index, for a new connection's
+    searches of ``expressions`` in every session."""
+    counted: list[str] = []
+    real = doc_freq.first
+
+    def counting(conn: Conn, sql: str, *args: object) -> object:
+        if "MATCH" in sql:
+            counted.append(sql)
+        return real(conn, sql, *args)  # type: ignore[arg-type]
+
+    def searches() -> None:
+        with app.store.read() as conn:
+            for expression in expressions:
+                search.keyword_hits(conn, expression, HitFilter(), 10)
+
+    with monkeypatch.context() as m:
+        m.setattr(doc_freq, "first", counting)
+        _in_new_thread(searches)
+    return len(counted)
+
+
+def test_a_servers_common_words_give_the_counts_fts5_would(app: App,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """A server (``warm``) reads the index's common words on its upkeep thread; a search
+    then takes the count of a word it keeps none of from them, brought up to date over
+    the rows added since, instead of counting it over the whole index, and ranks as
+    bm25() does. A removal since (a forget) or a row written below their largest rowid
+    leaves them unused, the searches as exact, until the upkeep reads them again."""
+    monkeypatch.setattr(search, "MERGE_FROM", 1)  # a small store keeps them too
+    monkeypatch.setattr(doc_freq, "COMMON_ROWS", 1)  # every word of it
+    rng = random.Random(11)
+    ids = _ingest(app, rng, 60)
+    with app.store.read() as conn:  # a word no turn holds is no common word: counted
+        held = [w for w in WORDS if first(conn, "SELECT count(*) FROM exchanges_fts"
+                                          " WHERE exchanges_fts MATCH ?", (w,)) != (0,)]
+    assert len(held) > 10
+    words = [term_expression(word) for word in held]
+    expressions = [e for e in words if e is not None]
+
+    def exact() -> int:
+        return _in_new_thread(lambda: _searches_are_bm25s(app, monkeypatch, rng))
+
+    def read_again() -> None:
+        with app.store.read() as conn:
+            app.store.searched_keywords(conn)  # as a search does: the upkeep reads them
+        app.store.upkeep.wait()
+
+    assert _whole_counts(app, monkeypatch, expressions) == len(expressions)  # no server
+    app.store.warm()
+    app.store.upkeep.wait()
+    assert _whole_counts(app, monkeypatch, expressions) == 0
+    with app.store.read() as conn:
+        assert isinstance(conn, apsw.Connection)
+        kept = doc_freq.snapshot(conn)
+        assert kept is not None and doc_freq.uncounted(kept, held) == []
+        # a phrase of two words is no word of theirs: FTS5 counts it
+        assert doc_freq.uncounted(kept, ["redis cache"]) == ["redis cache"]
+    assert exact() == 36
+
+    _ingest(app, rng, 15)  # appends: the words' counts brought up to date, not read again
+    read_again()
+    assert _whole_counts(app, monkeypatch, expressions) == 0
+    assert exact() == 36
+
+    out, _ = app.run("forget", {"exchange_ids": [ids[5]], "confirm": True})
+    assert out["reply"]["count"] == 1
+    assert _whole_counts(app, monkeypatch, expressions) == len(expressions)  # unused
+    assert exact() == 36
+    read_again()  # a search found them stale
+    assert _whole_counts(app, monkeypatch, expressions) == 0
+    assert exact() == 36
+
+    with app.store.write() as conn:  # below their largest rowid, the epoch unchanged
+        conn.execute("INSERT INTO exchanges_fts(rowid, body, context, dated, scope)"
+                     " VALUES (?, 'budget latency queue shard', '', '', 's1')", (ids[5],))
+    assert _whole_counts(app, monkeypatch, expressions) == len(expressions)
+    assert exact() == 36
+    read_again()
+    assert _whole_counts(app, monkeypatch, expressions) == 0
+    assert exact() == 36

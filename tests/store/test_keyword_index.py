@@ -897,7 +897,7 @@ def test_fts5_segments_are_merged_beside_the_derived_index_when_its_queue_is_sho
         ingest(app, f"s{n % 3}", f"turn {n} mentions {WORDS[n % len(WORDS)]}")
     before, split = _word_hits(store), _segments(store)
     assert split > 1 and queued(app) > HOT_LIMIT
-    store._keep_merged()  # the queue waits for the thread: one step, then it stops
+    store._keep_fts5()  # the queue waits for the thread: one step, then it stops
     largest, due, _ = fts5_search.merge_state(store)
     assert _segments(store) > 1 and due <= largest  # still due
     store.keywords.flush(store)
