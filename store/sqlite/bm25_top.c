@@ -349,33 +349,6 @@ done:
   sqlite3_result_double(pCtx, value);
 }
 
-/*
-** phrase_mask(fts): which of the statement's first 56 phrases the row holds, bit i for
-** phrase i (one with an instance in the row), and in bits 56 to 62 how many phrases the
-** statement has (at most 127). Of an OR of phrases without column filters, bit i is set
-** exactly when the row matches phrase i alone: the rows bm25() counts for its IDF
-** (xQueryPhrase). store.sqlite.doc_freq counts the rows written since it last counted a
-** search's phrases with one such statement for all of them.
-*/
-static void phraseMask(const Fts5ExtensionApi *pApi, Fts5Context *pFts,
-                       sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
-  sqlite3_int64 mask = 0;
-  int i, rc = SQLITE_OK, nPhrase = pApi->xPhraseCount(pFts);
-  (void)nVal;
-  (void)apVal;
-  for (i = 0; rc == SQLITE_OK && i < nPhrase && i < 56; i++) {
-    Fts5PhraseIter iter;
-    int iCol = -1, iOff = -1;
-    rc = pApi->xPhraseFirst(pFts, i, &iter, &iCol, &iOff);
-    if (rc == SQLITE_OK && iCol >= 0) mask |= (sqlite3_int64)1 << i;
-  }
-  if (rc != SQLITE_OK) {
-    sqlite3_result_error_code(pCtx, rc);
-    return;
-  }
-  sqlite3_result_int64(pCtx, mask | (sqlite3_int64)(nPhrase < 127 ? nPhrase : 127) << 56);
-}
-
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
@@ -400,9 +373,6 @@ int sqlite3_bm25top_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
   if (z == 0) return SQLITE_NOMEM;
   memset(z, 0, sizeof(Sizes));
   rc = fts5->xCreateFunction(fts5, "bm25_top", (void *)z, bm25Top, sizesFree);
-  if (rc != SQLITE_OK) {
-    sqlite3_free(z); /* not registered: FTS5 never calls sizesFree for it */
-    return rc;
-  }
-  return fts5->xCreateFunction(fts5, "phrase_mask", 0, phraseMask, 0);
+  if (rc != SQLITE_OK) sqlite3_free(z); /* not registered: FTS5 never calls sizesFree */
+  return rc;
 }

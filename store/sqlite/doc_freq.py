@@ -6,10 +6,9 @@ to the ranking function instead (``store/sqlite/bm25_top.c``, its counts argumen
 Exact, in the statement's own snapshot:
 
 * turns are appended with growing rowids under SQLite's one writer, so a phrase counted
-  up to rowid ``last`` is brought up to date by counting its rows above ``last``: one
-  statement for all of a search's phrases, the OR of them above the smallest ``last``,
-  which tells for each row returned which phrases it holds (``phrase_mask``, of the
-  same library; FTS5 seeks there in each phrase's list);
+  up to rowid ``last`` is brought up to date by counting its rows above ``last``, newest
+  first (FTS5 reads the phrase's list from its end back to ``last``), in the one
+  statement that counts all of a search's phrases;
 * a row removed (a forget, a turn indexed again: its row is removed first, a migration,
   the table made again) raises ``meta``'s epoch in the writing transaction, by a trigger
   on FTS5's own table of row sizes (``store.sqlite.schema.keyword_epoch``), whichever
@@ -64,9 +63,8 @@ __all__ = ["COMMON_ROWS", "MAX_PHRASES", "WORDS_BEHIND", "CommonWords", "Kept", 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
 # by the rows above it; further behind, it is counted again over the whole index (as
-# bm25() counts it). MASK_PHRASES: the phrases ``phrase_mask`` reports at once.
+# bm25() counts it; from the derived keyword index's size, that index counts it).
 MAX_BEHIND = 2_000
-MASK_PHRASES = 56
 TXN_READ = 1  # sqlite3_txn_state: a read transaction (2: a write one)
 # The epoch, the largest rowid, FTS5's averages record (its row count first), the rows
 # above the largest rowid of the connection's last search (?1) and the rows above the
@@ -89,12 +87,12 @@ VOCABULARY = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.exchanges_fts_rows"
               " USING fts5vocab(main, exchanges_fts, row)")
 WORD_ROWS = ("SELECT term, doc FROM temp.exchanges_fts_rows WHERE doc >= ?"
              " ORDER BY doc DESC LIMIT ?")
+# A phrase's rows: all of them, or those above a rowid, newest first (FTS5 then reads the
+# phrase's list from its end; forward from the rowid it reads from the list's start: at
+# 90,000 turns, 3 phrases a row behind 190 against 410 us).
 COUNT_ALL = "(SELECT count(*) FROM exchanges_fts WHERE exchanges_fts MATCH ?{m})"
-# Newest first: FTS5 then reads each phrase's list from its end (a quarter less CPU than
-# seeking forward to the rowid: 4 phrases 140 against 190 us at 20,000 turns).
-ADDED = """
-SELECT rowid, phrase_mask(exchanges_fts) FROM exchanges_fts
-WHERE exchanges_fts MATCH ? AND rowid > ? ORDER BY rowid DESC"""
+COUNT_ABOVE = ("(SELECT count(*) FROM (SELECT rowid FROM exchanges_fts"
+               " WHERE exchanges_fts MATCH ?{m} AND rowid > ?{n} ORDER BY rowid DESC))")
 
 
 class Words:
@@ -242,7 +240,7 @@ def _common(kept: Kept, phrase: str, last: int, n: int) -> tuple[int, int]:
 
 def _catchable(last: int, top: int) -> bool:
     """Whether a count kept up to rowid ``last`` is brought up to ``top`` by counting
-    the rows above ``last`` only (``_added``), not the whole index."""
+    the rows above ``last`` only, not the whole index."""
     return 0 < last < top and top - last <= MAX_BEHIND
 
 
@@ -272,12 +270,14 @@ def counts_arg(kept: Kept, counts: Sequence[int]) -> bytes:
 def rows_holding(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None]
                  ) -> list[int]:
     """How many rows of ``kept``'s snapshot hold each of ``phrases`` (-1 for None), kept
-    or counted now (``counts_in``)."""
+    or counted now (``counts_in``): those behind from their last count, the others over
+    the whole index, in one statement."""
     top, known = kept.top, kept.counts
     counts = [-1] * len(phrases)
-    behind: list[tuple[int, str, int, int]] = []  # (position, phrase, last, rows up to it)
-    whole: list[tuple[int, str]] = []
     found: list[tuple[int, str, int]] = []  # (position, phrase, rows holding it now)
+    counting: list[tuple[int, str, int]] = []  # (position, phrase, rows up to its last)
+    marks: list[str] = []
+    params: list[object] = []
     for i, phrase in enumerate(phrases):
         if phrase is None:
             continue
@@ -289,40 +289,22 @@ def rows_holding(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None
             last, n = _common(kept, phrase, last, n)
         if last == top:  # the store's common words, of this snapshot
             found.append((i, phrase, n))
-        elif _catchable(last, top):
-            behind.append((i, phrase, last, n))
+            continue
+        at = len(params) + 1
+        params.append(fts_phrase(phrase))
+        if _catchable(last, top):
+            marks.append(COUNT_ABOVE.format(m=at, n=at + 1))
+            params.append(last)
         else:  # not kept, far behind, or of rows this snapshot does not hold
-            whole.append((i, phrase))
-    for start in range(0, len(behind), MASK_PHRASES):
-        part = behind[start:start + MASK_PHRASES]
-        added = _added(conn, [(phrase, last) for _, phrase, last, _ in part])
-        if added is None:
-            whole += [(i, phrase) for i, phrase, _, _ in part]
-        else:
-            found += [(i, phrase, n + more)
-                      for (i, phrase, _, n), more in zip(part, added, strict=True)]
-    if whole:
-        marks = [COUNT_ALL.format(m=m) for m in range(1, len(whole) + 1)]
-        every = first(conn, "SELECT " + ", ".join(marks), [fts_phrase(p) for _, p in whole])
-        assert every is not None
-        found += [(i, phrase, int(n)) for (i, phrase), n in zip(whole, every, strict=True)]
+            marks.append(COUNT_ALL.format(m=at))
+            n = 0
+        counting.append((i, phrase, n))
+    if marks:
+        row = first(conn, "SELECT " + ", ".join(marks), params)
+        assert row is not None
+        found += [(i, phrase, n + int(more))
+                  for (i, phrase, n), more in zip(counting, row, strict=True)]
     keep(kept, [(phrase, n) for _, phrase, n in found])
     for i, _, n in found:
         counts[i] = n
     return counts
-
-
-def _added(conn: apsw.Connection, phrases: list[tuple[str, int]]) -> list[int] | None:
-    """For each (phrase, last): the rows above ``last`` that hold it, read with one
-    statement (``phrase_mask`` of their OR, from the smallest ``last``); None if FTS5
-    numbered the phrases otherwise."""
-    added = [0] * len(phrases)
-    match = " OR ".join(fts_phrase(phrase) for phrase, _ in phrases)
-    since = min(last for _, last in phrases)
-    for rowid, mask in conn.execute(ADDED, (match, since)):
-        if mask >> 56 != len(phrases):
-            return None
-        for j, (_, last) in enumerate(phrases):
-            if rowid > last and mask >> j & 1:
-                added[j] += 1
-    return added
