@@ -18,7 +18,8 @@ query, query_history across every session, get_brief). Reported per tool:
   ended with, so the sum of the stages is below the run (the runner, the engine, the
   trace, and code that is colder inside a whole run);
 * graph run, first use: each call once, in a new server's process (a new app on a copy
-  of the store, warmed as a server warms: ``App.warm``, its upkeep thread waited for),
+  of the store, set up and warmed as a server: ``Backend.serves``, ``App.warm``, its
+  upkeep thread waited for),
   the p50 and mean: what an agent's first searches after a start cost, and a search
   with words the process has not searched for before (their counts over the whole
   index, or the common words a server reads: ``store.sqlite.doc_freq.Words``);
@@ -81,6 +82,7 @@ def first_use(store: Path, graph: str, todo: list[dict[str, Any]]) -> list[float
         shutil.copy(store, root / "steno.db")
         app = open_app(Settings(data_dir=root))
         try:
+            app.store.serves()
             app.warm()
             upkeep = getattr(app.store, "upkeep", None)
             if upkeep is not None:

@@ -112,6 +112,7 @@ class AppLoader:
                 print(f"omega-stenographer: {self._app.store.location} is read-only: "
                       "serving reads; calls that write are refused", file=sys.stderr)
                 return
+            self._app.store.serves()  # keep what this process's searches share
             try:  # finish a compression that a crash interrupted; never fatal
                 self._app.finish_compression()
             except Exception as ex:

@@ -63,6 +63,10 @@ class Backend(Protocol):
         """Do now what a first search would do before its own work: load the vectors'
         in-memory copy, open the derived keyword index where one is kept. Call outside a
         transaction."""
+    def serves(self) -> None:
+        """Called once by a server after opening: keep between searches what a server's
+        many searches share (SQLite: the FTS5 index's common words; PostgreSQL: nothing
+        more). A process that searches once (a command, a hook) does not call it."""
     def after_bulk_write(self) -> int:
         """What keeps searches as fast after a bulk write (or a forget) as before it, done
         now in this thread: the derived keyword index takes in a queue a search would

@@ -277,7 +277,7 @@ class Store:
         return None if queued > BULK_QUEUE else derived
 
     def _words_due(self, largest: int) -> bool:
-        """Whether this process keeps the FTS5 index's common words (``warm``) and they
+        """Whether this process keeps the FTS5 index's common words (``serves``) and they
         are to be read: none yet, found of rows a search's snapshot does not hold, or
         ``WORDS_BEHIND`` rows behind ``largest``. Not below ``MERGE_FROM`` turns, where
         counting a word over the whole index costs little, nor from
@@ -364,23 +364,26 @@ class Store:
         copy of the vectors, and what ``searched_keywords`` does (open the derived
         keyword index of a store large enough to keep one; start the upkeep thread on
         FTS5's segments or the index's queue when they are due). Call outside a
-        transaction (a server does, once it is idle after opening).
-
-        From then on the process keeps the FTS5 index's common words for its searches
-        (``store.sqlite.doc_freq.Words``): every connection, open or opened later, takes
-        a word's count from them, and the upkeep thread reads them when due. A process
-        that searches once (a command, a hook) counts its words as before."""
-        if bm25_top_path() is not None:
-            from store.sqlite import doc_freq
-
-            with self._all_lock:
-                if self._common is None:
-                    self._common = doc_freq.CommonWords()
-                for _, conn in self._all:
-                    doc_freq.share(conn, self._common)
+        transaction (a server does, once it is idle after opening)."""
         with self.read() as conn:
             self.vectors.refresh(conn)
             self.searched_keywords(conn)
+
+    def serves(self) -> None:
+        """From now on this process keeps the FTS5 index's common words for its searches
+        (``store.sqlite.doc_freq.Words``): every connection, open or opened later, takes
+        a word's count from them, and the upkeep thread reads them when a search finds
+        them due (``_words_due``). A server calls it once opened; a process that
+        searches once (a command, a hook) counts its words as before."""
+        if bm25_top_path() is None or self.read_only:
+            return
+        from store.sqlite import doc_freq
+
+        with self._all_lock:
+            if self._common is None:
+                self._common = doc_freq.CommonWords()
+            for _, conn in self._all:
+                doc_freq.share(conn, self._common)
 
     def _create_file(self) -> None:
         """Owner-only directory and file, created before SQLite opens it."""

@@ -213,6 +213,9 @@ class PgStore:
             self.vectors.refresh(conn)
             self.keywords.answering(conn)
 
+    def serves(self) -> None:
+        """Nothing more to keep: PostgreSQL's keyword search counts its words itself."""
+
     def keywords_need_rebuild(self) -> bool:
         """False: the derived index takes in what it lacks at its next search."""
         return False

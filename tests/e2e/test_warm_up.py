@@ -87,3 +87,26 @@ def test_a_server_closed_before_a_pause_does_not_warm_up(data_dir: Path,
     assert time.monotonic() - started < 10  # not waiting out the pause
     assert loader._warming is not None and not loader._warming.is_alive()
     assert app.store._vectors is None
+
+
+def test_a_server_keeps_its_searches_common_words_without_a_pause(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The FTS5 index's common words (store.sqlite.doc_freq.Words) are a server's from its
+    opening, not from its warm-up: a client that never pauses has them after a search."""
+    from store.sqlite import doc_freq, search
+
+    monkeypatch.setattr(server, "WARM_IDLE_S", 30.0)
+    monkeypatch.setattr(search, "MERGE_FROM", 1)  # a small store keeps them too
+    monkeypatch.setattr(doc_freq, "COMMON_ROWS", 1)
+    loader = AppLoader()
+    try:
+        app = _opened(loader)
+        app.run("search", {"query": "redis pool", "session_id": "s1"})
+        app.store.upkeep.wait()  # type: ignore[attr-defined]
+        common = app.store._common  # type: ignore[attr-defined]
+        assert common is not None and common.words is not None
+        assert common.words.rows_of("redis") == TURNS
+        assert app.store._vectors is not None and loader._warming is not None
+        assert loader._warming.is_alive()  # still waiting for a pause
+    finally:
+        loader.close()

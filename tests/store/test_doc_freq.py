@@ -312,7 +312,7 @@ def _whole_counts(app: App, monkeypatch: pytest.MonkeyPatch, expressions: list[s
 
 def test_a_servers_common_words_give_the_counts_fts5_would(app: App,
                                                            monkeypatch: pytest.MonkeyPatch):
-    """A server (``warm``) reads the index's common words on its upkeep thread; a search
+    """A server (``serves``) reads the index's common words on its upkeep thread; a search
     then takes the count of a word it keeps none of from them, brought up to date over
     the rows added since, instead of counting it over the whole index, and ranks as
     bm25() does. A removal since (a forget) or a row written below their largest rowid
@@ -337,8 +337,10 @@ def test_a_servers_common_words_give_the_counts_fts5_would(app: App,
         app.store.upkeep.wait()
 
     assert _whole_counts(app, monkeypatch, expressions) == len(expressions)  # no server
-    app.store.warm()
-    app.store.upkeep.wait()
+    read_again()  # nothing to read: the process is no server
+    assert _whole_counts(app, monkeypatch, expressions) == len(expressions)
+    app.store.serves()
+    read_again()  # the first search finds them due
     assert _whole_counts(app, monkeypatch, expressions) == 0
     with app.store.read() as conn:
         assert isinstance(conn, apsw.Connection)
