@@ -279,20 +279,20 @@ class Store:
     def _words_due(self, largest: int) -> bool:
         """Whether this process keeps the FTS5 index's common words (``serves``) and they
         are to be read: none yet, found of rows a search's snapshot does not hold, or
-        ``WORDS_BEHIND`` rows behind ``largest``. Not below ``MERGE_FROM`` turns, where
-        counting a word over the whole index costs little, nor from
-        ``KeywordIndex.answers_from``, where the derived index counts them."""
+        far behind ``largest`` (``store.sqlite.doc_freq.words_due``). Not below
+        ``MERGE_FROM`` turns, where counting a word over the whole index costs little,
+        nor from ``KeywordIndex.answers_from``, where the derived index counts them."""
         common = self._common
         if common is None:
             return False
         from store.keyword_index import KeywordIndex
-        from store.sqlite.doc_freq import WORDS_BEHIND
+        from store.sqlite.doc_freq import words_due
         from store.sqlite.search import MERGE_FROM
 
         if not MERGE_FROM <= largest < KeywordIndex.answers_from:
             return False
         words = common.words
-        return words is None or common.stale or largest - words.top > WORDS_BEHIND
+        return words is None or common.stale or words_due(words.top, largest)
 
     def _keep_fts5(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its

@@ -56,9 +56,9 @@ from store.sql import all_rows, first
 from store.sqlite.schema import EPOCH_KEY
 from store.sqlite.tokens import fts_words
 
-__all__ = ["COMMON_ROWS", "MAX_PHRASES", "WORDS_BEHIND", "CommonWords", "Kept", "Words",
-           "counts_arg", "counts_in", "keep", "phrase_counts", "read_words", "rows_holding",
-           "share", "snapshot", "uncounted"]
+__all__ = ["COMMON_ROWS", "MAX_PHRASES", "CommonWords", "Kept", "Words", "counts_arg",
+           "counts_in", "keep", "phrase_counts", "read_words", "rows_holding", "share",
+           "snapshot", "uncounted", "words_due"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
@@ -80,9 +80,14 @@ NONE_ABOVE = 1 << 62
 # fixed cost: about 25 us); at most COMMON_WORDS words, the most held, are read.
 COMMON_ROWS = 32
 COMMON_WORDS = 1 << 16
-# The store's words are read again once its largest rowid is this far past theirs, so
-# that a search still brings them up to date (MAX_BEHIND) until the new ones are read.
-WORDS_BEHIND = MAX_BEHIND // 2
+# A count taken from the store's common words is brought up to date over up to a
+# WORDS_REACH-th of the index (at least MAX_BEHIND rows): counting a phrase's rows
+# above a rowid, newest first, costs about twice as much a row as counting all of them
+# (3 phrases a quarter of the index behind: 370 against 706 us at 20,000 turns, 1,241
+# against 2,840 at 90,000), and the words are read only below the derived keyword
+# index's size (KeywordIndex.answers_from), where nothing else counts a word cheaply.
+# They are read again once half that far behind (``words_due``).
+WORDS_REACH = 4
 VOCABULARY = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.exchanges_fts_rows"
               " USING fts5vocab(main, exchanges_fts, row)")
 WORD_ROWS = ("SELECT term, doc FROM temp.exchanges_fts_rows WHERE doc >= ?"
@@ -164,7 +169,7 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
     with _lock:
         kept, common = _kept.get(conn), _shared.get(conn)
     words = None if common is None else common.words
-    if words is not None and kept is not None and kept.top - words.top > MAX_BEHIND:
+    if words is not None and kept is not None and kept.top - words.top > _reach(kept.top):
         words = None  # too far behind to be brought up to date: their rows not counted
     row = first(conn, STATE, (NONE_ABOVE if kept is None else kept.top,
                               NONE_ABOVE if words is None else words.top))
@@ -218,30 +223,33 @@ def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes
 def uncounted(kept: Kept, phrases: Sequence[str]) -> list[str]:
     """The phrases ``counts_in`` would count over the whole index in ``kept``'s
     snapshot: not kept, kept too far behind, or kept of rows it does not hold."""
-    top, known = kept.top, kept.counts
-    whole = []
-    for phrase in dict.fromkeys(phrases):
-        last = known.get(phrase, (0, 0))[0]
-        if last != top and not _catchable(last, top):
-            last = _common(kept, phrase, last, 0)[0]
-            if last != top and not _catchable(last, top):
-                whole.append(phrase)
-    return whole
+    return [phrase for phrase in dict.fromkeys(phrases) if _start(kept, phrase) is None]
 
 
-def _common(kept: Kept, phrase: str, last: int, n: int) -> tuple[int, int]:
-    """(largest rowid counted, rows holding ``phrase``) from the store's common words when
-    they hold it in ``kept``'s snapshot, else ``(last, n)``."""
+def _start(kept: Kept, phrase: str) -> tuple[int, int] | None:
+    """Where ``phrase``'s count in ``kept``'s snapshot is brought up to date from: (the
+    largest rowid counted, the rows holding it up to there), kept by the connection or
+    taken from the store's common words; None: it is counted over the whole index."""
+    top = kept.top
+    last, n = kept.counts.get(phrase, (0, 0))
+    if last > 0 and top - last <= MAX_BEHIND:
+        return last, n
     words = kept.words
-    if words is not None and (common := words.rows_of(phrase)) is not None:
+    if (words is not None and top - words.top <= _reach(top)
+            and (common := words.rows_of(phrase)) is not None):
         return words.top, common
-    return last, n
+    return None
 
 
-def _catchable(last: int, top: int) -> bool:
-    """Whether a count kept up to rowid ``last`` is brought up to ``top`` by counting
-    the rows above ``last`` only, not the whole index."""
-    return 0 < last < top and top - last <= MAX_BEHIND
+def _reach(top: int) -> int:
+    """How far behind ``top`` the store's common words are brought up to date from."""
+    return max(MAX_BEHIND, top // WORDS_REACH)
+
+
+def words_due(words_top: int, largest: int) -> bool:
+    """Whether common words read up to rowid ``words_top`` are to be read again at
+    ``largest``: half their reach behind it."""
+    return largest - words_top > _reach(largest) // 2
 
 
 def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
@@ -285,16 +293,16 @@ def rows_holding(conn: apsw.Connection, kept: Kept, phrases: Sequence[str | None
         if last == top:
             counts[i] = n
             continue
-        if not _catchable(last, top):
-            last, n = _common(kept, phrase, last, n)
-        if last == top:  # the store's common words, of this snapshot
-            found.append((i, phrase, n))
+        start = _start(kept, phrase)
+        if start is not None and start[0] == top:  # the store's common words, of now
+            found.append((i, phrase, start[1]))
             continue
         at = len(params) + 1
         params.append(fts_phrase(phrase))
-        if _catchable(last, top):
+        if start is not None:
             marks.append(COUNT_ABOVE.format(m=at, n=at + 1))
-            params.append(last)
+            params.append(start[0])
+            n = start[1]
         else:  # not kept, far behind, or of rows this snapshot does not hold
             marks.append(COUNT_ALL.format(m=at))
             n = 0
