@@ -19,10 +19,10 @@ query, query_history across every session, get_brief). Reported per tool:
   trace, and code that is colder inside a whole run);
 * graph run, first use: each call once, in a new server's process (a new app on a copy
   of the store, set up and warmed as a server: ``Backend.serves``, ``App.warm``, its
-  upkeep thread waited for),
-  the p50 and mean: what an agent's first searches after a start cost, and a search
-  with words the process has not searched for before (their counts over the whole
-  index, or the common words a server reads: ``store.sqlite.doc_freq.Words``);
+  upkeep thread waited for), the p50 and mean: what an agent's first searches after a
+  start cost, and a search with words the process has not searched for before (their
+  counts over the whole index, or the common words a server reads:
+  ``store.sqlite.doc_freq.Words``);
 * the keyword statement of the three searches: matching only (``count(*)``), FTS5's
   ``bm25()`` of a single matching row (what bm25 pays before the first row: it counts
   each query phrase over the whole index), the whole ranked statement as written
@@ -73,7 +73,7 @@ def best_cpu(passes: int, work: Callable[[], int]) -> float:
 
 def first_use(store: Path, graph: str, todo: list[dict[str, Any]]) -> list[float]:
     """Seconds of CPU of each call of ``todo``, each run once in a new server's process:
-    a new app on a copy of ``store``, warmed as a server warms it."""
+    a new app on a copy of ``store``, set up and warmed as a server."""
     from stenographer.app import open_app
     from stenographer.settings import Settings
 

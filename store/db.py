@@ -251,9 +251,9 @@ class Store:
         queued until then; ``nodes.publish.keyword_index.build_when_due``), and FTS5's
         segments are merged, and a server's common words read, on the store's upkeep
         thread when they are due (``_keep_fts5``: Tantivy is neither imported nor
-        opened). From that size, past
-        ``HOT_LIMIT`` queued turns the queue is moved into the index on that thread, and
-        past ``BULK_QUEUE`` FTS5 answers until it is in: no search waits for the index.
+        opened). From that size, past ``HOT_LIMIT`` queued turns the queue is moved into
+        the index on that thread, and past ``BULK_QUEUE`` FTS5 answers until it is in: no
+        search waits for the index.
         FTS5's segments are merged there too when the queue is short (a session's plain
         searches are FTS5's: ``KeywordIndex.counted_hits``)."""
         from store.keyword_index import BULK_QUEUE, HOT_LIMIT, KeywordIndex, search_state
