@@ -279,20 +279,16 @@ class Store:
     def _words_due(self, largest: int) -> bool:
         """Whether this process keeps the FTS5 index's common words (``serves``) and they
         are to be read: none yet, found of rows a search's snapshot does not hold, or
-        far behind ``largest`` (``store.sqlite.doc_freq.words_due``). Not below
+        far behind ``largest`` (``store.sqlite.doc_freq.CommonWords.due``). Not below
         ``MERGE_FROM`` turns, where counting a word over the whole index costs little,
         nor from ``KeywordIndex.answers_from``, where the derived index counts them."""
         common = self._common
         if common is None:
             return False
         from store.keyword_index import KeywordIndex
-        from store.sqlite.doc_freq import words_due
         from store.sqlite.search import MERGE_FROM
 
-        if not MERGE_FROM <= largest < KeywordIndex.answers_from:
-            return False
-        words = common.words
-        return words is None or common.stale or words_due(words.top, largest)
+        return MERGE_FROM <= largest < KeywordIndex.answers_from and common.due(largest)
 
     def _keep_fts5(self) -> None:
         """FTS5's merge (``store.sqlite.search.keep_merged``) when due, else that of its
@@ -320,8 +316,7 @@ class Store:
             if self._words_due(largest) and not stop():
                 assert self._common is not None
                 with self.read() as conn:
-                    words = read_words(conn)
-                self._common.words, self._common.stale = words, False
+                    self._common.take(read_words(conn))
         except Exception as ex:  # left as it is: a later search tries again
             print(f"stenographer: the FTS5 index was not merged or its words not "
                   f"counted: {ex}", file=sys.stderr)

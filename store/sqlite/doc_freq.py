@@ -58,7 +58,7 @@ from store.sqlite.tokens import fts_words
 
 __all__ = ["COMMON_ROWS", "MAX_PHRASES", "CommonWords", "Kept", "Words", "counts_arg",
            "counts_in", "keep", "phrase_counts", "read_words", "rows_holding", "share",
-           "snapshot", "uncounted", "words_due"]
+           "snapshot", "uncounted"]
 
 MAX_PHRASES = 4096  # per connection; more, and all are dropped (counted again as needed)
 # A phrase kept up to a rowid at most MAX_BEHIND below the largest is brought up to date
@@ -86,7 +86,7 @@ COMMON_WORDS = 1 << 16
 # (3 phrases a quarter of the index behind: 370 against 706 us at 20,000 turns, 1,241
 # against 2,840 at 90,000), and the words are read only below the derived keyword
 # index's size (KeywordIndex.answers_from), where nothing else counts a word cheaply.
-# They are read again once half that far behind (``words_due``).
+# They are read again once half that far behind (``CommonWords.due``).
 WORDS_REACH = 4
 VOCABULARY = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.exchanges_fts_rows"
               " USING fts5vocab(main, exchanges_fts, row)")
@@ -121,6 +121,16 @@ class CommonWords:
     def __init__(self) -> None:
         self.words: Words | None = None
         self.stale = False
+
+    def due(self, largest: int) -> bool:
+        """Whether they are to be read (again) at the largest rowid ``largest``: none
+        yet, found stale, or half their reach behind it."""
+        words = self.words
+        return words is None or self.stale or largest - words.top > _reach(largest) // 2
+
+    def take(self, words: Words | None) -> None:
+        """``words``, just read, replace the last ones."""
+        self.words, self.stale = words, False
 
 
 class Kept:
@@ -164,19 +174,18 @@ def _varint(data: bytes) -> int:
 def snapshot(conn: apsw.Connection) -> Kept | None:
     """What ``conn`` keeps, brought to its current snapshot (kept from its last search
     when still exact, else new); None outside a read transaction."""
-    if conn.get_autocommit():
-        return None
     with _lock:
         kept, common = _kept.get(conn), _shared.get(conn)
     words = None if common is None else common.words
     if words is not None and kept is not None and kept.top - words.top > _reach(kept.top):
         words = None  # too far behind to be brought up to date: their rows not counted
-    row = first(conn, STATE, (NONE_ABOVE if kept is None else kept.top,
-                              NONE_ABOVE if words is None else words.top))
-    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
+    state = _state(conn, NONE_ABOVE if kept is None else kept.top,
+                   NONE_ABOVE if words is None else words.top)
+    if state is None:
         return None
-    epoch, top, rows, above = int(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3])
-    if kept is None or kept.epoch != epoch or kept.rows + above != rows or top < kept.top:
+    epoch, top, rows, above, above_words = state
+    if (kept is None or top < kept.top
+            or not _same_rows(kept.epoch, kept.rows, epoch, rows - above)):
         # Rows only appended since the last search: the rows now are the rows then and
         # those above its largest rowid. More: a row was written below it (without a
         # removal, which raises the epoch): what was kept may miss it.
@@ -186,8 +195,7 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
     kept.top, kept.rows = top, rows
     kept.words = None
     if words is not None and words.top <= top:
-        # the rows up to their largest rowid are those they counted: as many, none removed
-        if words.epoch == epoch and rows - int(row[4]) == words.rows:
+        if _same_rows(words.epoch, words.rows, epoch, rows - above_words):
             kept.words = words
         else:
             assert common is not None
@@ -195,18 +203,37 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
     return kept
 
 
+def _state(conn: apsw.Connection, kept_top: int, words_top: int
+           ) -> tuple[int, int, int, int, int] | None:
+    """In ``conn``'s snapshot: the epoch, the largest rowid, the row count, and the rows
+    above ``kept_top`` and above ``words_top`` (NONE_ABOVE: none); None outside a read
+    transaction."""
+    if conn.get_autocommit():
+        return None
+    row = first(conn, STATE, (kept_top, words_top))
+    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
+        return None
+    return int(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3]), int(row[4])
+
+
+def _same_rows(epoch_then: int, rows_then: int, epoch: int, rows_up_to_then: int) -> bool:
+    """Whether the rows up to a rowid are those counted then: none removed since (the
+    same epoch) and as many (the rows now less those above it): rows are only appended
+    above the largest rowid, so no other could have been written."""
+    return epoch == epoch_then and rows_up_to_then == rows_then
+
+
 def read_words(conn: apsw.Connection) -> Words | None:
     """The index's common words in ``conn``'s snapshot: call in a read transaction
     (None outside one). ``fts5vocab`` reads every word's rows: a pass over the index."""
-    if conn.get_autocommit():
-        return None
     conn.execute(VOCABULARY)  # the connection's temporary schema: nothing written
-    row = first(conn, STATE, (NONE_ABOVE, NONE_ABOVE))
-    if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
+    state = _state(conn, NONE_ABOVE, NONE_ABOVE)
+    if state is None:
         return None
+    epoch, top, rows, _, _ = state
     counts = {str(term): int(n) for term, n in all_rows(conn, WORD_ROWS,
                                                          (COMMON_ROWS, COMMON_WORDS))}
-    return Words(int(row[0]), int(row[1]), _varint(bytes(row[2])), counts)
+    return Words(epoch, top, rows, counts)
 
 
 def phrase_counts(conn: apsw.Connection, phrases: Sequence[str | None]) -> bytes | None:
@@ -244,12 +271,6 @@ def _start(kept: Kept, phrase: str) -> tuple[int, int] | None:
 def _reach(top: int) -> int:
     """How far behind ``top`` the store's common words are brought up to date from."""
     return max(MAX_BEHIND, top // WORDS_REACH)
-
-
-def words_due(words_top: int, largest: int) -> bool:
-    """Whether common words read up to rowid ``words_top`` are to be read again at
-    ``largest``: half their reach behind it."""
-    return largest - words_top > _reach(largest) // 2
 
 
 def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
