@@ -68,13 +68,13 @@ MAX_BEHIND = 2_000
 TXN_READ = 1  # sqlite3_txn_state: a read transaction (2: a write one)
 # The epoch, the largest rowid, FTS5's averages record (its row count first), the rows
 # above the largest rowid of the connection's last search (?1) and the rows above the
-# store's common words' largest rowid (?2).
+# store's common words' largest rowid (?2), counted up to ?3 (more: out of their reach).
 STATE = f"""
 SELECT (SELECT value FROM meta WHERE key = '{EPOCH_KEY}'),
        (SELECT coalesce(max(id), 0) FROM exchanges_fts_docsize),
        (SELECT block FROM exchanges_fts_data WHERE id = 1),
        (SELECT count(*) FROM exchanges_fts_docsize WHERE id > ?1),
-       (SELECT count(*) FROM exchanges_fts_docsize WHERE id > ?2)"""
+       (SELECT count(*) FROM (SELECT 1 FROM exchanges_fts_docsize WHERE id > ?2 LIMIT ?3))"""
 NONE_ABOVE = 1 << 62
 # A word held by fewer rows costs little to count over the whole index (a statement's
 # fixed cost: about 25 us); at most COMMON_WORDS words, the most held, are read.
@@ -177,10 +177,9 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
     with _lock:
         kept, common = _kept.get(conn), _shared.get(conn)
     words = None if common is None else common.words
-    if words is not None and kept is not None and kept.top - words.top > _reach(kept.top):
-        words = None  # too far behind to be brought up to date: their rows not counted
     state = _state(conn, NONE_ABOVE if kept is None else kept.top,
-                   NONE_ABOVE if words is None else words.top)
+                   NONE_ABOVE if words is None else words.top,
+                   0 if words is None else _within_reach(words.top) + 1)
     if state is None:
         return None
     epoch, top, rows, above, above_words = state
@@ -194,7 +193,7 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
             _kept[conn] = kept
     kept.top, kept.rows = top, rows
     kept.words = None
-    if words is not None and words.top <= top:
+    if words is not None and words.top <= top and above_words <= _within_reach(words.top):
         if _same_rows(words.epoch, words.rows, epoch, rows - above_words):
             kept.words = words
         else:
@@ -203,14 +202,14 @@ def snapshot(conn: apsw.Connection) -> Kept | None:
     return kept
 
 
-def _state(conn: apsw.Connection, kept_top: int, words_top: int
-           ) -> tuple[int, int, int, int, int] | None:
+def _state(conn: apsw.Connection, kept_top: int, words_top: int = NONE_ABOVE,
+           words_limit: int = 0) -> tuple[int, int, int, int, int] | None:
     """In ``conn``'s snapshot: the epoch, the largest rowid, the row count, and the rows
-    above ``kept_top`` and above ``words_top`` (NONE_ABOVE: none); None outside a read
-    transaction."""
+    above ``kept_top`` and above ``words_top``, the latter counted up to ``words_limit``
+    (NONE_ABOVE: none); None outside a read transaction."""
     if conn.get_autocommit():
         return None
-    row = first(conn, STATE, (kept_top, words_top))
+    row = first(conn, STATE, (kept_top, words_top, words_limit))
     if row is None or row[0] is None or row[2] is None or conn.txn_state("main") != TXN_READ:
         return None
     return int(row[0]), int(row[1]), _varint(bytes(row[2])), int(row[3]), int(row[4])
@@ -227,7 +226,7 @@ def read_words(conn: apsw.Connection) -> Words | None:
     """The index's common words in ``conn``'s snapshot: call in a read transaction
     (None outside one). ``fts5vocab`` reads every word's rows: a pass over the index."""
     conn.execute(VOCABULARY)  # the connection's temporary schema: nothing written
-    state = _state(conn, NONE_ABOVE, NONE_ABOVE)
+    state = _state(conn, NONE_ABOVE)
     if state is None:
         return None
     epoch, top, rows, _, _ = state
@@ -271,6 +270,13 @@ def _start(kept: Kept, phrase: str) -> tuple[int, int] | None:
 def _reach(top: int) -> int:
     """How far behind ``top`` the store's common words are brought up to date from."""
     return max(MAX_BEHIND, top // WORDS_REACH)
+
+
+def _within_reach(words_top: int) -> int:
+    """The most rows there can be above ``words_top`` while a store's common words of
+    that largest rowid are within ``_reach`` of the largest rowid ``top``: top - words_top
+    <= top // WORDS_REACH gives top - words_top <= words_top // (WORDS_REACH - 1)."""
+    return max(MAX_BEHIND, words_top // (WORDS_REACH - 1))
 
 
 def keep(kept: Kept, counts: Iterable[tuple[str, int]]) -> None:
