@@ -1,7 +1,8 @@
 """Where a tool call's CPU goes on the server's serving thread, span by span: the SDK's
-transport and dispatch, argument validation, our tool function, the graph run, and each
-pass over the reply. The thread's CPU time (``time.thread_time``) is summed around each
-span, so the figures barely move with the machine's load.
+transport and dispatch, argument validation, our tool function, the graph run (and its
+stages within it), and each pass over the reply. The thread's CPU time
+(``time.thread_time``) is summed around each span, so the figures barely move with the
+machine's load.
 
 Run from the repository root, on a store kept by ``ingest_query.py --keep`` (or built
 with the same turns: ``make_turns``'s seed and session size)::
@@ -52,6 +53,8 @@ SPANS = (
     ("      SDK: the tool function", "mcp.server.mcpserver.utilities.func_metadata",
      "FuncMetadata.call_fn"),
     ("        graph run (Graphs.run)", "graphs.runner", "Graphs.run"),
+    # the rest of the run is the engine between the stages and the runner around it
+    ("          its stages, each with its adapter", "graphs.runner", "_FnNode.run"),
     ("        reply: model built and dumped", "stenographer.server", "_result"),
     ("      SDK: output check", "mcp.server.mcpserver.utilities.func_metadata",
      "FuncMetadata.convert_result"),
