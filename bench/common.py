@@ -71,14 +71,17 @@ def repo_arg(text: str) -> tuple[str, Path]:
     return name, Path(path).resolve()
 
 
-def kept_store_parser(doc: str, store: str, repo: str) -> argparse.ArgumentParser:
-    """The arguments of a benchmark over a kept store (``store``) for checkouts side by
-    side (``--repo``, ``repo``), and how the store's turns were generated (``--turns``,
-    ``--session-turns``, ``--seed``: its queries are drawn from the same text)."""
+def kept_store_parser(doc: str, store: str, repo: str | None = None
+                      ) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over a kept store (``store``), for checkouts side by
+    side when it takes ``repo`` (``--repo``), and how the store's turns were generated
+    (``--turns``, ``--session-turns``, ``--seed``: its queries are drawn from the same
+    text)."""
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("store", type=Path, help=store)
-    p.add_argument("--repo", type=repo_arg, action="append", help=repo)
+    if repo is not None:
+        p.add_argument("--repo", type=repo_arg, action="append", help=repo)
     p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
     p.add_argument("--session-turns", type=int, default=1000)
     p.add_argument("--seed", type=int, default=7)

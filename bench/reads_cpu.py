@@ -40,7 +40,6 @@ the copy first, so that both kinds of store are measured in the state searches s
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -53,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fmt_ms, print_table
+from common import fmt_ms, kept_store_parser, print_table
 from ingest_query import make_turns
 from reads_ab import BRIEF, GUARD, QUERY, WIDE, _exchange_ids, calls
 
@@ -186,12 +185,7 @@ def keyword_parts(app: Any, tool: str, plan: list[dict[str, Any]], passes: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("store", type=Path, help="a kept ingest-N-xM directory (steno.db)")
-    p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
-    p.add_argument("--session-turns", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=7)
+    p = kept_store_parser(__doc__, "a kept ingest-N-xM directory (steno.db)")
     p.add_argument("--calls", type=int, default=60, help="calls per tool (60)")
     p.add_argument("--passes", type=int, default=5, help="passes; the best counts (5)")
     p.add_argument("--merged", action="store_true",

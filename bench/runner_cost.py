@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from call_instructions import plan
-from common import print_table
+from common import kept_store_parser, print_table
 
 GRAPHS = {"ingest": "ingest", "query_history": "search", "compact_guard": "guard"}
 WARM = 50
@@ -128,12 +128,7 @@ def measure(store: Path, tool: str, todo: list[dict[str, Any]], runs: int
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("store", type=Path, help="a kept store directory (steno.db)")
-    p.add_argument("--turns", type=int, default=20_000, help="turns in the store (20000)")
-    p.add_argument("--session-turns", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=7)
+    p = kept_store_parser(__doc__, "a kept store directory (steno.db)")
     p.add_argument("--runs", type=int, default=1000, help="runs timed per tool (1000)")
     p.add_argument("--tools", default=",".join(GRAPHS),
                    help=f"comma-separated, of: {', '.join(GRAPHS)}")
