@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -231,6 +232,28 @@ def wait_idle(pid: int | None, *, window_s: float = 1.0, share: float = 0.05,
 
 
 # --------------------------------------------------------------------------- the server
+
+
+@contextmanager
+def served_app(store_file: Path, prefix: str = "steno-bench-app-") -> Iterator[Any]:
+    """A new app in this process on a copy of a kept store's file, set up and warmed as
+    a server's (``Backend.serves``, ``App.warm``, its index upkeep waited for); closed
+    and its copy removed after."""
+    from stenographer.app import open_app
+    from stenographer.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        shutil.copy(store_file, Path(tmp) / "steno.db")
+        app = open_app(Settings(data_dir=Path(tmp)))
+        try:
+            app.store.serves()
+            app.warm()
+            upkeep = getattr(app.store, "upkeep", None)
+            if upkeep is not None:
+                upkeep.wait()
+            yield app
+        finally:
+            app.close()
 
 
 @contextmanager

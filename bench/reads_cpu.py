@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fmt_ms, kept_store_parser, print_table
+from common import fmt_ms, kept_store_parser, print_table, served_app
 from ingest_query import make_turns
 from reads_ab import BRIEF, GUARD, QUERY, WIDE, _exchange_ids, calls
 
@@ -73,29 +73,13 @@ def best_cpu(passes: int, work: Callable[[], int]) -> float:
 def first_use(store: Path, graph: str, todo: list[dict[str, Any]]) -> list[float]:
     """Seconds of CPU of each call of ``todo``, each run once in a new server's process:
     a new app on a copy of ``store``, set up and warmed as a server."""
-    from stenographer.app import open_app
-    from stenographer.settings import Settings
-
-    root = Path(tempfile.mkdtemp(prefix="steno-reads-first-"))
-    try:
-        shutil.copy(store, root / "steno.db")
-        app = open_app(Settings(data_dir=root))
-        try:
-            app.store.serves()
-            app.warm()
-            upkeep = getattr(app.store, "upkeep", None)
-            if upkeep is not None:
-                upkeep.wait()
-            spent = []
-            for a in todo:
-                started = time.thread_time()
-                app.run(graph, a)
-                spent.append(time.thread_time() - started)
-            return spent
-        finally:
-            app.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with served_app(store, "steno-reads-first-") as app:
+        spent = []
+        for a in todo:
+            started = time.thread_time()
+            app.run(graph, a)
+            spent.append(time.thread_time() - started)
+        return spent
 
 
 def stage_cpu(app: Any, graph: str, outs: list[dict[str, Any]], passes: int

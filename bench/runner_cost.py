@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,49 +29,39 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from call_instructions import plan
-from common import kept_store_parser, print_table
+from common import kept_store_parser, print_table, served_app
 
 GRAPHS = {"ingest": "ingest", "query_history": "search", "compact_guard": "guard"}
 WARM = 50
 
 
-def _request(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in arguments.items() if k != "trace"}
-
-
 def _stubbed(app: Any, graph: str, todo: list[dict[str, Any]]) -> Any:
     """A ``Graphs`` whose nodes return the writes of one real run of ``graph`` that took
-    the default routes (an ingest that did not compress)."""
+    the default routes (every stage but the subgraphs: an ingest that did not compress)."""
     from graphs import registry
     from graphs.runner import Graphs
     from nodes.context import NODES
 
     app.graphs.prepare(graph)  # every node type's module imported: NODES has them all
     definition = registry.definition(graph)
-    top = set(definition["nodes"])
+    stages = {name for name, spec in definition["nodes"].items()
+              if spec["type"] != "subgraph"}
     wrote: dict[str, dict[str, Any]] = {}
 
     def observe(stage: dict[str, Any], writes: dict[str, Any]) -> None:
         wrote[stage["node"]] = dict(writes)
 
-    for arguments in todo:
+    for request in todo:
         wrote.clear()
-        app.graphs.run(graph, {"request": _request(arguments)}, app.ctx, observe)
-        if "compress" not in wrote and set(wrote) <= top:
+        app.graphs.run(graph, {"request": request}, app.ctx, observe)
+        if set(wrote) == stages:
             break
     else:
         raise SystemExit(f"no run of {graph} took the default routes")
-    types: dict[str, Any] = {}
-    inside = [definition]  # a subgraph's nodes keep their functions: no run reaches them
-    while inside:
-        for spec in inside.pop()["nodes"].values():
-            if spec["type"] == "subgraph":
-                inside.append(spec["definition"])
-            else:
-                types.setdefault(spec["type"], NODES[spec["type"]])
-    for name, spec in definition["nodes"].items():
-        if spec["type"] != "subgraph":
-            types[spec["type"]] = _returning(NODES[spec["type"]], wrote.get(name, {}))
+    types = dict(NODES)  # a subgraph's nodes keep theirs: the default routes skip them
+    for name, writes in wrote.items():
+        kind = definition["nodes"][name]["type"]
+        types[kind] = _returning(NODES[kind], writes)
     stubbed = Graphs(node_types=types)
     for condition, fn in registry.CONDITIONS.items():
         stubbed.condition(condition, fn)
@@ -102,28 +90,16 @@ def _cpu_us(run: Any, requests: list[dict[str, Any]]) -> float:
 
 def measure(store: Path, tool: str, todo: list[dict[str, Any]], runs: int
             ) -> tuple[float, float]:
-    from stenographer.app import open_app
-    from stenographer.settings import Settings
-
     graph = GRAPHS[tool]
-    with tempfile.TemporaryDirectory(prefix="steno-runner-cost-") as tmp:
-        shutil.copy(store / "steno.db", Path(tmp) / "steno.db")
-        app = open_app(Settings(data_dir=Path(tmp)))
-        try:
-            app.store.serves()
-            app.warm()
-            app.store.upkeep.wait()
-            requests = [_request(a) for a in todo]
-            for request in requests[:WARM]:
-                app.run(graph, request)
-            real = _cpu_us(lambda r: app.run(graph, r), requests[WARM:WARM + runs])
-            stubbed = _stubbed(app, graph, todo[WARM + runs:])
-            one = {"request": requests[0]}  # read by no stub
-            for _ in range(WARM):
-                stubbed.run(graph, one, app.ctx)
-            empty = _cpu_us(lambda _: stubbed.run(graph, one, app.ctx), [one] * runs)
-        finally:
-            app.close()
+    with served_app(store / "steno.db", "steno-runner-cost-") as app:
+        for request in todo[:WARM]:
+            app.run(graph, request)
+        real = _cpu_us(lambda r: app.run(graph, r), todo[WARM:WARM + runs])
+        stubbed = _stubbed(app, graph, todo[WARM + runs:])
+        one = {"request": todo[0]}  # read by no stub
+        for _ in range(WARM):
+            stubbed.run(graph, one, app.ctx)
+        empty = _cpu_us(lambda _: stubbed.run(graph, one, app.ctx), [one] * runs)
     return real, empty
 
 
